@@ -1,0 +1,58 @@
+// Errors as values: every fallible engine call returns Result<T>. The message
+// is written for the user: which file, which field, which byte offset, and
+// what to do. Exceptions never cross the engine's public API.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace folio {
+
+struct Error {
+    std::string message;
+};
+
+template <typename T>
+class [[nodiscard]] Result {
+public:
+    Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}
+    Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}
+
+    bool ok() const { return state_.index() == 0; }
+    explicit operator bool() const { return ok(); }
+
+    T& value() & { return std::get<0>(state_); }
+    const T& value() const& { return std::get<0>(state_); }
+    T&& value() && { return std::get<0>(std::move(state_)); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
+
+    const Error& error() const { return std::get<1>(state_); }
+
+private:
+    std::variant<T, Error> state_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+public:
+    Result() = default;
+    Result(Error error) : error_(std::move(error)), ok_(false) {}
+
+    bool ok() const { return ok_; }
+    explicit operator bool() const { return ok_; }
+    const Error& error() const { return error_; }
+
+private:
+    Error error_;
+    bool ok_ = true;
+};
+
+using Status = Result<void>;
+
+inline Error make_error(std::string message) { return Error{std::move(message)}; }
+
+}  // namespace folio

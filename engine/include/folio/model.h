@@ -1,0 +1,87 @@
+// The in-memory description of a model, the same whichever file form it came
+// from (a GGUF file or a Hugging Face folder): architecture and
+// hyper-parameters, tensors as zero-copy views into mapped files, tokenizer
+// and chat template. load_model_description() is the one entry point.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "folio/error.h"
+#include "folio/mapped_file.h"
+#include "folio/tensor_type.h"
+#include "folio/tokenizer_spec.h"
+
+namespace folio {
+
+// How RoPE pairs the dimensions of a head. GGUF `llama` files store Q/K rows
+// permuted so that interleaved pairs (2i, 2i+1) are rotated together (GGML's
+// "normal" mode); Hugging Face weights rotate (i, i + d/2) ("rotate_half",
+// GGML's NEOX mode). Gemma uses split halves in both forms.
+enum class RopeStyle { Interleaved, SplitHalf };
+
+struct HParams {
+    std::string architecture;       // "llama", "gemma3", ... (GGUF general.architecture)
+    uint32_t n_vocab = 0;
+    uint32_t n_ctx_train = 0;
+    uint32_t n_embd = 0;
+    uint32_t n_layer = 0;
+    uint32_t n_head = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 0;          // key/value length per head
+    uint32_t n_ff = 0;
+    float rms_norm_eps = 1e-5f;
+    float rope_freq_base = 10000.0f;
+    float rope_freq_base_swa = 0.0f;      // sliding-window layers' own base (gemma3: 10000), 0 = same
+    float rope_scale_linear = 1.0f;       // positions are divided by this
+    RopeStyle rope_style = RopeStyle::Interleaved;
+    uint32_t sliding_window = 0;          // 0 = no sliding-window layers
+    uint32_t sliding_window_pattern = 0;  // every Nth layer is global (gemma3: 6); 0 = none
+    float final_logit_softcap = 0.0f;     // 0 = off
+    float attn_logit_softcap = 0.0f;      // 0 = off
+    float query_pre_attn_scalar = 0.0f;   // 0 = head_dim (attention scale 1/sqrt of it)
+    bool tied_embeddings = false;         // output projection reuses token_embd
+};
+
+// A tensor as stored: GGML dimension order (shape[0] is the contiguous one,
+// i.e. in_features for a weight matrix), data pointing into a mapped file.
+struct TensorView {
+    std::string name;               // GGUF naming: "blk.0.attn_q.weight"
+    TensorType type = TensorType::F32;
+    std::vector<int64_t> shape;
+    const std::byte* data = nullptr;
+    uint64_t nbytes = 0;
+
+    int64_t n_elements() const {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        return n;
+    }
+};
+
+enum class SourceFormat { Gguf, HuggingFaceFolder };
+
+struct ModelDescription {
+    std::string path;
+    SourceFormat format = SourceFormat::Gguf;
+    std::string name;                     // general.name, or the folder name
+    HParams hparams;
+    std::vector<TensorView> tensors;      // in file order
+    TokenizerSpec tokenizer;
+    std::string chat_template;            // Jinja source; empty when the model has none
+    std::vector<std::shared_ptr<const MappedFile>> storage;  // keeps tensor data alive
+
+    const TensorView* find_tensor(std::string_view tensor_name) const;
+    uint64_t weight_bytes() const;
+    // KV cache bytes for one token across all layers, at `element_bytes` per value (F16: 2).
+    uint64_t kv_bytes_per_token(uint32_t element_bytes = 2) const;
+};
+
+// Reads a GGUF file or a Hugging Face folder (config.json + *.safetensors +
+// tokenizer.json). Every count, shape and offset is validated first.
+Result<ModelDescription> load_model_description(const std::string& path);
+
+}  // namespace folio

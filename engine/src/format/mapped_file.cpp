@@ -1,0 +1,44 @@
+#include "folio/mapped_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace folio {
+
+Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return make_error("cannot open '" + path + "': " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        int err = errno;
+        ::close(fd);
+        return make_error("cannot stat '" + path + "': " + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return make_error("'" + path + "' is not a regular file");
+    }
+    const size_t size = static_cast<size_t>(st.st_size);
+    const std::byte* data = nullptr;
+    if (size > 0) {
+        void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int err = errno;
+            ::close(fd);
+            return make_error("cannot map '" + path + "' (" + std::to_string(size) + " bytes): " + std::strerror(err));
+        }
+        data = static_cast<const std::byte*>(p);
+    }
+    ::close(fd);  // the mapping keeps the file alive
+    return std::shared_ptr<const MappedFile>(new MappedFile(path, data, size));
+}
+
+MappedFile::~MappedFile() {
+    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+}  // namespace folio

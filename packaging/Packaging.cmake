@@ -1,0 +1,11 @@
+# CPack: .deb, .rpm and a tarball from `cpack` in the build folder.
+set(CPACK_PACKAGE_NAME "folio")
+set(CPACK_PACKAGE_VENDOR "Folio")
+set(CPACK_PACKAGE_CONTACT "Folio developers <folio@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
+set(CPACK_GENERATOR "DEB;RPM;TGZ")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_RPM_FILE_NAME RPM-DEFAULT)
+include(CPack)

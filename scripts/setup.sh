@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian 12 machine for Folio: system packages, the Python tools
+# venv (.venv) and the two test models in models/. Idempotent: a second run
+# only checks what is already there.
+#
+#   bash scripts/setup.sh            everything
+#   FOLIO_SKIP_APT=1 bash ...        skip apt (packages already installed)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+
+debs=(
+  build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip
+  clang libclang-rt-14-dev            # libFuzzer target of the GGUF reader
+  qt6-base-dev qt6-base-dev-tools libqt6svg6-dev qt6-svg-dev libgl-dev
+  libqcustomplot-dev libqcustomplot2.1-qt6
+  nlohmann-json3-dev libpcre2-dev
+  xvfb xauth
+)
+
+if [ "${FOLIO_SKIP_APT:-0}" != 1 ]; then
+  missing=()
+  for p in "${debs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+# Python tools (goldens, fixtures, benchmarks) live in their own venv.
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c 'import gguf, numpy, safetensors, tokenizers, jinja2, transformers' 2>/dev/null; then
+  .venv/bin/pip install -q --disable-pip-version-check -r tools/requirements.txt
+fi
+
+bash scripts/fetch-models.sh
+echo "setup: done"
