@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "folio/error.h"
+
 namespace folio {
 
 enum class TokenizerModel {
@@ -45,5 +47,11 @@ struct TokenizerSpec {
     bool add_eos = false;
     bool add_space_prefix = false;         // SentencePiece: prepend "▁" to the text
 };
+
+// Reads a Hugging Face tokenizer.json, and tokenizer_config.json when the path
+// is not empty (bos/eos, add_bos_token), into a TokenizerSpec.
+// Implemented in engine/src/tokenizer/.
+Result<TokenizerSpec> tokenizer_spec_from_hf_files(const std::string& tokenizer_json_path,
+                                                   const std::string& tokenizer_config_path);
 
 }  // namespace folio
