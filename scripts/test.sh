@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up everything, build, and run the whole test suite: what CI runs.
+#   bash scripts/test.sh
+# FOLIO_FUZZ_SECONDS (default 60) bounds the libFuzzer run.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+bash scripts/setup.sh
+export FOLIO_REQUIRE_MODELS=1   # a missing test model fails instead of skipping
+jobs=$(nproc)
+
+# 1. The fuzz build (clang, ASan + UBSan): bounded fuzzing of the GGUF reader.
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j "$jobs"
+ctest --preset fuzz -L fuzz
+
+# 2. The main build, warnings as errors, and every suite: unit model gui gpu fuzz.
+cmake --preset ci >/dev/null
+cmake --build --preset ci -j "$jobs"
+ctest --preset ci
