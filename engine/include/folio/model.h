@@ -44,6 +44,9 @@ struct HParams {
     float attn_logit_softcap = 0.0f;      // 0 = off
     float query_pre_attn_scalar = 0.0f;   // 0 = head_dim (attention scale 1/sqrt of it)
     bool tied_embeddings = false;         // output projection reuses token_embd
+    // Hugging Face Gemma checkpoints store RMSNorm weights as w - 1 (the layer
+    // scales by 1 + w); GGUF converters add the 1. Added to every *_norm weight.
+    float norm_weight_offset = 0.0f;
 };
 
 // A tensor as stored: GGML dimension order (shape[0] is the contiguous one,
