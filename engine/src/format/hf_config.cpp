@@ -1,0 +1,258 @@
+#include "format/hf_config.h"
+
+#include <cstdint>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+namespace folio::hf {
+namespace {
+
+using nlohmann::json;
+
+// The model types whose tensors hf_tensor_names knows, and what GGUF calls them.
+struct KnownType {
+    const char* model_type;
+    const char* architecture;
+    bool tie_default;         // the transformers config class's default
+    float rope_theta_default;
+};
+constexpr KnownType kKnownTypes[] = {
+    {"llama", "llama", false, 10000.0f},
+    {"mistral", "llama", false, 10000.0f},  // Mistral is Llama's graph; GGUF files call it llama
+    {"qwen2", "qwen2", false, 10000.0f},
+    {"gemma3_text", "gemma3", true, 1000000.0f},
+};
+
+class ConfigReader {
+public:
+    ConfigReader(const json& root, std::string source) : root_(root), source_(std::move(source)) {}
+
+    Result<uint32_t> count(const char* key, std::optional<uint32_t> fallback = std::nullopt) const {
+        const json* v = find(key);
+        if (!v) {
+            if (fallback) return *fallback;
+            return make_error(source_ + ": missing \"" + key + "\"");
+        }
+        if (!v->is_number_integer() || v->get<int64_t>() <= 0 || v->get<int64_t>() > INT32_MAX)
+            return make_error(source_ + ": \"" + key + "\" = " + v->dump() + " is not a positive count");
+        return static_cast<uint32_t>(v->get<int64_t>());
+    }
+
+    // A float that may be absent or null (transformers writes null for "off").
+    Result<float> real(const json& object, const char* key, float fallback) const {
+        const auto it = object.find(key);
+        if (it == object.end() || it->is_null()) return fallback;
+        if (!it->is_number()) return make_error(source_ + ": \"" + key + "\" = " + it->dump() + " is not a number");
+        return it->get<float>();
+    }
+    Result<float> real(const char* key, float fallback) const { return real(root_, key, fallback); }
+
+    const json* find(const char* key) const {
+        const auto it = root_.find(key);
+        return (it == root_.end() || it->is_null()) ? nullptr : &*it;
+    }
+    const std::string& source() const { return source_; }
+
+private:
+    const json& root_;
+    std::string source_;
+};
+
+// Reads one RoPE parameter set: {"rope_type"|"type": ..., "factor": ..., "rope_theta": ...}.
+// Only plain and linearly scaled RoPE have a place in HParams; anything else
+// would be run with the wrong frequencies, so it is refused.
+Status read_rope(const ConfigReader& reader, const json& params, const std::string& what, float& theta,
+                 float& linear_scale) {
+    if (params.is_null()) return {};
+    if (!params.is_object()) return make_error(reader.source() + ": \"" + what + "\" is not an object");
+    std::string type = "default";
+    for (const char* key : {"rope_type", "type"}) {
+        const auto it = params.find(key);
+        if (it != params.end() && it->is_string()) type = it->get<std::string>();
+    }
+    Result<float> t = reader.real(params, "rope_theta", theta);
+    if (!t) return t.error();
+    theta = *t;
+    if (type == "default") return {};
+    if (type != "linear")
+        return make_error(reader.source() + ": \"" + what + "\" uses rope type '" + type +
+                          "'; Folio supports plain and linear RoPE scaling only");
+    Result<float> factor = reader.real(params, "factor", 1.0f);
+    if (!factor) return factor.error();
+    if (!(*factor > 0.0f)) return make_error(reader.source() + ": \"" + what + "\" has a non-positive factor");
+    linear_scale = *factor;
+    return {};
+}
+
+// Gemma 3 interleaves sliding-window and global layers. transformers 4 wrote
+// the period ("sliding_window_pattern"); transformers 5 writes one type per
+// layer ("layer_types"), from which the period is read back.
+Result<uint32_t> sliding_window_pattern(const ConfigReader& reader, uint32_t n_layer) {
+    for (const char* key : {"sliding_window_pattern", "_sliding_window_pattern"})
+        if (reader.find(key)) return reader.count(key);
+    const json* types = reader.find("layer_types");
+    if (!types) return 6u;  // Gemma3TextConfig's default
+    if (!types->is_array() || types->size() != n_layer)
+        return make_error(reader.source() + ": \"layer_types\" must list one type per layer");
+    uint32_t period = 0;
+    for (uint32_t i = 0; i < n_layer; ++i) {
+        const json& t = (*types)[i];
+        if (t == "full_attention") {
+            period = i + 1;
+            break;
+        }
+    }
+    if (period == 0) return 0u;  // no global layer at all: every layer is sliding
+    for (uint32_t i = 0; i < n_layer; ++i) {
+        const bool global = (i + 1) % period == 0;
+        if ((*types)[i] != (global ? "full_attention" : "sliding_attention"))
+            return make_error(reader.source() + ": \"layer_types\" does not repeat with a period of " +
+                              std::to_string(period) + " (layer " + std::to_string(i) + ")");
+    }
+    return period;
+}
+
+Status read_gemma3_extras(const ConfigReader& reader, HParams& hp) {
+    hp.norm_weight_offset = 1.0f;  // Gemma3RMSNorm scales by (1 + weight)
+    Result<uint32_t> window = reader.count("sliding_window", 4096u);
+    if (!window) return window.error();
+    hp.sliding_window = *window;
+    Result<uint32_t> pattern = sliding_window_pattern(reader, hp.n_layer);
+    if (!pattern) return pattern.error();
+    hp.sliding_window_pattern = *pattern;
+    Result<float> final_cap = reader.real("final_logit_softcapping", 0.0f);
+    Result<float> attn_cap = reader.real("attn_logit_softcapping", 0.0f);
+    Result<float> scalar = reader.real("query_pre_attn_scalar", static_cast<float>(hp.head_dim));
+    if (!final_cap) return final_cap.error();
+    if (!attn_cap) return attn_cap.error();
+    if (!scalar) return scalar.error();
+    hp.final_logit_softcap = *final_cap;
+    hp.attn_logit_softcap = *attn_cap;
+    hp.query_pre_attn_scalar = *scalar;
+
+    // transformers 4: rope_theta + rope_local_base_freq + rope_scaling (global layers);
+    // transformers 5: rope_parameters = {full_attention: {...}, sliding_attention: {...}}.
+    Result<float> local_base = reader.real("rope_local_base_freq", 10000.0f);
+    if (!local_base) return local_base.error();
+    hp.rope_freq_base_swa = *local_base;
+    if (const json* params = reader.find("rope_parameters")) {
+        if (!params->is_object()) return make_error(reader.source() + ": \"rope_parameters\" is not an object");
+        if (params->contains("full_attention")) {
+            Status s = read_rope(reader, params->at("full_attention"), "rope_parameters.full_attention",
+                                 hp.rope_freq_base, hp.rope_scale_linear);
+            if (!s) return s;
+        }
+        if (params->contains("sliding_attention")) {
+            float unused_scale = 1.0f;  // sliding layers are never scaled in Gemma 3
+            Status s = read_rope(reader, params->at("sliding_attention"), "rope_parameters.sliding_attention",
+                                 hp.rope_freq_base_swa, unused_scale);
+            if (!s) return s;
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<ModelConfig> parse_config(const std::string& json_text, const std::string& source) {
+    json root;
+    try {
+        root = json::parse(json_text);
+    } catch (const json::exception& e) {
+        return make_error(source + " is not valid JSON: " + e.what());
+    }
+    if (!root.is_object()) return make_error(source + " is not a JSON object");
+
+    try {
+        const ConfigReader reader(root, source);
+        ModelConfig config;
+        const json* type = reader.find("model_type");
+        if (!type || !type->is_string()) return make_error(source + ": missing \"model_type\"");
+        config.model_type = type->get<std::string>();
+        const KnownType* known = nullptr;
+        for (const KnownType& k : kKnownTypes)
+            if (config.model_type == k.model_type) known = &k;
+        if (!known)
+            return make_error(source + ": model_type '" + config.model_type +
+                              "' is not supported for Hugging Face folders (Folio maps llama, mistral, qwen2 and "
+                              "gemma3_text weights)");
+
+        HParams& hp = config.hparams;
+        hp.architecture = known->architecture;
+        // Hugging Face checkpoints keep Q/K rows in rotate-half order; nothing is permuted on load.
+        hp.rope_style = RopeStyle::SplitHalf;
+
+        if (known->architecture != std::string("gemma3")) {
+            const json* act = reader.find("hidden_act");
+            if (act && *act != "silu")
+                return make_error(source + ": hidden_act " + act->dump() + " is not supported for model_type '" +
+                                  config.model_type + "' (Folio runs SiLU-gated feed-forward blocks)");
+        }
+
+        struct CountField {
+            const char* key;
+            uint32_t* out;
+        };
+        for (const CountField& f : {CountField{"vocab_size", &hp.n_vocab},
+                                    CountField{"max_position_embeddings", &hp.n_ctx_train},
+                                    CountField{"hidden_size", &hp.n_embd},
+                                    CountField{"num_hidden_layers", &hp.n_layer},
+                                    CountField{"num_attention_heads", &hp.n_head},
+                                    CountField{"intermediate_size", &hp.n_ff}}) {
+            Result<uint32_t> v = reader.count(f.key);
+            if (!v) return v.error();
+            *f.out = *v;
+        }
+        Result<uint32_t> n_head_kv = reader.count("num_key_value_heads", hp.n_head);
+        if (!n_head_kv) return n_head_kv.error();
+        hp.n_head_kv = *n_head_kv;
+        if (hp.n_head % hp.n_head_kv != 0)
+            return make_error(source + ": num_attention_heads (" + std::to_string(hp.n_head) +
+                              ") is not a multiple of num_key_value_heads (" + std::to_string(hp.n_head_kv) + ")");
+        if (!reader.find("head_dim") && hp.n_embd % hp.n_head != 0)
+            return make_error(source + ": hidden_size is not a multiple of num_attention_heads and no head_dim is given");
+        Result<uint32_t> head_dim = reader.count("head_dim", hp.n_embd / hp.n_head);
+        if (!head_dim) return head_dim.error();
+        hp.head_dim = *head_dim;
+        if (hp.head_dim % 2 != 0) return make_error(source + ": head_dim " + std::to_string(hp.head_dim) + " is odd; RoPE rotates pairs");
+
+        Result<float> eps = reader.real("rms_norm_eps", 1e-6f);
+        if (!eps) return eps.error();
+        hp.rms_norm_eps = *eps;
+
+        hp.rope_freq_base = known->rope_theta_default;
+        Result<float> theta = reader.real("rope_theta", hp.rope_freq_base);
+        if (!theta) return theta.error();
+        hp.rope_freq_base = *theta;
+        if (hp.architecture == "gemma3") {
+            Status s = read_gemma3_extras(reader, hp);
+            if (!s) return s.error();
+            if (const json* scaling = reader.find("rope_scaling")) {
+                Status r = read_rope(reader, *scaling, "rope_scaling", hp.rope_freq_base, hp.rope_scale_linear);
+                if (!r) return r.error();
+            }
+        } else {
+            // Qwen2's and Mistral's optional sliding windows are left out, as GGUF
+            // converters do: these checkpoints are trained and run with full attention.
+            for (const char* key : {"rope_scaling", "rope_parameters"}) {
+                if (const json* params = reader.find(key)) {
+                    Status r = read_rope(reader, *params, key, hp.rope_freq_base, hp.rope_scale_linear);
+                    if (!r) return r.error();
+                }
+            }
+        }
+
+        config.tie_word_embeddings = known->tie_default;
+        if (const json* tie = reader.find("tie_word_embeddings")) {
+            if (!tie->is_boolean()) return make_error(source + ": \"tie_word_embeddings\" is not true/false");
+            config.tie_word_embeddings = tie->get<bool>();
+        }
+        hp.tied_embeddings = config.tie_word_embeddings;
+        return config;
+    } catch (const json::exception& e) {
+        return make_error(source + ": unexpected value: " + e.what());
+    }
+}
+
+}  // namespace folio::hf
