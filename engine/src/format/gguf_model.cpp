@@ -1,0 +1,145 @@
+#include "format/gguf_model.h"
+
+#include <algorithm>
+#include <array>
+
+namespace folio {
+
+namespace {
+
+// Architectures whose GGML graphs rotate split halves (NEOX RoPE). The rest
+// of the llama family uses interleaved pairs, matching how convert_hf_to_gguf
+// permutes their Q/K rows.
+bool uses_split_half_rope(const std::string& arch) {
+    static constexpr std::array<std::string_view, 13> kSplitHalf = {
+        "gemma", "gemma2", "gemma3", "qwen2", "qwen2moe", "qwen3", "phi2", "phi3",
+        "stablelm", "gptneox", "falcon", "starcoder2", "olmo2"};
+    return std::find(kSplitHalf.begin(), kSplitHalf.end(), arch) != kSplitHalf.end();
+}
+
+// Architectures whose keys we read and for which a missing required key is an error.
+bool is_known_architecture(const std::string& arch) {
+    static constexpr std::array<std::string_view, 8> kKnown = {
+        "llama", "mistral", "gemma", "gemma2", "gemma3", "qwen2", "qwen3", "granite"};
+    return std::find(kKnown.begin(), kKnown.end(), arch) != kKnown.end();
+}
+
+}  // namespace
+
+Result<HParams> hparams_from_gguf(const GgufFile& file) {
+    HParams hp;
+    auto arch = file.get_string("general.architecture");
+    if (!arch) return arch.error();
+    hp.architecture = *arch;
+    const std::string p = hp.architecture + ".";
+    const bool known = is_known_architecture(hp.architecture);
+
+    // Required keys for a known architecture; absent ones stay 0 otherwise.
+    auto required_u32 = [&](const std::string& key, uint32_t& out) -> Status {
+        if (!known && !file.has(key)) return {};
+        auto v = file.get_u32(key);
+        if (!v) return v.error();
+        out = *v;
+        return {};
+    };
+    for (auto [key, field] : {std::pair{"block_count", &hp.n_layer}, std::pair{"embedding_length", &hp.n_embd},
+                              std::pair{"attention.head_count", &hp.n_head},
+                              std::pair{"feed_forward_length", &hp.n_ff}, std::pair{"context_length", &hp.n_ctx_train}}) {
+        if (auto ok = required_u32(p + key, *field); !ok) return ok.error();
+    }
+    if (known && (hp.n_layer == 0 || hp.n_embd == 0 || hp.n_head == 0))
+        return make_error("gguf: " + file.name() + ": " + p + "block_count, embedding_length and attention.head_count must be non-zero");
+
+    auto head_count_kv = file.get_u32_or(p + "attention.head_count_kv", hp.n_head);
+    if (!head_count_kv) return head_count_kv.error();
+    hp.n_head_kv = *head_count_kv;
+    if (hp.n_head_kv == 0 || (hp.n_head != 0 && hp.n_head % hp.n_head_kv != 0))
+        return make_error("gguf: " + file.name() + ": " + p + "attention.head_count_kv " + std::to_string(hp.n_head_kv) +
+                          " does not divide attention.head_count " + std::to_string(hp.n_head));
+    auto key_length = file.get_u32_or(p + "attention.key_length", hp.n_head ? hp.n_embd / hp.n_head : 0);
+    if (!key_length) return key_length.error();
+    hp.head_dim = *key_length;
+
+    const float default_eps = hp.architecture.rfind("gemma", 0) == 0 ? 1e-6f : 1e-5f;
+    auto eps = file.get_f32_or(p + "attention.layer_norm_rms_epsilon", default_eps);
+    auto freq_base = file.get_f32_or(p + "rope.freq_base", 10000.0f);
+    auto scaling_type = file.get_string_or(p + "rope.scaling.type", "none");
+    auto scaling_factor = file.get_f32_or(p + "rope.scaling.factor", 1.0f);
+    auto old_scale_linear = file.get_f32_or(p + "rope.scale_linear", 1.0f);  // before rope.scaling.* existed
+    auto final_softcap = file.get_f32_or(p + "final_logit_softcapping", 0.0f);
+    auto attn_softcap = file.get_f32_or(p + "attn_logit_softcapping", 0.0f);
+    for (const Result<float>* r : {&eps, &freq_base, &scaling_factor, &old_scale_linear, &final_softcap, &attn_softcap})
+        if (!*r) return r->error();
+    if (!scaling_type) return scaling_type.error();
+    hp.rms_norm_eps = *eps;
+    hp.rope_freq_base = *freq_base;
+    hp.rope_scale_linear = *scaling_type == "linear" ? *scaling_factor : *old_scale_linear;
+    if (!(hp.rope_scale_linear > 0.0f))
+        return make_error("gguf: " + file.name() + ": rope scale factor " + std::to_string(hp.rope_scale_linear) + " must be positive");
+    hp.final_logit_softcap = *final_softcap;
+    hp.attn_logit_softcap = *attn_softcap;
+    hp.rope_style = uses_split_half_rope(hp.architecture) ? RopeStyle::SplitHalf : RopeStyle::Interleaved;
+
+    if (hp.architecture == "gemma3") {
+        auto window = file.get_u32_or(p + "attention.sliding_window", 0);
+        if (!window) return window.error();
+        hp.sliding_window = *window;
+        // GGUF has no keys for these two: llama.cpp hard-codes them for gemma3
+        // (five local layers, then one global; local layers use base 10000).
+        hp.sliding_window_pattern = 6;
+        hp.rope_freq_base_swa = 10000.0f;
+        hp.query_pre_attn_scalar = float(hp.head_dim);
+    }
+
+    if (file.has(p + "vocab_size")) {
+        auto v = file.get_u32(p + "vocab_size");
+        if (!v) return v.error();
+        hp.n_vocab = *v;
+    } else if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens"); tokens && tokens->as_array()) {
+        hp.n_vocab = uint32_t(std::min<size_t>(tokens->as_array()->size(), UINT32_MAX));
+    } else if (const GgufTensorInfo* embd = file.find_tensor("token_embd.weight"); embd && embd->shape.size() == 2) {
+        hp.n_vocab = uint32_t(std::min<int64_t>(embd->shape[1], UINT32_MAX));
+    } else if (known) {
+        return make_error("gguf: " + file.name() + ": key '" + p + "vocab_size' is missing and there is no tokenizer.ggml.tokens to count");
+    }
+    hp.tied_embeddings = file.find_tensor("output.weight") == nullptr;
+    return hp;
+}
+
+Result<ModelDescription> load_gguf_model(const std::string& path) {
+    auto file = GgufFile::open(path);
+    if (!file) return file.error();
+
+    ModelDescription model;
+    model.path = path;
+    model.format = SourceFormat::Gguf;
+    auto hparams = hparams_from_gguf(*file);
+    if (!hparams) return hparams.error();
+    model.hparams = std::move(*hparams);
+    auto name = file->get_string_or("general.name", "");
+    if (!name) return name.error();
+    model.name = name->empty() ? path.substr(path.find_last_of('/') + 1) : *name;
+
+    model.tensors.reserve(file->tensors().size());
+    for (const GgufTensorInfo& info : file->tensors()) {
+        const std::optional<TensorType> type = info.type();
+        if (!type)
+            return make_error("gguf: " + path + ": tensor '" + info.name + "' has type " +
+                              std::string(ggml_type_name(info.ggml_type)) + ", which Folio cannot compute with; "
+                              "use a file quantized as F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K or Q6_K");
+        model.tensors.push_back(TensorView{info.name, *type, info.shape, info.data, info.nbytes});
+    }
+
+    if (file->has("tokenizer.ggml.model")) {
+        auto tokenizer = tokenizer_spec_from_gguf(*file);
+        if (!tokenizer) return tokenizer.error();
+        model.tokenizer = std::move(*tokenizer);
+    }
+    auto chat_template = file->get_string_or("tokenizer.chat_template", "");
+    if (!chat_template) return chat_template.error();
+    model.chat_template = std::move(*chat_template);
+    model.storage.push_back(file->mapping());
+    return model;
+}
+
+}  // namespace folio
