@@ -1,0 +1,349 @@
+// A Hugging Face folder (written here: config.json, model.safetensors,
+// tokenizer files) read into a ModelDescription, the config.json mapping for
+// each supported model type, and the errors for folders Folio cannot use.
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <string>
+#include <unistd.h>
+
+#include "folio/model.h"
+#include "folio_test.h"
+#include "format/hf_config.h"
+#include "format/hf_model.h"
+#include "format/hf_tensor_names.h"
+#include "hf_fixture.h"
+
+namespace fs = std::filesystem;
+using hf_fixture::TinyLlama;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+template <typename R>
+std::string error_of(const R& r) {
+    return r.ok() ? std::string() : r.error().message;
+}
+
+float f32_at(const folio::TensorView& t, size_t index) {
+    float v = 0;
+    std::memcpy(&v, t.data + index * 4, 4);
+    return v;
+}
+
+const char* kGemma3Config = R"({
+  "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+  "vocab_size": 262144, "hidden_size": 640, "intermediate_size": 2048, "num_hidden_layers": 18,
+  "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "max_position_embeddings": 32768,
+  "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "rope_scaling": null,
+  "sliding_window": 512, "sliding_window_pattern": 6, "query_pre_attn_scalar": 256,
+  "final_logit_softcapping": null, "attn_logit_softcapping": null, "hidden_activation": "gelu_pytorch_tanh"
+})";
+
+}  // namespace
+
+class HfFolderTest : public QObject {
+    Q_OBJECT
+
+    fs::path dir_;
+
+    // Writes the tiny folder under `name`, applies `edit` to it, and returns the load error ("" if it loads).
+    std::string load_error_after(const std::string& name, const std::function<void(const fs::path&)>& edit) {
+        const fs::path dir = dir_ / name;
+        TinyLlama::write_folder(dir);
+        edit(dir);
+        return error_of(folio::load_hf_folder_model(dir.string()));
+    }
+
+private slots:
+    void initTestCase() {
+        dir_ = fs::temp_directory_path() / ("folio_hf_folder_" + std::to_string(::getpid()));
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+
+    void describesASingleFileFolder() {
+        const fs::path dir = dir_ / "tiny-llama";
+        TinyLlama::write_folder(dir);
+        auto r = folio::load_model_description(dir.string() + "/");
+        QVERIFY2(r.ok(), error_of(r).c_str());
+        const folio::ModelDescription& m = *r;
+        QVERIFY(m.format == folio::SourceFormat::HuggingFaceFolder);
+        QCOMPARE(m.name, std::string("tiny-llama"));
+        QCOMPARE(m.storage.size(), size_t(1));
+
+        const folio::HParams& hp = m.hparams;
+        QCOMPARE(hp.architecture, std::string("llama"));
+        QCOMPARE(hp.n_vocab, 6u);
+        QCOMPARE(hp.n_ctx_train, 256u);
+        QCOMPARE(hp.n_embd, 8u);
+        QCOMPARE(hp.n_layer, 2u);
+        QCOMPARE(hp.n_head, 2u);
+        QCOMPARE(hp.n_head_kv, 1u);
+        QCOMPARE(hp.head_dim, 4u);  // hidden_size / num_attention_heads
+        QCOMPARE(hp.n_ff, 12u);
+        QCOMPARE(hp.rms_norm_eps, 1e-6f);
+        QCOMPARE(hp.rope_freq_base, 500000.0f);
+        QCOMPARE(hp.rope_scale_linear, 2.0f);
+        QVERIFY(hp.rope_style == folio::RopeStyle::SplitHalf);
+        QVERIFY(hp.tied_embeddings);
+        QCOMPARE(hp.norm_weight_offset, 0.0f);
+
+        // 1 + 9 per layer + output_norm; the tied model has no output.weight.
+        QCOMPARE(m.tensors.size(), size_t(1 + 9 * 2 + 1));
+        QVERIFY(m.find_tensor("output.weight") == nullptr);
+        const folio::TensorView* q = m.find_tensor("blk.1.attn_q.weight");
+        QVERIFY(q != nullptr);
+        QVERIFY(q->type == folio::TensorType::F32);
+        QVERIFY((q->shape == std::vector<int64_t>{8, 8}));
+        const folio::TensorView* k = m.find_tensor("blk.0.attn_k.weight");
+        QVERIFY(k != nullptr);
+        QVERIFY((k->shape == std::vector<int64_t>{8, 4}));  // GGML order: in_features first
+        const folio::TensorView* down = m.find_tensor("blk.0.ffn_down.weight");
+        QVERIFY(down != nullptr);
+        QVERIFY(down->type == folio::TensorType::BF16);
+        QVERIFY((down->shape == std::vector<int64_t>{12, 8}));
+        QCOMPARE(down->nbytes, uint64_t(12 * 8 * 2));
+        QVERIFY(m.find_tensor("blk.1.ffn_norm.weight")->type == folio::TensorType::F16);
+        QVERIFY(m.find_tensor("output_norm.weight") != nullptr);
+
+        // Views point at the right bytes: the embedding's values are tag 0 + i/2, k_proj of layer 0 is tag 300.
+        const folio::TensorView* embd = m.find_tensor("token_embd.weight");
+        QVERIFY((embd->shape == std::vector<int64_t>{8, 6}));
+        QCOMPARE(f32_at(*embd, 3), 1.5f);
+        QCOMPARE(f32_at(*k, 0), 300.0f);
+        QCOMPARE(f32_at(*k, 9), 304.5f);
+
+        QCOMPARE(m.tokenizer.tokens.size(), size_t(6));
+        QCOMPARE(m.tokenizer.bos_id, 0);
+        QCOMPARE(m.tokenizer.eos_id, 1);
+        QCOMPARE(m.chat_template, std::string("{% for m in messages %}{{ m['content'] }}{% endfor %}"));
+
+        uint64_t bytes = 0;
+        for (const auto& t : m.tensors) bytes += t.nbytes;
+        QCOMPARE(m.weight_bytes(), bytes);
+        QCOMPARE(m.kv_bytes_per_token(2), uint64_t(2 * 2 * 1 * 4 * 2));
+    }
+
+    void untiedCheckpointKeepsItsOutputProjection() {
+        const fs::path dir = dir_ / "untied";
+        TinyLlama::write_folder(dir, /*tie=*/false, /*with_lm_head=*/true);
+        auto r = folio::load_hf_folder_model(dir.string());
+        QVERIFY2(r.ok(), error_of(r).c_str());
+        QVERIFY(!r->hparams.tied_embeddings);
+        const folio::TensorView* out = r->find_tensor("output.weight");
+        QVERIFY(out != nullptr);
+        QVERIFY((out->shape == std::vector<int64_t>{8, 6}));
+    }
+
+    void tiedCheckpointIgnoresASavedLmHead() {
+        const fs::path dir = dir_ / "tied_with_head";
+        TinyLlama::write_folder(dir, /*tie=*/true, /*with_lm_head=*/true);
+        auto r = folio::load_hf_folder_model(dir.string());
+        QVERIFY2(r.ok(), error_of(r).c_str());
+        QVERIFY(r->hparams.tied_embeddings);
+        QVERIFY(r->find_tensor("output.weight") == nullptr);
+    }
+
+    void missingLmHeadMeansTiedWhateverTheConfigSays() {
+        const fs::path dir = dir_ / "untied_config_no_head";
+        TinyLlama::write_folder(dir, /*tie=*/false, /*with_lm_head=*/false);
+        auto r = folio::load_hf_folder_model(dir.string());
+        QVERIFY2(r.ok(), error_of(r).c_str());
+        QVERIFY(r->hparams.tied_embeddings);
+    }
+
+    void readsChatTemplateJinjaFirst() {
+        const std::string err = load_error_after("jinja", [](const fs::path& dir) {
+            hf_fixture::write_file(dir / "chat_template.jinja", "{{ messages[0]['content'] }}");
+        });
+        QVERIFY2(err.empty(), err.c_str());
+        auto r = folio::load_hf_folder_model((dir_ / "jinja").string());
+        QVERIFY(r.ok());
+        QCOMPARE(r->chat_template, std::string("{{ messages[0]['content'] }}"));
+    }
+
+    void errorsNameWhatIsWrong() {
+        std::string err = load_error_after("no_config", [](const fs::path& dir) { fs::remove(dir / "config.json"); });
+        QVERIFY2(contains(err, "config.json"), err.c_str());
+
+        err = load_error_after("no_tokenizer", [](const fs::path& dir) { fs::remove(dir / "tokenizer.json"); });
+        QVERIFY2(contains(err, "tokenizer.json"), err.c_str());
+
+        err = load_error_after("no_weights", [](const fs::path& dir) { fs::remove(dir / "model.safetensors"); });
+        QVERIFY2(contains(err, "model.safetensors"), err.c_str());
+
+        err = load_error_after("unknown_type", [](const fs::path& dir) {
+            hf_fixture::write_file(dir / "config.json", R"({"model_type": "mamba", "vocab_size": 6})");
+        });
+        QVERIFY2(contains(err, "model_type 'mamba'"), err.c_str());
+
+        err = load_error_after("unknown_tensor", [](const fs::path& dir) {
+            auto tensors = TinyLlama::tensors(false);
+            tensors.push_back({"model.layers.0.self_attn.rotary_proj.weight", "F32", {2}, {1, 2}});
+            hf_fixture::write_file(dir / "model.safetensors", hf_fixture::safetensors_file(tensors));
+        });
+        QVERIFY2(contains(err, "model.layers.0.self_attn.rotary_proj.weight"), err.c_str());
+
+        err = load_error_after("missing_tensor", [](const fs::path& dir) {
+            auto tensors = TinyLlama::tensors(false);
+            tensors.erase(tensors.begin() + 3);  // layer 0 k_proj
+            hf_fixture::write_file(dir / "model.safetensors", hf_fixture::safetensors_file(tensors));
+        });
+        QVERIFY2(contains(err, "blk.0.attn_k.weight"), err.c_str());
+
+        err = load_error_after("wrong_layers", [](const fs::path& dir) {
+            std::string config = TinyLlama::config_json(true);
+            config.replace(config.find("\"num_hidden_layers\": 2"), 22, "\"num_hidden_layers\": 1");
+            hf_fixture::write_file(dir / "config.json", config);
+        });
+        QVERIFY2(contains(err, "blk.1.") && contains(err, "num_hidden_layers"), err.c_str());
+
+        err = load_error_after("wrong_shape", [](const fs::path& dir) {
+            std::string config = TinyLlama::config_json(true);
+            config.replace(config.find("\"intermediate_size\": 12"), 23, "\"intermediate_size\": 16");
+            hf_fixture::write_file(dir / "config.json", config);
+        });
+        QVERIFY2(contains(err, "ffn_gate") && contains(err, "[8, 16]"), err.c_str());
+
+        err = load_error_after("bad_weights", [](const fs::path& dir) {
+            hf_fixture::write_file(dir / "model.safetensors", std::string("\x08\0\0\0\0\0\0\0{}", 10));
+        });
+        QVERIFY2(contains(err, "model.safetensors"), err.c_str());
+    }
+
+    void loaderDispatchesOnWhatThePathIs() {
+        auto absent = folio::load_model_description((dir_ / "nothing-here").string());
+        QVERIFY(!absent.ok());
+        QVERIFY2(contains(absent.error().message, "does not exist"), absent.error().message.c_str());
+
+        const fs::path empty_dir = dir_ / "empty";
+        fs::create_directories(empty_dir);
+        auto not_hf = folio::load_model_description(empty_dir.string());
+        QVERIFY(!not_hf.ok());
+        QVERIFY2(contains(not_hf.error().message, "neither a GGUF file nor a Hugging Face model folder (no config.json)"),
+                 not_hf.error().message.c_str());
+
+        const fs::path text = dir_ / "notes.txt";
+        hf_fixture::write_file(text, "GGU");
+        auto not_gguf = folio::load_model_description(text.string());
+        QVERIFY(!not_gguf.ok());
+        QVERIFY2(contains(not_gguf.error().message, "neither a GGUF file"), not_gguf.error().message.c_str());
+
+        // The magic alone routes to the GGUF reader, whose own error then names the problem.
+        const fs::path fake = dir_ / "fake.gguf";
+        hf_fixture::write_file(fake, "GGUF\x03");
+        auto bad_gguf = folio::load_model_description(fake.string());
+        QVERIFY(!bad_gguf.ok());
+        QVERIFY2(!contains(bad_gguf.error().message, "neither"), bad_gguf.error().message.c_str());
+    }
+
+    void mapsTensorNamesPerArchitecture() {
+        using folio::hf::gguf_tensor_name;
+        QCOMPARE(gguf_tensor_name("model.embed_tokens.weight", "llama").value_or(""), std::string("token_embd.weight"));
+        QCOMPARE(gguf_tensor_name("model.layers.12.self_attn.o_proj.weight", "llama").value_or(""),
+                 std::string("blk.12.attn_output.weight"));
+        QCOMPARE(gguf_tensor_name("model.layers.0.self_attn.q_proj.bias", "qwen2").value_or(""),
+                 std::string("blk.0.attn_q.bias"));
+        QCOMPARE(gguf_tensor_name("model.layers.3.post_attention_layernorm.weight", "llama").value_or(""),
+                 std::string("blk.3.ffn_norm.weight"));
+        QCOMPARE(gguf_tensor_name("model.layers.3.post_attention_layernorm.weight", "gemma3").value_or(""),
+                 std::string("blk.3.post_attention_norm.weight"));
+        QCOMPARE(gguf_tensor_name("model.layers.3.pre_feedforward_layernorm.weight", "gemma3").value_or(""),
+                 std::string("blk.3.ffn_norm.weight"));
+        QCOMPARE(gguf_tensor_name("model.layers.3.post_feedforward_layernorm.weight", "gemma3").value_or(""),
+                 std::string("blk.3.post_ffw_norm.weight"));
+        QCOMPARE(gguf_tensor_name("model.layers.3.self_attn.k_norm.weight", "gemma3").value_or(""),
+                 std::string("blk.3.attn_k_norm.weight"));
+        QCOMPARE(gguf_tensor_name("lm_head.weight", "llama").value_or(""), std::string("output.weight"));
+        QVERIFY(!gguf_tensor_name("model.layers.3.pre_feedforward_layernorm.weight", "llama"));
+        QVERIFY(!gguf_tensor_name("model.layers.x.mlp.up_proj.weight", "llama"));
+        QVERIFY(!gguf_tensor_name("model.layers.1", "llama"));
+        QVERIFY(!gguf_tensor_name("model.layers..mlp.up_proj.weight", "llama"));
+        QVERIFY(folio::hf::is_ignored_tensor("model.layers.0.self_attn.rotary_emb.inv_freq"));
+    }
+
+    void readsGemma3Config() {
+        auto r = folio::hf::parse_config(kGemma3Config, "config.json");
+        QVERIFY2(r.ok(), error_of(r).c_str());
+        const folio::HParams& hp = r->hparams;
+        QCOMPARE(hp.architecture, std::string("gemma3"));
+        QCOMPARE(hp.head_dim, 256u);
+        QCOMPARE(hp.n_head_kv, 1u);
+        QCOMPARE(hp.rope_freq_base, 1000000.0f);
+        QCOMPARE(hp.rope_freq_base_swa, 10000.0f);
+        QCOMPARE(hp.sliding_window, 512u);
+        QCOMPARE(hp.sliding_window_pattern, 6u);
+        QCOMPARE(hp.query_pre_attn_scalar, 256.0f);
+        QCOMPARE(hp.final_logit_softcap, 0.0f);
+        QCOMPARE(hp.norm_weight_offset, 1.0f);
+        QVERIFY(hp.rope_style == folio::RopeStyle::SplitHalf);
+        QVERIFY(r->tie_word_embeddings);  // Gemma3TextConfig's default
+    }
+
+    // transformers 5 writes rope_parameters and layer_types instead of rope_theta and the pattern.
+    void readsTransformers5Configs() {
+        auto llama = folio::hf::parse_config(R"({"model_type": "mistral", "vocab_size": 32, "hidden_size": 64,
+            "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 32, "max_position_embeddings": 1024, "rope_parameters": {"rope_theta": 1000000.0,
+            "rope_type": "linear", "factor": 4.0}})", "config.json");
+        QVERIFY2(llama.ok(), error_of(llama).c_str());
+        QCOMPARE(llama->hparams.architecture, std::string("llama"));
+        QCOMPARE(llama->hparams.head_dim, 32u);  // explicit, not hidden / heads
+        QCOMPARE(llama->hparams.rope_freq_base, 1000000.0f);
+        QCOMPARE(llama->hparams.rope_scale_linear, 4.0f);
+        QCOMPARE(llama->hparams.rms_norm_eps, 1e-6f);
+
+        auto gemma = folio::hf::parse_config(R"({"model_type": "gemma3_text", "vocab_size": 32, "hidden_size": 64,
+            "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 1,
+            "head_dim": 16, "max_position_embeddings": 1024, "sliding_window": 128,
+            "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+            "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0}}})",
+                                                 "config.json");
+        QVERIFY2(gemma.ok(), error_of(gemma).c_str());
+        QCOMPARE(gemma->hparams.sliding_window_pattern, 2u);
+        QCOMPARE(gemma->hparams.rope_freq_base, 1000000.0f);
+        QCOMPARE(gemma->hparams.rope_freq_base_swa, 10000.0f);
+        QCOMPARE(gemma->hparams.rope_scale_linear, 8.0f);
+    }
+
+    void refusesConfigsItWouldRunWrong() {
+        const std::string base = R"("vocab_size": 32, "hidden_size": 64, "intermediate_size": 128,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 1024)";
+        auto llama3 = folio::hf::parse_config(
+            "{\"model_type\": \"llama\", " + base + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})",
+            "config.json");
+        QVERIFY(!llama3.ok());
+        QVERIFY2(contains(llama3.error().message, "llama3"), llama3.error().message.c_str());
+
+        auto gelu = folio::hf::parse_config("{\"model_type\": \"llama\", " + base + R"(, "hidden_act": "gelu"})",
+                                            "config.json");
+        QVERIFY(!gelu.ok());
+        QVERIFY2(contains(gelu.error().message, "hidden_act"), gelu.error().message.c_str());
+
+        auto gqa = folio::hf::parse_config("{\"model_type\": \"llama\", " + base + R"(, "num_key_value_heads": 3})",
+                                           "config.json");
+        QVERIFY(!gqa.ok());
+        QVERIFY2(contains(gqa.error().message, "num_key_value_heads"), gqa.error().message.c_str());
+
+        auto missing = folio::hf::parse_config(R"({"model_type": "qwen2", "vocab_size": 32})", "config.json");
+        QVERIFY(!missing.ok());
+        QVERIFY2(contains(missing.error().message, "config.json") && contains(missing.error().message, "\""),
+                 missing.error().message.c_str());
+
+        auto negative = folio::hf::parse_config(R"({"model_type": "llama", "vocab_size": -5})", "config.json");
+        QVERIFY(!negative.ok());
+        QVERIFY2(contains(negative.error().message, "vocab_size"), negative.error().message.c_str());
+
+        QVERIFY(!folio::hf::parse_config("{nope", "config.json").ok());
+        QVERIFY(!folio::hf::parse_config("[]", "config.json").ok());
+    }
+
+    void cleanupTestCase() { fs::remove_all(dir_); }
+};
+
+FOLIO_TEST_MAIN(HfFolderTest)
+#include "hf_folder_test.moc"
