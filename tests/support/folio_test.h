@@ -30,7 +30,8 @@ class QObject {
 public:
     virtual ~QObject() = default;
 };
-#define Q_OBJECT
+// The generated main() calls the private slots, as QTest does through moc.
+#define Q_OBJECT friend int main();
 #define slots
 
 namespace folio_test_lite {
