@@ -1,0 +1,237 @@
+// AVX2 kernels for the 32-element block formats (Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0), plain float rows, and the activation quantizers.
+#include "cpu/kernels_impl.h"
+
+#if defined(__x86_64__)
+
+#include "cpu/avx2_common.h"
+#include "cpu/avx2_tile.h"
+#include "cpu/quant_blocks.h"
+
+namespace folio::cpu {
+namespace {
+
+// ---- activation quantizers (same bytes as the scalar ones) -----------------
+
+FOLIO_AVX2 void quantize_row_q8_0(const float* x, void* out, int64_t n) {
+    auto* blocks = static_cast<BlockQ8_0*>(out);
+    for (int64_t b = 0; b < n / kBlock32; ++b, x += kBlock32) {
+        const float d = amax32(x, kBlock32) / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        blocks[b].d = float_to_half(d);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(blocks[b].qs), quantize32(x, id).bytes);
+    }
+}
+
+FOLIO_AVX2 void quantize_row_q8_1(const float* x, void* out, int64_t n) {
+    auto* blocks = static_cast<BlockQ8_1*>(out);
+    for (int64_t b = 0; b < n / kBlock32; ++b, x += kBlock32) {
+        const float d = amax32(x, kBlock32) / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const Quantized32 q = quantize32(x, id);
+        const __m256i sums = _mm256_add_epi32(q.lo, q.hi);
+        const int sum = hsum_i32(_mm_add_epi32(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1)));
+        blocks[b].d = float_to_half(d);
+        blocks[b].s = float_to_half(d * static_cast<float>(sum));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(blocks[b].qs), q.bytes);
+    }
+}
+
+// ---- float weights -----------------------------------------------------------
+
+FOLIO_AVX2 float dot_f32(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const float*>(w);
+    const auto* y = static_cast<const float*>(a);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
+        acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), acc2);
+        acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), acc3);
+    }
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    for (; i < n; ++i) sum += x[i] * y[i];
+    return sum;
+}
+
+FOLIO_AVX2 inline __m256 load_half8(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+FOLIO_AVX2 float dot_f16(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const uint16_t*>(w);
+    const auto* y = static_cast<const float*>(a);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        acc0 = _mm256_fmadd_ps(load_half8(x + i), _mm256_loadu_ps(y + i), acc0);
+        acc1 = _mm256_fmadd_ps(load_half8(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
+        acc2 = _mm256_fmadd_ps(load_half8(x + i + 16), _mm256_loadu_ps(y + i + 16), acc2);
+        acc3 = _mm256_fmadd_ps(load_half8(x + i + 24), _mm256_loadu_ps(y + i + 24), acc3);
+    }
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load_half8(x + i), _mm256_loadu_ps(y + i), acc0);
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    for (; i < n; ++i) sum += half_to_float(x[i]) * y[i];
+    return sum;
+}
+
+// ---- 32-element blocks -------------------------------------------------------
+// Each format says how to turn a block into 32 quant bytes. Signed formats
+// pair with Q8_0 (sign trick in dot_i8_abs); formats with an offset m pair
+// with Q8_1 and add m * s per block.
+
+struct Q4_0 {
+    using Block = BlockQ4_0;
+    using Act = BlockQ8_0;
+    static constexpr bool kHasMin = false;
+    static FOLIO_AVX2 __m256i quants(const Block& b) {
+        return _mm256_sub_epi8(unpack_nibbles16(b.qs), _mm256_set1_epi8(8));
+    }
+};
+
+struct Q5_0 {
+    using Block = BlockQ5_0;
+    using Act = BlockQ8_0;
+    static constexpr bool kHasMin = false;
+    static FOLIO_AVX2 __m256i quants(const Block& b) {
+        // q - 16 as a signed byte: the nibble, with 0xF0 filled in where bit 4 is clear.
+        const __m256i high = _mm256_andnot_si256(bytes_from_bits32(b.qh), _mm256_set1_epi8(static_cast<char>(0xF0)));
+        return _mm256_or_si256(unpack_nibbles16(b.qs), high);
+    }
+};
+
+struct Q8_0 {
+    using Block = BlockQ8_0;
+    using Act = BlockQ8_0;
+    static constexpr bool kHasMin = false;
+    static FOLIO_AVX2 __m256i quants(const Block& b) { return load256(b.qs); }
+};
+
+struct Q4_1 {
+    using Block = BlockQ4_1;
+    using Act = BlockQ8_1;
+    static constexpr bool kHasMin = true;
+    static FOLIO_AVX2 __m256i quants(const Block& b) { return unpack_nibbles16(b.qs); }
+};
+
+struct Q5_1 {
+    using Block = BlockQ5_1;
+    using Act = BlockQ8_1;
+    static constexpr bool kHasMin = true;
+    static FOLIO_AVX2 __m256i quants(const Block& b) {
+        const __m256i high = _mm256_and_si256(bytes_from_bits32(b.qh), _mm256_set1_epi8(0x10));
+        return _mm256_or_si256(unpack_nibbles16(b.qs), high);
+    }
+};
+
+template <typename Format>
+struct Block32Tile {
+    using Block = typename Format::Block;
+    using Act = typename Format::Act;
+
+    template <int NW, int NA>
+    static FOLIO_AVX2 void run(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                               size_t ldy) {
+        const Block* wrow[NW];
+        const Act* arow[NA];
+        for (int r = 0; r < NW; ++r) wrow[r] = reinterpret_cast<const Block*>(static_cast<const char*>(w) + r * w_stride);
+        for (int c = 0; c < NA; ++c) arow[c] = reinterpret_cast<const Act*>(static_cast<const char*>(a) + c * a_stride);
+        __m256 acc[NW][NA];
+        float offset[NW][NA];
+        for (int r = 0; r < NW; ++r)
+            for (int c = 0; c < NA; ++c) {
+                acc[r][c] = _mm256_setzero_ps();
+                offset[r][c] = 0.0f;
+            }
+        const int64_t nb = n / kBlock32;
+        for (int64_t b = 0; b < nb; ++b) {
+            __m256i q[NW], q_abs[NW];
+            float wd[NW], wm[NW];
+            for (int r = 0; r < NW; ++r) {
+                q[r] = Format::quants(wrow[r][b]);
+                wd[r] = half_to_float(wrow[r][b].d);
+                if constexpr (Format::kHasMin) wm[r] = half_to_float(wrow[r][b].m);
+                else q_abs[r] = _mm256_sign_epi8(q[r], q[r]);
+            }
+            for (int c = 0; c < NA; ++c) {
+                const __m256i aq = load256(arow[c][b].qs);
+                const float ad = half_to_float(arow[c][b].d);
+                for (int r = 0; r < NW; ++r) {
+                    const __m256i sum = Format::kHasMin ? dot_u8(q[r], aq) : dot_i8_abs(q_abs[r], q[r], aq);
+                    acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(wd[r] * ad), acc[r][c]);
+                    if constexpr (Format::kHasMin) offset[r][c] += wm[r] * half_to_float(arow[c][b].s);
+                }
+            }
+        }
+        for (int c = 0; c < NA; ++c)
+            for (int r = 0; r < NW; ++r) y[c * ldy + r] = hsum(acc[r][c]) + offset[r][c];
+    }
+};
+
+template <typename Format>
+constexpr DotKernels block32_kernels(TensorType weight, QuantizeRowFn quantize) {
+    using Act = typename Format::Act;
+    return DotKernels{weight,
+                      Format::kHasMin ? ActivationType::Q8_1 : ActivationType::Q8_0,
+                      kBlock32,
+                      sizeof(Act),
+                      quantize,
+                      &dot_by_tile<Block32Tile<Format>>,
+                      &tile_dispatch<Block32Tile<Format>>};
+}
+
+const DotKernels kAvx2[] = {
+    DotKernels{TensorType::F32, ActivationType::F32, 1, sizeof(float), nullptr, dot_f32, &tile_by_dots<dot_f32>},
+    DotKernels{TensorType::F16, ActivationType::F32, 1, sizeof(float), nullptr, dot_f16, &tile_by_dots<dot_f16>},
+    block32_kernels<Q4_0>(TensorType::Q4_0, quantize_row_q8_0),
+    block32_kernels<Q4_1>(TensorType::Q4_1, quantize_row_q8_1),
+    block32_kernels<Q5_0>(TensorType::Q5_0, quantize_row_q8_0),
+    block32_kernels<Q5_1>(TensorType::Q5_1, quantize_row_q8_1),
+    block32_kernels<Q8_0>(TensorType::Q8_0, quantize_row_q8_0),
+};
+
+}  // namespace
+
+FOLIO_AVX2 void quantize_row_q8_K_avx2(const float* x, void* out, int64_t n) {
+    auto* blocks = static_cast<BlockQ8_K*>(out);
+    for (int64_t b = 0; b < n / kSuperBlock; ++b, x += kSuperBlock) {
+        BlockQ8_K& block = blocks[b];
+        const float amax = amax32(x, kSuperBlock);
+        if (amax == 0.0f) {
+            std::memset(&block, 0, sizeof block);
+            continue;
+        }
+        const float iscale = 127.0f / amax;
+        for (int g = 0; g < kSuperBlock / 32; ++g) {
+            const Quantized32 q = quantize32(x + 32 * g, iscale);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs + 32 * g), q.bytes);
+            // lanes 0-3 of lo/hi plus lanes 4-7: the two sums of 16.
+            __m256i h = _mm256_hadd_epi32(q.lo, q.hi);
+            h = _mm256_hadd_epi32(h, h);
+            const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            block.bsums[2 * g] = static_cast<int16_t>(_mm_cvtsi128_si32(s));
+            block.bsums[2 * g + 1] = static_cast<int16_t>(_mm_extract_epi32(s, 1));
+        }
+        block.d = 1.0f / iscale;
+    }
+}
+
+const DotKernels* avx2_kernels(TensorType weight) {
+    for (const DotKernels& k : kAvx2)
+        if (k.weight == weight) return &k;
+    return avx2_kquant_kernels(weight);
+}
+
+}  // namespace folio::cpu
+
+#else  // not x86-64: no vector kernels
+
+namespace folio::cpu {
+const DotKernels* avx2_kernels(TensorType) { return nullptr; }
+}  // namespace folio::cpu
+
+#endif

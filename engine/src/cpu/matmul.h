@@ -1,0 +1,39 @@
+// y = x · Wᵀ on the CPU with the weights left in their GGUF block format:
+// the workhorse of the CPU forward pass (projections, FFN, output head).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/kernels.h"
+#include "cpu/scratch_buffer.h"
+#include "cpu/thread_pool.h"
+#include "folio/error.h"
+#include "folio/tensor_type.h"
+
+namespace folio::cpu {
+
+// A weight tensor as stored: out_features rows of in_features elements, each
+// row a run of blocks of `type`.
+struct WeightMatrix {
+    TensorType type = TensorType::F32;
+    const std::byte* data = nullptr;
+    int64_t in_features = 0;   // columns
+    int64_t out_features = 0;  // rows
+};
+
+// Bytes of one weight row; 0 when in_features is not a whole number of blocks.
+size_t weight_row_bytes(TensorType type, int64_t in_features);
+
+// x: [n_rows_x, in_features] row-major; y: [n_rows_x, out_features].
+// The activation rows are quantized once into `scratch`, then output rows are
+// shared out over `pool`. An Error (nothing computed) for an unsupported
+// type or shape.
+Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y, ThreadPool& pool,
+              ScratchBuffer& scratch);
+
+// Same with an explicit instruction set (tests, benchmarks).
+Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y, ThreadPool& pool,
+              ScratchBuffer& scratch, Isa isa);
+
+}  // namespace folio::cpu
