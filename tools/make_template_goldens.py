@@ -1,0 +1,496 @@
+#!/usr/bin/env python3
+"""Reference renderings of chat templates for Folio's Jinja interpreter.
+
+Made with:
+    .venv/bin/python tools/make_template_goldens.py \
+        --model models/SmolLM2-135M-Instruct.Q4_1.gguf --out tests/data/chat/goldens.json
+
+Every template is rendered by Python jinja2 through transformers' own
+compile function (transformers.utils.chat_template_utils._compile_jinja_template:
+ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+extensions=[AssistantTracker, loopcontrols]) with transformers' tojson,
+raise_exception, strftime_now, dict and namespace), with the variables
+transformers passes (messages, tools=None, documents=None,
+add_generation_prompt, bos_token, eos_token, extra kwargs). The C++ test
+(tests/chat/chat_template_golden_test.cpp) renders the same cases and compares
+byte for byte.
+
+Cases that would not terminate in Python (runaway loops, output bombs) are
+recorded without running them; Folio must stop them with an error.
+
+The feature templates and the model-format templates (Llama-3, Qwen2,
+Mistral, Phi-3 shapes) below are written for these tests, not copied.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from transformers.utils.chat_template_utils import _compile_jinja_template
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CONVERSATIONS = {
+    "system_user": [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Hello!"},
+    ],
+    "user_only": [{"role": "user", "content": "What is 2+2?"}],
+    "multi_turn": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Name a colour."},
+        {"role": "assistant", "content": "Blue."},
+        {"role": "user", "content": "Another one?"},
+    ],
+    "multi_turn_no_system": [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello, how can I help?"},
+        {"role": "user", "content": "Tell me a joke."},
+    ],
+    "unicode": [
+        {"role": "user", "content": "Héllo wörld — 你好 🌍 ünïcödé"},
+        {"role": "assistant", "content": "こんにちは! Ça va? Ελληνικά"},
+        {"role": "user", "content": "  padded with spaces and a newline\n"},
+    ],
+    "special_chars": [
+        {"role": "system", "content": "Quotes: 'single' \"double\" and a backslash \\ here."},
+        {"role": "user", "content": "Literal {{ braces }} and {% tags %} and <|im_end|>\n\ttab\r\nCRLF"},
+    ],
+    "empty": [],
+}
+
+# Conversations a template is rendered on, with and without the generation prompt.
+CHAT_CONVERSATIONS = ["system_user", "user_only", "multi_turn", "multi_turn_no_system", "unicode", "special_chars"]
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "description": "City name, e.g. Zürich"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+TOOL_CONVERSATION = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}],
+    },
+    {"role": "tool", "content": "{\"temp_c\": 21}"},
+    {"role": "assistant", "content": "It is 21 °C."},
+]
+
+# ---- model-format templates (written for these tests) ----------------------
+
+LLAMA3_STYLE = """{{- bos_token }}
+{%- if messages and messages[0]['role'] == 'system' %}
+    {%- set system_message = messages[0]['content'] | trim %}
+    {%- set loop_messages = messages[1:] %}
+{%- else %}
+    {%- set system_message = "" %}
+    {%- set loop_messages = messages %}
+{%- endif %}
+{%- if system_message %}
+    {{- '<|start_header_id|>system<|end_header_id|>\\n\\n' + system_message + '<|eot_id|>' }}
+{%- endif %}
+{%- for message in loop_messages %}
+    {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' }}
+    {{- message['content'] | trim }}
+    {{- '<|eot_id|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}
+{%- endif %}
+"""
+
+QWEN2_TOOLS_STYLE = """{%- set default_system = 'You are a helpful assistant.' %}
+{%- set has_system = messages|length > 0 and messages[0].role == 'system' %}
+{{- '<|im_start|>system\\n' }}
+{{- messages[0].content if has_system else default_system }}
+{%- if tools %}
+    {{- '\\n\\n# Tools\\n\\nFunctions you may call, one JSON object per line:\\n<tools>' }}
+    {%- for tool in tools %}
+        {{- '\\n' ~ (tool.function if tool.function is defined else tool) | tojson }}
+    {%- endfor %}
+    {{- '\\n</tools>\\n\\nAnswer a call as <tool_call>{"name": ..., "arguments": ...}</tool_call>.' }}
+{%- endif %}
+{{- '<|im_end|>\\n' }}
+{%- for message in messages %}
+    {%- if message.role == 'system' and loop.first %}
+        {%- continue %}
+    {%- endif %}
+    {%- if message.role == 'assistant' and message.tool_calls is defined and message.tool_calls %}
+        {{- '<|im_start|>assistant' }}
+        {%- if message.content %}
+            {{- '\\n' + message.content }}
+        {%- endif %}
+        {%- for call in message.tool_calls %}
+            {%- set fn = call.function if call.function is defined else call %}
+            {{- '\\n<tool_call>\\n{"name": "' + fn.name + '", "arguments": ' + fn.arguments | tojson + '}\\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == 'tool' %}
+        {%- if loop.previtem is not defined or loop.previtem.role != 'tool' %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\\n<tool_response>\\n' + message.content + '\\n</tool_response>' }}
+        {%- if loop.last or loop.nextitem.role != 'tool' %}
+            {{- '<|im_end|>\\n' }}
+        {%- endif %}
+    {%- else %}
+        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+{%- endif %}
+"""
+
+MISTRAL_STYLE = """{{- bos_token }}
+{%- for message in messages %}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}
+        {{- raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}
+    {%- endif %}
+    {%- if message['role'] == 'user' %}
+        {{- '[INST] ' + message['content'] + ' [/INST]' }}
+    {%- elif message['role'] == 'assistant' %}
+        {{- ' ' + message['content'] + eos_token }}
+    {%- else %}
+        {{- raise_exception('Only user and assistant roles are supported!') }}
+    {%- endif %}
+{%- endfor %}
+"""
+
+PHI3_STYLE = (
+    "{% for message in messages %}"
+    "{% if message['role'] == 'system' %}{{'<|system|>\\n' + message['content'] + '<|end|>\\n'}}"
+    "{% elif message['role'] == 'user' %}{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}"
+    "{% elif message['role'] == 'assistant' %}{{'<|assistant|>\\n' + message['content'] + '<|end|>\\n'}}"
+    "{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}"
+)
+
+# Indented, no whitespace control at all: leans entirely on trim_blocks + lstrip_blocks.
+PLAIN_INDENTED = """{% for message in messages %}
+    {% if message.role == 'system' %}
+System: {{ message.content }}
+    {% else %}
+{{ message.role | capitalize }}: {{ message.content }}
+    {% endif %}
+{% endfor %}
+{% if add_generation_prompt %}
+Assistant:
+{% endif %}
+"""
+
+# Reasoning models keep only the answer after </think> in earlier assistant turns.
+REASONING_STYLE = """{%- set ns = namespace(system='') %}
+{%- for message in messages if message.role == 'system' %}
+    {%- set ns.system = ns.system + message.content %}
+{%- endfor %}
+{{- bos_token + ns.system }}
+{%- for message in messages %}
+    {%- if message.role == 'user' %}
+        {{- '<|User|>' + message.content }}
+    {%- elif message.role == 'assistant' %}
+        {%- set answer = message.content.split('</think>')[-1].lstrip('\\n') %}
+        {{- '<|Assistant|>' + answer + eos_token }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|Assistant|><think>\\n' }}
+{%- endif %}
+"""
+
+# ---- one feature per template ---------------------------------------------
+
+FEATURES = {
+    "text_only": ("Hello world\n", {}),
+    "trailing_newline_only_one_dropped": ("line\n\n", {}),
+    "whitespace_control": ("a  {{- 'b' -}}  c\n{%- if true -%}  d  {%- endif -%}\n e {{ 'f' }} g", {}),
+    "trim_and_lstrip_blocks": ("x\n    {% if true %}\n    yes\n    {% endif %}\ndone\n  {# comment #}\nafter\n\t{{ 'var not lstripped' }}", {}),
+    "lstrip_disabled_with_plus": ("  {%+ if true %}kept{% endif %}\n  {% if true +%}\nnl kept{% endif %}", {}),
+    "comments": ("a{# hidden #}b{#- stripped -#}  c {# multi\nline #}d", {}),
+    "raw_block": ("{% raw %}{{ not evaluated }} {% if %}{% endraw %}|{%- raw -%}  x  {%- endraw -%}  |", {}),
+    "literals": (
+        "{{ 'single' }} {{ \"double\" }} {{ 'esc\\n\\t\\'q\\'' }} {{ 42 }} {{ -7 }} {{ 3.5 }} {{ 1e3 }} {{ 1_000 }} "
+        "{{ true }} {{ True }} {{ false }} {{ none }} {{ None }} {{ [1, 'a', none, true, 2.5] }} "
+        "{{ {'k': 'v', 'n': [1, 2]} }} {{ (1, 2) }} {{ (1,) }} {{ [] }} {{ {} }}",
+        {},
+    ),
+    "arithmetic": (
+        "{{ 7 + 3 }} {{ 7 - 10 }} {{ 6 * 7 }} {{ 7 / 2 }} {{ 6 / 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} "
+        "{{ 2 ** 10 }} {{ 1.5 + 1 }} {{ 10 / 4 }} {{ 0.1 + 0.2 }} {{ 'ab' * 3 }} {{ [1] * 3 }} {{ 2 + 3 * 4 }} "
+        "{{ (2 + 3) * 4 }} {{ -2 ** 2 }} {{ 7.5 // 2 }} {{ -7.5 % 2 }} {{ true + 1 }}",
+        {},
+    ),
+    "concatenation": ("{{ 'a' + 'b' }} {{ 'n=' ~ 5 }} {{ 1 ~ 2 }} {{ none ~ '|' ~ undefined_var ~ '|' }} {{ [1, 2] + [3] }} {{ 'x' ~ 1.5 ~ true }}", {}),
+    "comparisons": (
+        "{{ 1 == 1.0 }} {{ 'a' != 'b' }} {{ 1 < 2 }} {{ 2 <= 2 }} {{ 'b' > 'a' }} {{ 3 >= 4 }} {{ 'x' in 'xyz' }} "
+        "{{ 2 in [1, 2] }} {{ 'k' in {'k': 1} }} {{ 5 not in [1] }} {{ [1, 2] == [1, 2] }} {{ none == none }} "
+        "{{ 'abc' < 'abd' }} {{ [1, 2] < [1, 3] }} {{ true == 1 }} {{ {'a': 1} == {'a': 1} }}",
+        {},
+    ),
+    "logic": ("{{ true and false }} {{ true or false }} {{ not true }} {{ 0 or 'fallback' }} {{ 'x' and 'y' }} {{ not none }} {{ 1 and 0 }} {{ [] or {} }} {{ not 1 == 2 }}", {}),
+    "ternary": ("{{ 'yes' if flag else 'no' }} {{ 'yes' if not flag else 'no' }} [{{ 'only' if false }}] {{ 'a' if false else 'b' if true else 'c' }}", {"flag": True}),
+    "attribute_and_subscript": (
+        "{{ obj.name }} {{ obj['name'] }} {{ obj.nested.deep[1] }} {{ obj.nested.deep[-1] }} [{{ obj.missing }}] "
+        "[{{ obj['missing'] }}] {{ obj.nested.deep.0 }} {{ obj.nested['deep'][-2] }} [{{ obj.nested.deep[10] }}] {{ messages[0].role }}",
+        {"obj": {"name": "n", "nested": {"deep": [10, 20, 30]}}},
+    ),
+    "slicing": (
+        "{{ 'abcdef'[1:4] }} {{ 'abcdef'[::-1] }} {{ 'abcdef'[::2] }} {{ 'abcdef'[-2:] }} {{ 'abcdef'[:-2] }} "
+        "{{ [1, 2, 3, 4, 5][1:] }} {{ [1, 2, 3, 4, 5][::-2] }} {{ messages[1:]|length }} {{ 'héllo'[1:3] }} "
+        "{{ 'héllo'[::-1] }} {{ 'abc'[5:] }}|{{ [1, 2, 3][-10:2] }} {{ 'héllo'[1] }} {{ 'abc'[-1] }}",
+        {},
+    ),
+    "for_loop_variables": (
+        "{% for x in ['a', 'b', 'c'] %}{{ loop.index }}/{{ loop.index0 }}/{{ loop.revindex }}/{{ loop.revindex0 }}/"
+        "{{ loop.first }}/{{ loop.last }}/{{ loop.length }}/{{ loop.previtem }}/{{ loop.nextitem }};{% endfor %}",
+        {},
+    ),
+    "for_else": ("{% for x in [] %}{{ x }}{% else %}empty{% endfor %}|{% for x in [1] %}{{ x }}{% else %}empty{% endfor %}|{% for x in [1, 2] if x > 5 %}{{ x }}{% else %}none passed{% endfor %}", {}),
+    "for_unpacking": ("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}{% for a, b in [[1, 2], [3, 4]] %}{{ a + b }},{% endfor %}{% for a, b in [(5, 6)] %}{{ a * b }}{% endfor %}", {}),
+    "for_inline_filter": ("{% for m in messages if m.role == 'user' %}{{ loop.index }}/{{ loop.length }}:{{ m.content }}{% if not loop.last %}, {% endif %}{% endfor %}", {}),
+    "for_over_dict_and_string": ("{% for k in {'x': 1, 'y': 2} %}{{ k }}{% endfor %} {% for c in 'héllo' %}[{{ c }}]{% endfor %} {% for x in missing %}never{% endfor %}", {}),
+    "loop_scoping": ("{% set y = 1 %}{% for i in range(3) %}{{ y }}{% set y = i * 10 %}{{ y }},{% endfor %}{{ y }}{% if true %}{% set y = 'if-does-not-scope' %}{% endif %} {{ y }}", {}),
+    "namespace": (
+        "{% set ns = namespace(count=0, found=false, last='') %}{% for m in messages %}{% if m.role == 'user' %}"
+        "{% set ns.count = ns.count + 1 %}{% set ns.found = true %}{% set ns.last = m.content %}{% endif %}{% endfor %}"
+        "{{ ns.count }} {{ ns.found }} {{ ns.last }} {{ ns.missing is defined }}",
+        {},
+    ),
+    "break_continue": ("{% for i in range(10) %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 5 %}{% break %}{% endif %}{{ i }}{% endfor %}|{% for i in range(3) %}{% for j in range(3) %}{% if j == 1 %}{% break %}{% endif %}{{ i }}{{ j }} {% endfor %}{% endfor %}", {}),
+    "if_elif_else": ("{% for n in [1, 2, 3, 4] %}{% if n == 1 %}one{% elif n == 2 %}two{% elif n == 3 %}three{% else %}many{% endif %} {% endfor %}{% if messages %}has messages{% endif %}", {}),
+    "set_statements": ("{% set a = 'x' %}{% set b, c = 1, 2 %}{% set d %}block {{ a }}{% endset %}{{ a }}{{ b }}{{ c }}[{{ d }}]{% set e | upper %}shout{% endset %}{{ e }}{% set t = 1, 2 %} {{ t }}", {}),
+    "macro": ("{% macro greet(name, punct='!') %}Hello {{ name }}{{ punct }}{% endmacro %}{{ greet('Ann') }} {{ greet('Bob', punct='?') }} {{ greet(name='Cy') }} {{ greet('Di', '.') }}", {}),
+    "macro_sees_top_level": ("{% set who = 'world' %}{% macro hi() %}hi {{ who }} {{ messages|length }}{% endmacro %}{{ hi() }}", {}),
+    "call_block": ("{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro %}{% call wrap('b') %}inner {{ 1 + 1 }}{% endcall %}", {}),
+    "filter_block": ("{% filter upper %}shout {{ 'this' }}{% endfilter %} {% filter trim %}   padded   {% endfilter %}|", {}),
+    "filters_string": (
+        "{{ '  pad  '|trim }}|{{ 'xxhixx'|trim('x') }}|{{ 'Hello'|upper }}|{{ 'Hello'|lower }}|{{ 'hello world'|title }}|"
+        "{{ 'hELLO wORLD'|capitalize }}|{{ 'a-b-c'|replace('-', '+') }}|{{ 'aaa'|replace('a', 'b', 2) }}|{{ 42|string }}|"
+        "{{ 'abc'|reverse }}|{{ '<b>&\"\\''|e }}|{{ '<x>'|escape }}|{{ 'x'|safe }}|{{ 'héllo wörld'|length }}|{{ 'it''s'|title }}|{{ 'one two  three'|wordcount }}",
+        {},
+    ),
+    "filters_sequence": (
+        "{{ [3, 1, 2]|first }} {{ [3, 1, 2]|last }} {{ [3, 1, 2]|length }} {{ [3, 1, 2]|count }} {{ ['a', 'b']|join(', ') }} "
+        "{{ [1, 2]|join }} {{ [3, 1, 2]|sort }} {{ [3, 1, 2]|sort(reverse=true) }} {{ ['b', 'A', 'c']|sort }} "
+        "{{ [1, 2, 3]|reverse|list }} {{ [1, 2, 2, 1]|unique|list }} {{ 'abc'|list }} {{ [1, 2, 3]|sum }} {{ [4, 9, 2]|max }} "
+        "{{ [4, 9, 2]|min }} {{ messages|map(attribute='role')|join('/') }} {{ messages|sort(attribute='role')|map(attribute='role')|first }} {{ 'xyz'|first }}",
+        {},
+    ),
+    "filters_conversion": ("{{ '42'|int + 1 }} {{ '3.7'|int }} {{ 'x'|int }} {{ 'x'|int(7) }} {{ 3.9|int }} {{ '2.5'|float }} {{ 4|float }} {{ -3|abs }} {{ 2.567|round(2) }} {{ 2.5|round }} {{ 3.5|round }} {{ 7|round }} {{ 2.4|round(0, 'ceil') }} {{ true|int }}", {}),
+    "filters_default": ("{{ missing|default('dflt') }} {{ missing|d('d2') }} [{{ ''|default('empty-kept') }}] {{ ''|default('replaced', true) }} {{ none|default('none-kept') }} {{ false|default('bool', boolean=true) }} [{{ missing|default }}]", {}),
+    "filters_dict": (
+        "{{ d|items|list }} {{ d.keys()|list }} {{ d.values()|list }} {{ d.get('a') }} {{ d.get('zz') }} {{ d.get('zz', 'fb') }} "
+        "{% for k, v in d|dictsort %}{{ k }}{{ v }}{% endfor %} {{ d|length }} {{ d.items()|list }} {{ d|list }}",
+        {"d": {"b": 2, "a": 1}},
+    ),
+    "filters_select_map": (
+        "{{ nums|select('odd')|list }} {{ nums|reject('odd')|list }} {{ nums|select('even')|list }} {{ nums|select('divisibleby', 3)|list }} "
+        "{{ messages|selectattr('role', 'equalto', 'user')|map(attribute='content')|list }} "
+        "{{ messages|rejectattr('role', 'eq', 'user')|map(attribute='role')|join(',') }} {{ messages|map(attribute='role')|unique|list }} "
+        "{{ ['a', 'b']|map('upper')|list }} {{ [0, 1, '', 'x']|select|list }} {{ items|selectattr('on')|map(attribute='n')|list }} "
+        "{{ items|map(attribute='zz', default='-')|list }} {{ nums|select('>', 4)|list }} {{ nums|select('in', [2, 3])|list }}",
+        {"nums": [1, 2, 3, 4, 5, 6], "items": [{"n": "a", "on": True}, {"n": "b", "on": False}]},
+    ),
+    "tojson": (
+        "{{ data|tojson }}\n{{ data|tojson(indent=2) }}\n{{ 'quote\" back\\\\ nl\\n uni é ✓ ctl\\x01'|tojson }}\n"
+        "{{ [1.0, 2.5, none, true, 1e20, -0.5]|tojson }}\n{{ data|tojson(sort_keys=true) }}\n{{ {}|tojson }} {{ []|tojson(indent=4) }} "
+        "{{ data.required|tojson(indent=0) }}\n{{ 'é'|tojson(ensure_ascii=true) }} {{ {'a': [1, {'b': none}]}|tojson(separators=(',', ':')) }}",
+        {"data": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City, e.g. Paris"}}}, "required": ["city"], "unicode": "naïve ☃", "n": 3, "f": 0.25}},
+    ),
+    "indent_filter": ("{{ 'a\\nb\\n\\nc'|indent(2) }}|{{ 'a\\nb'|indent(4, true) }}|{{ 'a\\n\\nb'|indent(2, blank=true) }}|{{ 'x\\ny'|indent('> ') }}|{{ 'trail\\n'|indent(2) }}", {}),
+    "tests": (
+        "{{ x is defined }} {{ nope is defined }} {{ nope is undefined }} {{ none is none }} {{ 'a' is string }} {{ 1 is number }} "
+        "{{ 1.5 is number }} {{ 1 is integer }} {{ 1.5 is integer }} {{ 1.5 is float }} {{ [] is iterable }} {{ 'a' is iterable }} {{ 1 is iterable }} "
+        "{{ {} is mapping }} {{ [] is mapping }} {{ [] is sequence }} {{ 1 is sequence }} {{ true is boolean }} {{ 1 is boolean }} {{ true is true }} "
+        "{{ false is false }} {{ 1 is true }} {{ 3 is odd }} {{ 4 is even }} {{ 2 is eq 2 }} {{ 2 is equalto(3) }} {{ 2 is in [1, 2] }} "
+        "{{ 'x' is not string }} {{ x is not none }} {{ 6 is divisibleby 3 }} {{ 'abc' is lower }} {{ 'ABC' is upper }} {{ 3 is gt 2 }} "
+        "{{ 3 is lt(2) }} {{ 2 is ne 3 }} {{ 'trim' is filter }} {{ 'odd' is test }} {{ raise_exception is callable }}",
+        {"x": 1},
+    ),
+    "string_methods": (
+        "{{ '  s  '.strip() }}|{{ 'xxsxx'.strip('x') }}|{{ '  s'.lstrip() }}|{{ 's  '.rstrip() }}|{{ 'a,b,,c'.split(',') }}|"
+        "{{ ' a  b '.split() }}|{{ 'a b c'.split(' ', 1) }}|{{ 'hello'.startswith('he') }}|{{ 'hello'.endswith(('lo', 'x')) }}|"
+        "{{ 'Hi'.upper() }}{{ 'Hi'.lower() }}|{{ 'a b'.title() }}|{{ 'aXa'.replace('a', 'b') }}|{{ 'abc'.find('c') }}|{{ 'abc'.find('z') }}|"
+        "{{ '-'.join(['a', 'b']) }}|{{ 'Hi {}, {name}!'.format('A', name='B') }}|{{ 'l1\\nl2'.splitlines() }}|{{ 'banana'.count('an') }}|"
+        "{{ '</think>\\n\\nanswer'.split('</think>')[-1].lstrip() }}|{{ 'x'.capitalize() }}|{{ '42'.isdigit() }}|{{ 'prefix-rest'.removeprefix('prefix-') }}",
+        {},
+    ),
+    "undefined_semantics": (
+        "[{{ missing }}][{{ missing|length }}][{{ missing|default('') }}][{{ missing ~ 'x' }}][{% for x in missing %}{{ x }}{% endfor %}]"
+        "[{{ missing == none }}][{% if missing %}t{% else %}f{% endif %}][{{ obj.nothing }}][{{ obj.nothing is defined }}][{{ missing|trim }}]"
+        "[{{ missing is none }}][{{ obj['nothing'] is undefined }}][{{ 'x' in missing }}]",
+        {"obj": {}},
+    ),
+    "truthiness": ("{% for v in [0, 1, '', 'a', [], [0], {}, {'a': 1}, none, true, false, 0.0, 0.5, ' '] %}{{ 'T' if v else 'F' }}{% endfor %}", {}),
+    "range_and_globals": ("{{ range(3)|list }} {{ range(1, 7, 2)|list }} {{ range(5, 0, -2)|list }} {{ range(0)|list }} {{ dict(a=1, b='x') }} {{ namespace(a=1).a }} {{ dict(a=1).a }}", {}),
+    "printing_values": ("{{ messages[0] }} {{ 1.0 }} {{ 1e20 }} {{ 1.5e-7 }} {{ 100.0 / 3 }} {{ 'it\\'s' }} {{ ['it\\'s', \"q\\\"\", 'both\\'\"', 'nl\\n', 'uni é'] }} {{ true }} {{ none }} {{ 12345678901234567.0 }} {{ 0.0001 }} {{ -0.0 }} {{ 2 ** 40 }}", {}),
+    "string_escapes": ("{{ 'tab\\there' }}|{{ \"nl\\nhere\" }}|{{ 'uni\\u00e9\\x41\\U0001F600' }}|{{ 'back\\\\slash' }}|{{ 'adj' 'acent' }}|{{ 'unknown \\q escape' }}|{{ 'oct\\101' }}", {}),
+    "generation_tag": ("{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{% endgeneration %}{% else %}{{ m.content }}{% endif %}|{% endfor %}", {}),
+    "loop_cycle_and_nesting": ("{% for i in range(5) %}{{ loop.cycle('odd', 'even') }} {% endfor %}|{% for a in [1, 2] %}{% set outer = loop %}{% for b in ['x', 'y'] %}{{ outer.index }}{{ loop.index }}{{ b }} {% endfor %}{% endfor %}", {}),
+    "message_loop_basic": ("{% for message in messages %}{{ message['role'] | upper }}: {{ message['content'] | trim }}\n{% endfor %}", {}),
+    "combined_tool_listing": (
+        "{%- if tools is not none and tools|length > 0 %}\n"
+        "Tools:\n"
+        "    {%- for tool in tools %}\n"
+        "- {{ tool.function.name }}({{ tool.function.parameters.properties.keys()|join(', ') }}): {{ tool.function.description }}\n"
+        "    {%- endfor %}\n"
+        "{% endif %}\n"
+        "{{ tools|tojson(indent=2) }}\n"
+        "{{ documents }}",
+        {"tools": TOOLS},
+    ),
+    "combined_bos_eos": ("{{ bos_token }}{% for m in messages %}{{ m.content }}{{ eos_token if m.role == 'assistant' else '' }}{% endfor %}{% if add_generation_prompt %}>{% endif %}", {}),
+}
+
+ERRORS = {
+    "unterminated_variable": ("{{ messages[0].content ", "syntax error"),
+    "unterminated_block": ("{% if true %}never closed", "expected 'elif' or 'else' or 'endif'"),
+    "unterminated_comment": ("{# never closed", "comment"),
+    "unterminated_string": ("{{ 'abc }}", "unterminated string"),
+    "unknown_filter": ("{{ 'x'|frobnicate }}", "no filter named 'frobnicate'"),
+    "unknown_test": ("{{ 'x' is frobnicated }}", "no test named 'frobnicated'"),
+    "unknown_tag": ("{% frob %}", "frob"),
+    "stray_endfor": ("text{% endfor %}", "endfor"),
+    "break_outside_loop": ("{% break %}", "outside of a loop"),
+    "raise_exception": ("{{ raise_exception('Custom failure: roles must alternate') }}", "Custom failure: roles must alternate"),
+    "undefined_attribute_chain": ("{{ nothing.at.all }}", "'nothing' is undefined"),
+    "division_by_zero": ("{{ 1 / 0 }}", "division by zero"),
+    "type_error_compare": ("{{ 1 < 'a' }}", "not supported"),
+    "type_error_add": ("{{ 'a' + 1 }}", "unsupported operand"),
+    "call_non_callable": ("{{ messages() }}", "not callable"),
+    "sandbox_no_list_append": ("{% set l = [] %}{{ l.append(1) }}", "line 1"),
+    "range_too_big": ("{{ range(1000000)|length }}", "Range too big"),
+    "error_position_reported": ("line one\n{% if true %}\n  {{ 1 + 'x' }}\n{% endif %}", "line 3"),
+    "macro_recursion": ("{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}", "call depth"),
+    "namespace_underscore": ("{% set ns = namespace() %}{% set ns._secret = 1 %}", "underscore"),
+    "unpack_mismatch": ("{% for a, b in [[1, 2, 3]] %}{% endfor %}", "unpack"),
+}
+
+# Folio must stop these; Python would run (nearly) forever or build gigabytes.
+RUNAWAY = {
+    "runaway_nested_loops": ("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}", "loop limit"),
+    "runaway_output": ("{% set s = 'xxxxxxxxxx' %}{% for i in range(100000) %}{{ s * 1000 }}{% endfor %}", "output too large"),
+    "runaway_string_growth": ("{% set ns = namespace(s='ab') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}", "too large"),
+}
+
+
+def render(source, messages, add_generation_prompt, bos, eos, variables):
+    compiled = _compile_jinja_template(source)
+    kwargs = dict(variables)
+    return compiled.render(
+        messages=messages,
+        tools=kwargs.pop("tools", None),
+        documents=kwargs.pop("documents", None),
+        add_generation_prompt=add_generation_prompt,
+        bos_token=bos,
+        eos_token=eos,
+        **kwargs,
+    )
+
+
+def read_model_template(path):
+    from gguf import GGUFReader
+
+    reader = GGUFReader(path)
+    field = reader.fields["tokenizer.chat_template"]
+    return bytes(field.parts[field.data[0]]).decode("utf-8")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=str(ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--out", default=str(ROOT / "tests/data/chat/goldens.json"))
+    args = ap.parse_args()
+
+    templates = {
+        "smollm2": read_model_template(args.model),
+        "gemma_builtin": (ROOT / "resources/templates/gemma.jinja").read_text(encoding="utf-8"),
+        "chatml_builtin": (ROOT / "resources/templates/chatml.jinja").read_text(encoding="utf-8"),
+        "llama3_style": LLAMA3_STYLE,
+        "qwen2_tools_style": QWEN2_TOOLS_STYLE,
+        "mistral_style": MISTRAL_STYLE,
+        "phi3_style": PHI3_STYLE,
+        "plain_indented": PLAIN_INDENTED,
+        "reasoning_style": REASONING_STYLE,
+    }
+    special_tokens = {
+        "smollm2": ("<|im_start|>", "<|im_end|>"),
+        "gemma_builtin": ("<bos>", "<eos>"),
+        "llama3_style": ("<|begin_of_text|>", "<|eot_id|>"),
+        "mistral_style": ("<s>", "</s>"),
+        "reasoning_style": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+    }
+    cases = []
+
+    def add(name, template, conversation, agp=True, variables=None, expect_error=None, run_python=True, messages=None):
+        bos, eos = special_tokens.get(template, ("<s>", "</s>"))
+        variables = variables or {}
+        msgs = messages if messages is not None else CONVERSATIONS[conversation]
+        case = {"name": name, "template": template, "conversation": conversation if messages is None else None,
+                "add_generation_prompt": agp, "bos_token": bos, "eos_token": eos, "variables": variables}
+        if messages is not None:
+            case["messages"] = msgs
+        if run_python:
+            try:
+                case["expected"] = render(templates[template], msgs, agp, bos, eos, variables)
+            except Exception as e:  # jinja2 errors of every kind
+                case["python_error"] = f"{type(e).__name__}: {e}"
+        else:
+            case["python_error"] = "not run: would not terminate in reasonable time or memory"
+        if expect_error is not None:
+            if "expected" in case:
+                sys.exit(f"{name}: expected an error but jinja2 rendered {case['expected']!r}")
+            case["error_contains"] = expect_error
+        elif "expected" not in case:
+            sys.exit(f"{name}: jinja2 failed: {case['python_error']}")
+        cases.append(case)
+
+    for tmpl in ["smollm2", "gemma_builtin", "chatml_builtin", "llama3_style", "phi3_style", "plain_indented", "reasoning_style", "qwen2_tools_style"]:
+        for conv in CHAT_CONVERSATIONS:
+            for agp in (True, False):
+                add(f"{tmpl}/{conv}/{'gen' if agp else 'nogen'}", tmpl, conv, agp)
+        add(f"{tmpl}/empty/gen", tmpl, "empty", True)
+    add("qwen2_tools_style/tools", "qwen2_tools_style", None, True, {"tools": TOOLS}, messages=TOOL_CONVERSATION)
+    add("reasoning_style/think", "reasoning_style", None, True, messages=[
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "<think>\nsimple</think>\n\n4"},
+        {"role": "user", "content": "3+3?"}])
+    for conv in ["user_only", "multi_turn_no_system"]:
+        add(f"mistral_style/{conv}", "mistral_style", conv, True)
+    add("mistral_style/system_rejected", "mistral_style", "system_user", True, expect_error="Conversation roles must alternate")
+
+    for name, (source, variables) in FEATURES.items():
+        templates[f"feature_{name}"] = source
+        add(f"feature/{name}", f"feature_{name}", "multi_turn", True, variables)
+    for name, (source, needle) in ERRORS.items():
+        templates[f"error_{name}"] = source
+        add(f"error/{name}", f"error_{name}", "multi_turn", True, expect_error=needle)
+    for name, (source, needle) in RUNAWAY.items():
+        templates[f"error_{name}"] = source
+        add(f"error/{name}", f"error_{name}", "multi_turn", True, expect_error=needle, run_python=False)
+
+    out = {
+        "generator": "tools/make_template_goldens.py (jinja2 via transformers._compile_jinja_template)",
+        "conversations": CONVERSATIONS,
+        "templates": templates,
+        "cases": cases,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {len(cases)} cases, {len(templates)} templates to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
