@@ -66,6 +66,10 @@ std::string shown(const Ids& ids, size_t from) {
     return out;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
 // Compares every golden; prints the first mismatches with index and position. Returns the count.
 size_t check_corpus(const folio::Tokenizer& tok, const std::vector<Golden>& goldens, int32_t bos, const char* label) {
     size_t mismatches = 0, round_trip_failures = 0, stream_failures = 0;
@@ -120,10 +124,14 @@ private:
         FOLIO_REQUIRE_MODEL(path, model_file);
         const auto goldens = read_goldens(ids_file);
         QVERIFY2(goldens.size() >= 2000, "corpus and goldens are missing or differ in length");
+        const auto t0 = std::chrono::steady_clock::now();
         auto model = folio::load_model_description(path);
         QVERIFY2(model.ok(), why(model).c_str());
+        const auto t1 = std::chrono::steady_clock::now();
         auto tok = folio::Tokenizer::create(model->tokenizer);
         QVERIFY2(tok.ok(), why(tok).c_str());
+        std::printf("%s: model read in %.2f s, tokenizer built in %.2f s\n", model_file, seconds_since(t0, t1),
+                    seconds_since(t1, std::chrono::steady_clock::now()));
         QCOMPARE(check_corpus(*tok, goldens, bos, model_file), size_t(0));
         QCOMPARE(tok->add_bos(), bos >= 0);
         QVERIFY(tok->is_end_of_generation(tok->eos_id()));
@@ -134,10 +142,14 @@ private:
         FOLIO_REQUIRE_MODEL(folder, dir);
         const auto goldens = read_goldens(ids_file);
         QVERIFY2(goldens.size() >= 2000, "corpus and goldens are missing or differ in length");
+        const auto t0 = std::chrono::steady_clock::now();
         auto spec = folio::tokenizer_spec_from_hf_files(folder + "/tokenizer.json", folder + "/tokenizer_config.json");
         QVERIFY2(spec.ok(), why(spec).c_str());
+        const auto t1 = std::chrono::steady_clock::now();
         auto tok = folio::Tokenizer::create(*spec);
         QVERIFY2(tok.ok(), why(tok).c_str());
+        std::printf("%s: tokenizer.json read in %.2f s, tokenizer built in %.2f s\n", dir, seconds_since(t0, t1),
+                    seconds_since(t1, std::chrono::steady_clock::now()));
         QCOMPARE(check_corpus(*tok, goldens, bos, dir), size_t(0));
     }
 };

@@ -1,38 +1,91 @@
-// BPE merges by rank: which two adjacent symbols fuse into which token, and
-// the loop that applies them to a word. Both tokenizer kinds use it: byte-
-// level BPE with the merges listed in the file, SentencePiece with merges
-// derived from the vocabulary (as Hugging Face's converters do).
+// BPE merges: which two adjacent symbols fuse into which token, with what
+// priority, and the loop that applies them to a word. Byte-level BPE and
+// tokenizer.json files list their merges (MergeTable); SentencePiece GGUF
+// files only rank pieces, and the merge of two symbols is the piece their
+// texts join into (found through the vocabulary at encode time).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <queue>
 #include <unordered_map>
 #include <vector>
 
 namespace folio::tokenizer_detail {
 
+struct MergeCandidate {
+    uint64_t rank = 0;    // lower merges first
+    int32_t merged = -1;  // the token the pair becomes; -1: the pair does not merge
+};
+
 class MergeTable {
 public:
     // Keeps the first (best) rank when a pair is added twice.
-    void add(int32_t left, int32_t right, int32_t merged, uint32_t rank);
-    size_t size() const { return pairs_.size(); }
+    void add(int32_t left, int32_t right, int32_t merged, uint32_t rank) {
+        pairs_.try_emplace(key(left, right), MergeCandidate{rank, merged});
+    }
     void reserve(size_t n) { pairs_.reserve(n); }
+    size_t size() const { return pairs_.size(); }
 
-    // Applies merges to `symbols` (token ids) in place: always the pair of
-    // lowest rank, the leftmost one on ties, until none applies. This is the
-    // order Hugging Face's BPE model merges in.
-    void apply(std::vector<int32_t>& symbols) const;
+    MergeCandidate operator()(int32_t left, int32_t right) const {
+        const auto it = pairs_.find(key(left, right));
+        return it == pairs_.end() ? MergeCandidate{} : it->second;
+    }
 
 private:
-    struct Merge {
-        uint32_t rank;
-        int32_t merged;
-    };
     static uint64_t key(int32_t left, int32_t right) {
         return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
     }
-    const Merge* find(int32_t left, int32_t right) const;
-    std::unordered_map<uint64_t, Merge> pairs_;
+    std::unordered_map<uint64_t, MergeCandidate> pairs_;
 };
+
+// Applies merges to `symbols` (token ids) in place: always the pair of lowest
+// rank, the leftmost one on ties, until none applies; the order Hugging
+// Face's BPE model merges in. `find(left, right)` gives a MergeCandidate.
+template <typename FindMerge>
+void apply_merges(std::vector<int32_t>& symbols, const FindMerge& find) {
+    const size_t n = symbols.size();
+    if (n < 2) return;
+    // Symbols form a linked list; a merged-away symbol has id -1.
+    std::vector<int32_t> prev(n), next(n);
+    for (size_t i = 0; i < n; ++i) {
+        prev[i] = static_cast<int32_t>(i) - 1;
+        next[i] = i + 1 < n ? static_cast<int32_t>(i + 1) : -1;
+    }
+    struct Entry {
+        uint64_t rank;
+        int32_t pos;
+        int32_t merged;
+        bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    };
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+    const auto consider = [&](int32_t pos) {
+        if (pos < 0 || next[pos] < 0) return;
+        const MergeCandidate m = find(symbols[pos], symbols[next[pos]]);
+        if (m.merged >= 0) queue.push({m.rank, pos, m.merged});
+    };
+    for (size_t i = 0; i + 1 < n; ++i) consider(static_cast<int32_t>(i));
+
+    while (!queue.empty()) {
+        const Entry top = queue.top();
+        queue.pop();
+        const int32_t right = next[top.pos];
+        // Entries go stale when a neighbour merged first; the pair must still
+        // be there and still make the same token.
+        if (symbols[top.pos] < 0 || right < 0) continue;
+        if (find(symbols[top.pos], symbols[right]).merged != top.merged) continue;
+        symbols[top.pos] = top.merged;
+        symbols[right] = -1;
+        next[top.pos] = next[right];
+        if (next[right] >= 0) prev[next[right]] = top.pos;
+        consider(prev[top.pos]);
+        consider(top.pos);
+    }
+    size_t out = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (symbols[i] >= 0) symbols[out++] = symbols[i];
+    }
+    symbols.resize(out);
+}
 
 }  // namespace folio::tokenizer_detail

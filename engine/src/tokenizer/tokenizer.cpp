@@ -20,7 +20,7 @@ void encode_byte_level(const TokenizerState& state, std::string_view text, std::
             const int32_t id = state.byte_ids[static_cast<uint8_t>(text[piece.offset + i])];
             if (id >= 0) symbols.push_back(id);
         }
-        state.merges.apply(symbols);
+        apply_merges(symbols, state.merges);
         out.insert(out.end(), symbols.begin(), symbols.end());
     }
 }
@@ -62,7 +62,22 @@ void encode_sentencepiece(const TokenizerState& state, std::string_view text, bo
             last_was_unk = true;
         }
     }
-    state.merges.apply(symbols);
+    if (state.piece_rank.empty()) {
+        apply_merges(symbols, state.merges);
+    } else {
+        std::string joined;
+        apply_merges(symbols, [&](int32_t left, int32_t right) -> MergeCandidate {
+            const std::string& left_text = state.spec.tokens[static_cast<size_t>(left)];
+            joined.assign(left_text);
+            joined += state.spec.tokens[static_cast<size_t>(right)];
+            const int32_t merged = state.lookup(joined);
+            if (merged < 0) return {};
+            // The piece's rank, then the split with the longer left part.
+            const uint64_t rank = (static_cast<uint64_t>(state.piece_rank[static_cast<size_t>(merged)]) << 32) |
+                                  (0xFFFFFFFFu - static_cast<uint32_t>(left_text.size()));
+            return {rank, merged};
+        });
+    }
     out.insert(out.end(), symbols.begin(), symbols.end());
 }
 

@@ -32,15 +32,15 @@ bool respell_space_piece(std::string& token) {
     return true;
 }
 
-// SentencePiece vocabularies carry scores, not merges. As Hugging Face's
-// converters do, every split of a token into two vocabulary pieces becomes a
-// merge, ranked by the token: control and user-defined pieces first (by id;
-// SentencePiece keeps them whole), then by score, best first, then by id;
-// within one token the split with the longer left part first.
-void derive_sentencepiece_merges(TokenizerState& state) {
+// SentencePiece vocabularies carry scores, not merges. Two symbols merge
+// when their texts join into a piece; pieces rank as Hugging Face's
+// converters order the merges they derive: control and user-defined pieces
+// first (by id; SentencePiece keeps them whole), then by score, best first,
+// then by id. (Within one piece the longer left part goes first; see
+// encode_sentencepiece.)
+void rank_sentencepiece_pieces(TokenizerState& state) {
     const TokenizerSpec& spec = state.spec;
-    const auto n = static_cast<int32_t>(spec.tokens.size());
-    std::vector<int32_t> order(static_cast<size_t>(n));
+    std::vector<int32_t> order(spec.tokens.size());
     std::iota(order.begin(), order.end(), 0);
     const auto atomic = [&](int32_t id) { return is_matched_as_added(spec.kinds[static_cast<size_t>(id)]); };
     std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
@@ -51,19 +51,9 @@ void derive_sentencepiece_merges(TokenizerState& state) {
         if (score_a != score_b) return score_a > score_b;
         return a < b;
     });
-    state.merges.reserve(static_cast<size_t>(n) * 2);
-    uint32_t rank = 0;
-    for (int32_t id : order) {
-        const std::string_view token = spec.tokens[static_cast<size_t>(id)];
-        // Splits at character boundaries, longest left part first.
-        for (size_t cut = token.size(); cut-- > 1;) {
-            if ((static_cast<unsigned char>(token[cut]) & 0xC0) == 0x80) continue;
-            const int32_t left = state.lookup(token.substr(0, cut));
-            if (left < 0) continue;
-            const int32_t right = state.lookup(token.substr(cut));
-            if (right < 0) continue;
-            state.merges.add(left, right, id, rank++);
-        }
+    state.piece_rank.resize(order.size());
+    for (size_t rank = 0; rank < order.size(); ++rank) {
+        state.piece_rank[static_cast<size_t>(order[rank])] = static_cast<uint32_t>(rank);
     }
 }
 
@@ -133,8 +123,7 @@ Result<Tokenizer> Tokenizer::create(const TokenizerSpec& spec) {
     if (sentencepiece) {
         for (size_t id = 0; id < n; ++id) respelled[id] = respell_space_piece(own.tokens[id]);
     }
-    state->vocab.reserve(n);
-    for (size_t id = 0; id < n; ++id) state->vocab.insert_or_assign(own.tokens[id], static_cast<int32_t>(id));
+    state->vocab.build(own.tokens);
 
     const ByteLevelAlphabet& alphabet = ByteLevelAlphabet::instance();
     for (int b = 0; b < 256; ++b) {
@@ -147,7 +136,7 @@ Result<Tokenizer> Tokenizer::create(const TokenizerSpec& spec) {
     if (!own.merges.empty()) {
         if (Status status = add_listed_merges(*state); !status) return status.error();
     } else {
-        derive_sentencepiece_merges(*state);
+        rank_sentencepiece_pieces(*state);
     }
 
     for (size_t id = 0; id < n; ++id) {

@@ -7,13 +7,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "folio/tokenizer_spec.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/merge_table.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/vocab_index.h"
 
 namespace folio::tokenizer_detail {
 
@@ -21,8 +22,9 @@ inline constexpr std::string_view kSentencePieceSpace = "\xE2\x96\x81";  // U+25
 
 struct TokenizerState {
     TokenizerSpec spec;  // tokens as the model looks them up (see respell in tokenizer_build.cpp)
-    std::unordered_map<std::string_view, int32_t> vocab;  // views into spec.tokens
-    MergeTable merges;
+    VocabIndex vocab;                      // over spec.tokens
+    MergeTable merges;                     // listed merges (byte-level BPE, tokenizer.json)
+    std::vector<uint32_t> piece_rank;      // SentencePiece from scores: merge priority of each piece
     AddedTokenMatcher added;
     std::optional<PreTokenizer> pre;       // byte-level BPE only
     std::array<int32_t, 256> byte_ids{};   // byte-level: the token of each byte's character;
@@ -30,10 +32,7 @@ struct TokenizerState {
     std::unordered_set<int32_t> end_of_generation;
 
     bool byte_level() const { return spec.model == TokenizerModel::BytePairEncoding; }
-    int32_t lookup(std::string_view piece) const {
-        const auto it = vocab.find(piece);
-        return it == vocab.end() ? -1 : it->second;
-    }
+    int32_t lookup(std::string_view piece) const { return vocab.find(piece); }
 };
 
 }  // namespace folio::tokenizer_detail
