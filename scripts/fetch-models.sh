@@ -44,4 +44,12 @@ if [ ! -f "$smol_hf_stamp" ] || [ tools/gguf_to_hf.py -nt "$smol_hf_stamp" ] || 
   echo "fetch-models: $smol_hf (tools/gguf_to_hf.py, F32, 2 shards)"
   "$py" tools/gguf_to_hf.py "$smol" "$smol_hf" --shards 2
 fi
+# Reference tokenizer.json files (Hugging Face `tokenizers`) for tests/tokenizer.
+for pair in "smollm2:$smol" "gemma3:$gemma"; do
+  out=models/tokenizers/${pair%%:*}/tokenizer.json
+  if [ ! -f "$out" ] || [ tools/reference_tokenizer.py -nt "$out" ] || [ "${pair#*:}" -nt "$out" ]; then
+    echo "fetch-models: $out (tools/reference_tokenizer.py)"
+    "$py" tools/reference_tokenizer.py "${pair#*:}" "$out"
+  fi
+done
 echo "fetch-models: models/ ok"

@@ -119,6 +119,18 @@ private slots:
     void smollm2FromTokenizerJson() { from_json("tokenizers/smollm2", "smollm2_ids.jsonl", -1); }
     void gemma3FromTokenizerJson() { from_json("tokenizers/gemma3", "gemma3_ids.jsonl", 2); }
 
+    // The HF folder fixture (tools/gguf_to_hf.py), read by load_model_description.
+    void smollm2FromHfFolder() {
+        FOLIO_REQUIRE_MODEL(folder, folio_test::kSmolLM2Folder);
+        const auto goldens = read_goldens("smollm2_ids.jsonl");
+        QVERIFY2(goldens.size() >= 2000, "corpus and goldens are missing or differ in length");
+        auto model = folio::load_model_description(folder);
+        QVERIFY2(model.ok(), why(model).c_str());
+        auto tok = folio::Tokenizer::create(model->tokenizer);
+        QVERIFY2(tok.ok(), why(tok).c_str());
+        QCOMPARE(check_corpus(*tok, goldens, -1, folio_test::kSmolLM2Folder), size_t(0));
+    }
+
 private:
     void from_gguf(const char* model_file, const char* ids_file, int32_t bos) {
         FOLIO_REQUIRE_MODEL(path, model_file);
@@ -137,7 +149,8 @@ private:
         QVERIFY(tok->is_end_of_generation(tok->eos_id()));
     }
 
-    // tokenizer.json + tokenizer_config.json written by tools/reference_tokenizer.py into models/<dir>.
+    // tokenizer.json + tokenizer_config.json written by tools/reference_tokenizer.py into
+    // models/<dir> (scripts/fetch-models.sh).
     void from_json(const char* dir, const char* ids_file, int32_t bos) {
         FOLIO_REQUIRE_MODEL(folder, dir);
         const auto goldens = read_goldens(ids_file);
