@@ -195,25 +195,30 @@ void Evaluator::exec_for(const Stmt& stmt) {
     }
 
     const int64_t length = static_cast<int64_t>(items.size());
+    // One cycle() per loop, reading the iteration it was called in.
+    auto position = std::make_shared<int64_t>(0);
+    const Value cycle = Value::callable("loop.cycle", [position](Evaluator&, const CallArgs& args) {
+        if (args.positional.empty()) fail("no items for cycling given");
+        return args.positional[static_cast<size_t>(*position) % args.positional.size()];
+    });
     for (int64_t i = 0; i < length; ++i) {
         count_iteration();
+        *position = i;
         const size_t at = static_cast<size_t>(i);
         Object loop;
-        loop.set("index", Value::integer(i + 1));
-        loop.set("index0", Value::integer(i));
-        loop.set("revindex", Value::integer(length - i));
-        loop.set("revindex0", Value::integer(length - i - 1));
-        loop.set("first", Value::boolean(i == 0));
-        loop.set("last", Value::boolean(i == length - 1));
-        loop.set("length", Value::integer(length));
-        loop.set("depth", Value::integer(1));
-        loop.set("depth0", Value::integer(0));
-        loop.set("previtem", i > 0 ? items[at - 1] : Value::undefined("there is no previous item"));
-        loop.set("nextitem", i + 1 < length ? items[at + 1] : Value::undefined("there is no next item"));
-        loop.set("cycle", Value::callable("loop.cycle", [i](Evaluator&, const CallArgs& args) {
-                     if (args.positional.empty()) fail("no items for cycling given");
-                     return args.positional[static_cast<size_t>(i) % args.positional.size()];
-                 }));
+        loop.entries.reserve(12);
+        loop.entries.emplace_back("index", Value::integer(i + 1));
+        loop.entries.emplace_back("index0", Value::integer(i));
+        loop.entries.emplace_back("revindex", Value::integer(length - i));
+        loop.entries.emplace_back("revindex0", Value::integer(length - i - 1));
+        loop.entries.emplace_back("first", Value::boolean(i == 0));
+        loop.entries.emplace_back("last", Value::boolean(i == length - 1));
+        loop.entries.emplace_back("length", Value::integer(length));
+        loop.entries.emplace_back("depth", Value::integer(1));
+        loop.entries.emplace_back("depth0", Value::integer(0));
+        loop.entries.emplace_back("previtem", i > 0 ? items[at - 1] : Value::undefined("there is no previous item"));
+        loop.entries.emplace_back("nextitem", i + 1 < length ? items[at + 1] : Value::undefined("there is no next item"));
+        loop.entries.emplace_back("cycle", cycle);
         scopes_.emplace_back();
         scopes_.back()["loop"] = Value::object(std::move(loop));
         bind_targets(scopes_.back(), items[at]);

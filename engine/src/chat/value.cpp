@@ -74,8 +74,17 @@ Value Value::string(std::string s) {
     v.string_ = std::move(s);
     return v;
 }
+static uint32_t nesting_of(uint32_t deepest_child) {
+    if (deepest_child + 1 > Value::kMaxDepth)
+        fail("value nested more than " + std::to_string(Value::kMaxDepth) + " levels deep");
+    return deepest_child + 1;
+}
+
 Value Value::array(Array items, bool tuple) {
     Value v;
+    uint32_t deepest = 0;
+    for (const Value& item : items) deepest = std::max(deepest, item.depth_);
+    v.depth_ = nesting_of(deepest);
     v.kind_ = Kind::List;
     v.tuple_ = tuple;
     v.array_ = std::make_shared<const Array>(std::move(items));
@@ -83,12 +92,18 @@ Value Value::array(Array items, bool tuple) {
 }
 Value Value::object(Object obj) {
     Value v;
+    uint32_t deepest = 0;
+    for (const auto& entry : obj.entries) deepest = std::max(deepest, entry.second.depth_);
+    v.depth_ = nesting_of(deepest);
     v.kind_ = Kind::Dict;
     v.object_ = std::make_shared<const Object>(std::move(obj));
     return v;
 }
 Value Value::new_namespace(Object attributes) {
     Value v;
+    uint32_t deepest = 0;
+    for (const auto& entry : attributes.entries) deepest = std::max(deepest, entry.second.depth_);
+    v.depth_ = nesting_of(deepest);
     v.kind_ = Kind::Namespace;
     v.namespace_ = std::make_shared<Object>(std::move(attributes));
     return v;
@@ -255,13 +270,20 @@ static std::string repr_string(const std::string& s) {
     return out;
 }
 
-std::string to_repr(const Value& value) {
+static std::string display(const Value& value, int level);
+
+static std::string repr(const Value& value, int level) {
     if (value.is_string()) return repr_string(value.as_string());
     if (value.is_undefined()) return "Undefined";
-    return to_display_string(value);
+    return display(value, level);
 }
 
-std::string to_display_string(const Value& value) {
+std::string to_repr(const Value& value) { return repr(value, 0); }
+std::string to_display_string(const Value& value) { return display(value, 0); }
+
+static std::string display(const Value& value, int level) {
+    // A namespace can be made to contain itself; stop instead of recursing forever.
+    if (level > static_cast<int>(Value::kMaxDepth) + 8) fail("cannot print a value that contains itself");
     switch (value.kind()) {
         case Value::Kind::Undefined: return "";
         case Value::Kind::None: return "None";
@@ -274,7 +296,7 @@ std::string to_display_string(const Value& value) {
             std::string out = value.is_tuple() ? "(" : "[";
             for (size_t i = 0; i < items.size(); ++i) {
                 if (i) out += ", ";
-                out += to_repr(items[i]);
+                out += repr(items[i], level + 1);
             }
             if (value.is_tuple() && items.size() == 1) out += ",";
             return out + (value.is_tuple() ? ")" : "]");
@@ -286,7 +308,7 @@ std::string to_display_string(const Value& value) {
             for (const auto& [k, v] : value.as_object().entries) {
                 if (!first) out += ", ";
                 first = false;
-                out += repr_string(k) + ": " + to_repr(v);
+                out += repr_string(k) + ": " + repr(v, level + 1);
             }
             return out + (value.is_namespace() ? "}>" : "}");
         }

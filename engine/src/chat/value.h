@@ -99,6 +99,11 @@ public:
     // For undefined values: what was missing, for error messages ("'x' is undefined").
     const std::string& undefined_hint() const { return string_; }
 
+    // Levels of containers below this value (0 for scalars). Capped so that
+    // printing, comparing and destroying a value can never exhaust the stack.
+    uint32_t depth() const { return depth_; }
+    static constexpr uint32_t kMaxDepth = 512;
+
     bool truthy() const;
     // Python's type name, for error messages: "str", "int", "dict", ...
     std::string type_name() const;
@@ -107,6 +112,7 @@ private:
     Kind kind_ = Kind::Undefined;
     bool bool_ = false;
     bool tuple_ = false;
+    uint32_t depth_ = 0;
     int64_t int_ = 0;
     double float_ = 0.0;
     std::string string_;
