@@ -66,6 +66,19 @@ std::string shown(const Ids& ids, size_t from) {
     return out;
 }
 
+bool valid_utf8(const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (n == 0 || i + n > s.size()) return false;
+        for (size_t k = 1; k < n; ++k) {
+            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+        }
+        i += n;
+    }
+    return true;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
 }
@@ -94,9 +107,14 @@ size_t check_corpus(const folio::Tokenizer& tok, const std::vector<Golden>& gold
         }
         folio::StreamingDecoder stream(tok);
         std::string streamed;
-        for (int32_t id : ids) streamed += stream.push(id);
+        bool chunks_valid = true;
+        for (int32_t id : ids) {
+            const std::string chunk = stream.push(id);
+            chunks_valid = chunks_valid && valid_utf8(chunk);
+            streamed += chunk;
+        }
         streamed += stream.flush();
-        if (streamed != tok.decode(ids)) ++stream_failures;
+        if (!chunks_valid || streamed != tok.decode(ids)) ++stream_failures;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("%s: %zu strings, %zu mismatches, %zu round-trip failures, %zu stream failures, %.2f s\n", label,
@@ -114,8 +132,8 @@ std::string why(const R& result) {
 class TokenizerGoldenTest : public QObject {
     Q_OBJECT
 private slots:
-    void smollm2FromGguf() { from_gguf(folio_test::kSmolLM2, "smollm2_ids.jsonl", -1); }
-    void gemma3FromGguf() { from_gguf(folio_test::kGemma3, "gemma3_ids.jsonl", 2); }
+    void smollm2FromGguf() { from_gguf(folio_test::kSmolLM2, "smollm2_ids.jsonl", -1, {0, 2}); }
+    void gemma3FromGguf() { from_gguf(folio_test::kGemma3, "gemma3_ids.jsonl", 2, {1, 106}); }
     void smollm2FromTokenizerJson() { from_json("tokenizers/smollm2", "smollm2_ids.jsonl", -1); }
     void gemma3FromTokenizerJson() { from_json("tokenizers/gemma3", "gemma3_ids.jsonl", 2); }
 
@@ -132,7 +150,8 @@ private slots:
     }
 
 private:
-    void from_gguf(const char* model_file, const char* ids_file, int32_t bos) {
+    // `end_ids`: tokens that must end generation (<|endoftext|>, <|im_end|>; <eos>, <end_of_turn>).
+    void from_gguf(const char* model_file, const char* ids_file, int32_t bos, std::vector<int32_t> end_ids) {
         FOLIO_REQUIRE_MODEL(path, model_file);
         const auto goldens = read_goldens(ids_file);
         QVERIFY2(goldens.size() >= 2000, "corpus and goldens are missing or differ in length");
@@ -147,6 +166,9 @@ private:
         QCOMPARE(check_corpus(*tok, goldens, bos, model_file), size_t(0));
         QCOMPARE(tok->add_bos(), bos >= 0);
         QVERIFY(tok->is_end_of_generation(tok->eos_id()));
+        for (int32_t id : end_ids) QVERIFY2(tok->is_end_of_generation(id), tok->token_text(id).c_str());
+        QCOMPARE(tok->eot_id(), end_ids.back());
+        QVERIFY(!tok->is_end_of_generation(tok->encode("Hello", false).front()));
     }
 
     // tokenizer.json + tokenizer_config.json written by tools/reference_tokenizer.py into

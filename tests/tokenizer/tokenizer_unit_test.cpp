@@ -52,6 +52,45 @@ private slots:
         QVERIFY2(bad.error().message.find("no-such-pre") != std::string::npos, bad.error().message.c_str());
     }
 
+    void namedPreTokenizersSplitDigitsTheirWay() {
+        folio::TokenizerSpec spec = tiny_vocab::byte_level();
+        // "1 2" merges within a piece only: GPT-2 keeps the run whole, Llama 3 cuts
+        // it in threes, Qwen 2 and smollm into single digits.
+        const std::pair<const char*, Ids> expected[] = {
+            {"gpt2", {266, 266, 266}},
+            {"llama-bpe", {266, 49, 50, 266}},
+            {"qwen2", {49, 50, 49, 50, 49, 50}},
+            {"smollm", {49, 50, 49, 50, 49, 50}},
+            {"default", {266, 49, 50, 266}},
+        };
+        for (const auto& [pre, ids] : expected) {
+            spec.pre = pre;
+            const folio::Tokenizer tok = make(spec);
+            QCOMPARE(tok.encode("121212", false), ids);
+            const std::string mixed = "I'M here, it's 2024!\n\t  x\xC3\xA9\xE6\x97\xA5 ";
+            QCOMPARE(tok.decode(tok.encode(mixed, false)), mixed);
+        }
+    }
+
+    void randomBytesNeverBreakEncoding() {
+        const folio::Tokenizer bpe = make(tiny_vocab::byte_level());
+        const folio::Tokenizer spm = make(tiny_vocab::sentencepiece());
+        uint32_t state = 7;
+        const auto next = [&] { return state = state * 1664525u + 1013904223u, state >> 24; };
+        for (int round = 0; round < 500; ++round) {
+            std::string text;
+            const int length = static_cast<int>(next() % 40);
+            for (int i = 0; i < length; ++i) text += static_cast<char>(next());
+            for (const folio::Tokenizer* tok : {&bpe, &spm}) {
+                const Ids ids = tok->encode(text, true);
+                for (int32_t id : ids) QVERIFY(id >= 0 && id < tok->vocab_size());
+                // Whatever came in, what comes out is the text with bad bytes as U+FFFD.
+                const std::string decoded = tok->decode(ids, true);
+                QCOMPARE(tok->decode(tok->encode(decoded, false), true), decoded);
+            }
+        }
+    }
+
     void byteLevelSpecialTokensAreSplitOut() {
         const folio::Tokenizer tok = make(tiny_vocab::byte_level());
         QCOMPARE(tok.encode("low<|end|>low", false), (Ids{257, 265, 257}));
