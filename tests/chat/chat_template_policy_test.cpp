@@ -74,6 +74,14 @@ private slots:
         QVERIFY(choice.chat_template.render(conversation()).ok());
     }
 
+    void templateThatCannotRenderOneMessageFallsBack() {
+        // Parses, but str has no method 'format_map' here: it would fail on every request.
+        auto choice = folio::ChatTemplate::for_model("{% for m in messages %}{{ m.content.format_map({}) }}{% endfor %}", "llama");
+        QVERIFY(choice.is_fallback);
+        QVERIFY2(choice.notice.find("line 1, column") != std::string::npos, choice.notice.c_str());
+        QVERIFY(choice.chat_template.render(conversation()).ok());
+    }
+
     void builtinTemplatesMatchResourceFiles() {
         const std::string dir = folio_test::source_dir() + "/resources/templates/";
         QCOMPARE(std::string(folio::builtin_chat_template_source(folio::BuiltinChatTemplate::ChatML)), read_file(dir + "chatml.jinja"));

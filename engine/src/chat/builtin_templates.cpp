@@ -69,11 +69,20 @@ ChatTemplateChoice ChatTemplate::for_model(std::string_view template_source, std
         reason = "the model has no chat template";
     } else {
         Result<ChatTemplate> parsed = ChatTemplate::parse(template_source);
-        if (parsed.ok()) {
-            choice.chat_template = std::move(parsed).value();
-            return choice;
+        if (!parsed.ok()) {
+            reason = "the model's chat template cannot be used (" + parsed.error().message + ")";
+        } else {
+            // A template that parses but cannot render one user message (an unsupported
+            // method, say) would fail on every request; better to know now.
+            ChatTemplateInputs probe;
+            probe.messages.push_back({"user", "Hello", ""});
+            Result<std::string> rendered = parsed->render(probe);
+            if (rendered.ok()) {
+                choice.chat_template = std::move(parsed).value();
+                return choice;
+            }
+            reason = "the model's chat template cannot be used (" + rendered.error().message + ")";
         }
-        reason = "the model's chat template cannot be used (" + parsed.error().message + ")";
     }
     // Gemma has no system role and calls the assistant "model"; ChatML would be a foreign format to it.
     const bool gemma = architecture == "gemma" || architecture == "gemma2" || architecture == "gemma3" ||
