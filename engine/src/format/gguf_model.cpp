@@ -53,7 +53,7 @@ Result<HParams> hparams_from_gguf(const GgufFile& file) {
     auto head_count_kv = file.get_u32_or(p + "attention.head_count_kv", hp.n_head);
     if (!head_count_kv) return head_count_kv.error();
     hp.n_head_kv = *head_count_kv;
-    if (hp.n_head_kv == 0 || (hp.n_head != 0 && hp.n_head % hp.n_head_kv != 0))
+    if (hp.n_head != 0 && (hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0))
         return make_error("gguf: " + file.name() + ": " + p + "attention.head_count_kv " + std::to_string(hp.n_head_kv) +
                           " does not divide attention.head_count " + std::to_string(hp.n_head));
     auto key_length = file.get_u32_or(p + "attention.key_length", hp.n_head ? hp.n_embd / hp.n_head : 0);
