@@ -13,6 +13,12 @@ For each model, line i of the output belongs to line i of the corpus:
 (special-token text in s is split out as special tokens, as HF does by default)
 and R = 1 when reference.decode(ids, skip_special_tokens=False) == s. The
 reference is tools/reference_tokenizer.py (Hugging Face `tokenizers`).
+
+Beside it, <out>_plain.jsonl (e.g. smollm2_ids_plain.jsonl) holds
+{"i": i, "ids": [...]} for the corpus strings whose ids differ when special
+tokens are not parsed (the reference with encode_special_tokens = True; the
+C++ encode(..., parse_special = false)); every other string gives the same ids
+either way.
 """
 from __future__ import annotations
 
@@ -36,8 +42,9 @@ def write_goldens(gguf_path: str, out_path: str, corpus: list[str]) -> None:
     meta = read_gguf_tokenizer(gguf_path)
     bos = meta.get("bos_token_id") if meta.get("add_bos_token") else None
     round_trips = 0
+    plain_ids = []
     with open(out_path, "w", encoding="utf-8", newline="\n") as f:
-        for s in corpus:
+        for index, s in enumerate(corpus):
             ids = tok.encode(s, add_special_tokens=False).ids
             with_specials = tok.encode(s, add_special_tokens=True).ids
             # The C++ tests rely on add_special meaning exactly "BOS in front" for these models.
@@ -45,7 +52,16 @@ def write_goldens(gguf_path: str, out_path: str, corpus: list[str]) -> None:
             rt = tok.decode(ids, skip_special_tokens=False) == s
             round_trips += rt
             f.write(json.dumps({"r": int(rt), "ids": ids}, separators=(",", ":")) + "\n")
-    print(f"{out_path}: {len(corpus)} strings, {round_trips} round-trip", file=sys.stderr)
+            tok.encode_special_tokens = True
+            plain = tok.encode(s, add_special_tokens=False).ids
+            tok.encode_special_tokens = False
+            if plain != ids:
+                plain_ids.append({"i": index, "ids": plain})
+    with open(out_path.replace(".jsonl", "_plain.jsonl"), "w", encoding="utf-8", newline="\n") as f:
+        for entry in plain_ids:
+            f.write(json.dumps(entry, separators=(",", ":")) + "\n")
+    print(f"{out_path}: {len(corpus)} strings, {round_trips} round-trip, "
+          f"{len(plain_ids)} differ without special-token parsing", file=sys.stderr)
 
 
 def main() -> int:

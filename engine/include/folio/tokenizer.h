@@ -65,7 +65,7 @@ private:
 // incomplete trailing UTF-8 character until it is complete; bytes that can
 // never become a valid character are written as U+FFFD at once. Every string
 // it returns is valid UTF-8, and the concatenation of all push() results and
-// flush() equals tokenizer.decode(all ids).
+// flush() equals tokenizer.decode(all ids). The tokenizer must outlive it.
 class StreamingDecoder {
 public:
     explicit StreamingDecoder(const Tokenizer& tokenizer, bool skip_control = false)

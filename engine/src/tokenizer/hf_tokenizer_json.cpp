@@ -42,7 +42,6 @@ struct Shape {
     bool spm_normalizer = false;      // " " -> "▁"
     bool prepend_space = false;       // "▁" in front of the text
     std::vector<std::string> regexes; // byte-level split
-    bool any_split = false;
 };
 
 Status read_normalizer(const json& node, Shape& shape, const std::string& path) {
@@ -80,7 +79,6 @@ Status read_pre_tokenizer(const json& node, Shape& shape, const std::string& pat
         if (node.value("add_prefix_space", false)) {
             return make_error("ByteLevel pre-tokenizer with add_prefix_space is not supported (" + path + ")");
         }
-        shape.any_split = true;
     } else if (type == "Digits") {
         shape.regexes.push_back(node.value("individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)");
     } else if (type == "Split") {
@@ -130,8 +128,8 @@ Result<TokenizerSpec> spec_from_json(const json& root, const json* config, const
     spec.add_space_prefix = shape.prepend_space;
     if (spec.model == TokenizerModel::BytePairEncoding) {
         spec.pre_regexes = shape.regexes;
-        spec.pre = shape.any_split || !shape.regexes.empty() ? "tokenizer.json" : "none";
-        if (spec.pre_regexes.empty()) spec.pre = "none";
+        // Named for messages only: Tokenizer uses pre_regexes when there are any.
+        spec.pre = spec.pre_regexes.empty() ? "none" : "tokenizer.json";
     }
 
     // Vocabulary, then added tokens on top (they may extend it).

@@ -1,7 +1,5 @@
 #include "tokenizer/vocab_index.h"
 
-#include <cstring>
-
 namespace folio::tokenizer_detail {
 
 uint64_t VocabIndex::hash(std::string_view text) {
