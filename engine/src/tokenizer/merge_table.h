@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <queue>
-#include <unordered_map>
 #include <vector>
 
 namespace folio::tokenizer_detail {
@@ -18,25 +17,65 @@ struct MergeCandidate {
     int32_t merged = -1;  // the token the pair becomes; -1: the pair does not merge
 };
 
+// Listed merges in an open-addressing table keyed by the (left, right) ids:
+// hundreds of thousands of pairs, looked up for every adjacent pair of every
+// word, so one probe should be one cache line.
 class MergeTable {
 public:
     // Keeps the first (best) rank when a pair is added twice.
     void add(int32_t left, int32_t right, int32_t merged, uint32_t rank) {
-        pairs_.try_emplace(key(left, right), MergeCandidate{rank, merged});
+        if ((count_ + 1) * 2 > slots_.size()) grow();
+        Slot& slot = probe(key(left, right));
+        if (slot.merged >= 0) return;
+        slot = {key(left, right), rank, merged};
+        ++count_;
     }
-    void reserve(size_t n) { pairs_.reserve(n); }
-    size_t size() const { return pairs_.size(); }
+    void reserve(size_t n) {
+        while (slots_.size() < n * 2) grow();
+    }
+    size_t size() const { return count_; }
 
     MergeCandidate operator()(int32_t left, int32_t right) const {
-        const auto it = pairs_.find(key(left, right));
-        return it == pairs_.end() ? MergeCandidate{} : it->second;
+        if (slots_.empty()) return {};
+        const uint64_t k = key(left, right);
+        for (uint64_t i = mix(k) & mask_;; i = (i + 1) & mask_) {
+            const Slot& slot = slots_[i];
+            if (slot.merged < 0) return {};
+            if (slot.key == k) return {slot.rank, slot.merged};
+        }
     }
 
 private:
+    struct Slot {
+        uint64_t key = 0;
+        uint32_t rank = 0;
+        int32_t merged = -1;  // -1: empty
+    };
     static uint64_t key(int32_t left, int32_t right) {
         return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
     }
-    std::unordered_map<uint64_t, MergeCandidate> pairs_;
+    static uint64_t mix(uint64_t k) {
+        k ^= k >> 33;
+        k *= 0xFF51AFD7ED558CCDull;
+        k ^= k >> 33;
+        return k;
+    }
+    Slot& probe(uint64_t k) {
+        for (uint64_t i = mix(k) & mask_;; i = (i + 1) & mask_) {
+            if (slots_[i].merged < 0 || slots_[i].key == k) return slots_[i];
+        }
+    }
+    void grow() {
+        std::vector<Slot> old = std::move(slots_);
+        slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+        mask_ = slots_.size() - 1;
+        for (const Slot& slot : old) {
+            if (slot.merged >= 0) probe(slot.key) = slot;
+        }
+    }
+    std::vector<Slot> slots_;
+    uint64_t mask_ = 0;
+    size_t count_ = 0;
 };
 
 // Applies merges to `symbols` (token ids) in place: always the pair of lowest
