@@ -1,5 +1,7 @@
 #include "cpu/thread_pool.h"
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <string>
@@ -16,7 +18,16 @@ namespace {
 
 // How long an idle worker polls before sleeping. Between two matmuls of one
 // token the gap is a few microseconds; a futex wake-up costs tens.
-constexpr int kSpinIterations = 1 << 15;
+constexpr auto kSpinTime = std::chrono::microseconds(300);
+
+// The claim word packs (serial, task count, next task) so that one
+// compare-exchange both checks a task is left in *this* job and takes it: a
+// worker still holding a stale view of an old job fails the exchange.
+constexpr int kIndexBits = 22;
+constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
+constexpr int64_t kMaxBatch = static_cast<int64_t>(kIndexMask);
+
+uint64_t pack(uint64_t serial, uint64_t count) { return (serial << (2 * kIndexBits)) | (count << kIndexBits); }
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -36,10 +47,8 @@ int physical_core_count() {
     if (sched_getaffinity(0, sizeof set, &set) == 0) {
         // One entry per core: the sibling list is the same for all its threads.
         std::set<std::string> cores;
-        int allowed = 0;
         for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
             if (!CPU_ISSET(cpu, &set)) continue;
-            ++allowed;
             std::ifstream in("/sys/devices/system/cpu/cpu" + std::to_string(cpu) +
                              "/topology/thread_siblings_list");
             std::string siblings;
@@ -47,7 +56,6 @@ int physical_core_count() {
             else cores.insert("cpu" + std::to_string(cpu));
         }
         if (!cores.empty()) return static_cast<int>(cores.size());
-        if (allowed > 0) logical = allowed;
     }
 #endif
     return logical > 0 ? logical : 1;
@@ -56,7 +64,10 @@ int physical_core_count() {
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = physical_core_count();
     workers_.reserve(static_cast<size_t>(n_threads - 1));
-    for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    // Workers start from the generation as of now: a job (or shutdown) posted
+    // before a worker first runs must still count as new to it.
+    const uint32_t start = generation_.load();
+    for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i, start] { worker_loop(i, start); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -67,10 +78,18 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::drain(int thread_index) {
-    const int64_t n = job_tasks_;
-    for (int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed); task < n;
-         task = next_task_.fetch_add(1, std::memory_order_relaxed))
-        job_fn_(job_ctx_, task, thread_index);
+    int64_t done = 0;
+    uint64_t word = claims_.load(std::memory_order_acquire);
+    for (;;) {
+        const uint64_t next = word & kIndexMask;
+        if (next >= ((word >> kIndexBits) & kIndexMask)) break;
+        if (claims_.compare_exchange_weak(word, word + 1, std::memory_order_acquire, std::memory_order_acquire)) {
+            job_fn_(job_ctx_, job_first_task_ + static_cast<int64_t>(next), thread_index);
+            ++done;
+            word = claims_.load(std::memory_order_acquire);
+        }
+    }
+    if (done) tasks_done_.fetch_add(done, std::memory_order_release);
 }
 
 void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* ctx) {
@@ -81,9 +100,15 @@ void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* ctx) {
     }
     job_fn_ = fn;
     job_ctx_ = ctx;
-    job_tasks_ = n_tasks;
-    next_task_.store(0, std::memory_order_relaxed);
-    workers_done_.store(0, std::memory_order_relaxed);
+    for (int64_t first = 0; first < n_tasks; first += kMaxBatch)
+        run_batch(first, std::min(kMaxBatch, n_tasks - first));
+}
+
+void ThreadPool::run_batch(int64_t first_task, int64_t n_tasks) {
+    job_first_task_ = first_task;
+    tasks_done_.store(0, std::memory_order_relaxed);
+    ++serial_;
+    claims_.store(pack(serial_, static_cast<uint64_t>(n_tasks)), std::memory_order_release);
     // seq_cst pairs with the worker's sleepers_ increment: either we see it
     // and wake it, or it sees the new generation before sleeping.
     generation_.fetch_add(1);
@@ -91,20 +116,22 @@ void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* ctx) {
 
     drain(0);
 
-    const int n_workers = static_cast<int>(workers_.size());
-    for (int spins = 0; workers_done_.load(std::memory_order_acquire) < n_workers; ++spins) {
-        if (spins < kSpinIterations) cpu_relax();
-        else std::this_thread::yield();
+    for (int spins = 0; tasks_done_.load(std::memory_order_acquire) < n_tasks; ++spins) {
+        if (spins < 4096) cpu_relax();
+        else std::this_thread::yield();  // a worker holding a task was descheduled
     }
 }
 
-void ThreadPool::worker_loop(int thread_index) {
-    uint32_t seen = generation_.load(std::memory_order_acquire);
+void ThreadPool::worker_loop(int thread_index, uint32_t seen) {
     for (;;) {
         uint32_t now = generation_.load(std::memory_order_acquire);
-        for (int spins = 0; now == seen && spins < kSpinIterations; ++spins) {
-            cpu_relax();
-            now = generation_.load(std::memory_order_acquire);
+        if (now == seen) {
+            const auto give_up = std::chrono::steady_clock::now() + kSpinTime;
+            for (int spins = 1; now == seen; ++spins) {
+                cpu_relax();
+                now = generation_.load(std::memory_order_acquire);
+                if (spins % 64 == 0 && std::chrono::steady_clock::now() > give_up) break;
+            }
         }
         if (now == seen) {
             sleepers_.fetch_add(1);
@@ -115,7 +142,6 @@ void ThreadPool::worker_loop(int thread_index) {
         seen = now;
         if (stopping_.load()) return;
         drain(thread_index);
-        workers_done_.fetch_add(1, std::memory_order_release);
     }
 }
 

@@ -1,8 +1,10 @@
 // A fixed set of worker threads for the CPU backend's data-parallel loops.
 // parallel_for() is called a hundred-odd times per decoded token, so a call
 // costs no allocation: workers spin briefly for the next job, then sleep on
-// a futex; tasks are handed out by one atomic counter and the calling thread
-// works too. Owned by the backend that uses it (no global instance).
+// a futex; tasks are claimed from one atomic word and the calling thread
+// works too. The caller waits for the tasks, not for every worker, so a
+// worker the OS has descheduled does not stall a call it took no part in.
+// Owned by the backend that uses it (no global instance).
 #pragma once
 
 #include <atomic>
@@ -44,21 +46,25 @@ private:
     using TaskFn = void (*)(void* ctx, int64_t task, int thread);
 
     void run(int64_t n_tasks, TaskFn fn, void* ctx);
-    void worker_loop(int thread_index);
+    void run_batch(int64_t first_task, int64_t n_tasks);
+    void worker_loop(int thread_index, uint32_t seen_generation);
     void drain(int thread_index);
 
     std::vector<std::thread> workers_;
 
-    // The current job, published by a release increment of generation_.
+    // The current job. Written only while no task is outstanding; read by a
+    // thread only while it holds a claimed, unfinished task.
     TaskFn job_fn_ = nullptr;
     void* job_ctx_ = nullptr;
-    int64_t job_tasks_ = 0;
+    int64_t job_first_task_ = 0;
 
-    alignas(64) std::atomic<uint32_t> generation_{0};
-    alignas(64) std::atomic<int64_t> next_task_{0};
-    alignas(64) std::atomic<int> workers_done_{0};
+    // The claim word: job serial | task count | next task (see thread_pool.cpp).
+    alignas(64) std::atomic<uint64_t> claims_{0};
+    alignas(64) std::atomic<int64_t> tasks_done_{0};
+    alignas(64) std::atomic<uint32_t> generation_{0};  // bumped per job: wakes workers
     alignas(64) std::atomic<int> sleepers_{0};
     std::atomic<bool> stopping_{false};
+    uint64_t serial_ = 0;
 };
 
 }  // namespace folio::cpu

@@ -1,0 +1,151 @@
+// matmul: for every weight type, ISA, number of activation rows and thread
+// count, each output equals the row-by-row dot product of the same
+// quantized activation; bad shapes and types are errors, not crashes.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cpu/matmul.h"
+#include "folio_test.h"
+#include "quant_reference.h"
+
+using namespace cpu_test;
+
+namespace {
+
+const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::Q4_0, TensorType::Q4_1,
+                                   TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0, TensorType::Q4_K,
+                                   TensorType::Q5_K, TensorType::Q6_K};
+
+std::vector<Isa> isas() {
+    std::vector<Isa> out{Isa::Scalar};
+    if (isa_supported(Isa::Avx2)) out.push_back(Isa::Avx2);
+    return out;
+}
+
+struct Weights {
+    std::vector<std::byte> bytes;
+    WeightMatrix matrix;
+};
+
+Weights random_weights(TensorType type, int64_t rows, int64_t cols, uint32_t seed) {
+    BlockFactory factory(seed);
+    Weights w;
+    for (int64_t r = 0; r < rows; ++r) {
+        const std::vector<std::byte> row = factory.row(type, cols);
+        w.bytes.insert(w.bytes.end(), row.begin(), row.end());
+    }
+    w.matrix = WeightMatrix{type, w.bytes.data(), cols, rows};
+    return w;
+}
+
+// What matmul must produce: quantize each activation row alone, dot it with each weight row.
+std::vector<float> row_by_row(const DotKernels& k, const Weights& w, const std::vector<float>& x, int64_t n_rows) {
+    const int64_t in = w.matrix.in_features, out = w.matrix.out_features;
+    const size_t w_stride = weight_row_bytes(w.matrix.type, in);
+    std::vector<float> y(static_cast<size_t>(n_rows * out));
+    std::vector<std::byte> act(activation_row_bytes(k.activation, in));
+    for (int64_t c = 0; c < n_rows; ++c) {
+        const float* xr = x.data() + c * in;
+        const void* a = xr;
+        if (k.quantize) {
+            k.quantize(xr, act.data(), in);
+            a = act.data();
+        }
+        for (int64_t r = 0; r < out; ++r)
+            y[static_cast<size_t>(c * out + r)] = k.dot(in, w.bytes.data() + r * w_stride, a);
+    }
+    return y;
+}
+
+}  // namespace
+
+class TestMatmul : public QObject {
+    Q_OBJECT
+
+private slots:
+    void matches_row_by_row_dots() {
+        ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+        ScratchBuffer scratch;
+        for (TensorType type : kWeightTypes) {
+            const bool k_quant = folio::traits(type).block_elems == 256;
+            const int64_t in = k_quant ? 512 : 96, out = 37;  // odd row count: a partial tile
+            const Weights w = random_weights(type, out, in, 11 + static_cast<uint32_t>(type));
+            for (int64_t n_rows : {1, 3, 7, 64, 67}) {
+                BlockFactory factory(static_cast<uint32_t>(n_rows));
+                std::vector<float> x;
+                for (int64_t c = 0; c < n_rows; ++c) {
+                    const std::vector<float> row = factory.activations(in);
+                    x.insert(x.end(), row.begin(), row.end());
+                }
+                for (Isa isa : isas()) {
+                    const std::vector<float> want = row_by_row(*dot_kernels(type, isa), w, x, n_rows);
+                    for (ThreadPool& pool : pools) {
+                        std::vector<float> y(want.size(), NAN);
+                        const folio::Status status = matmul(w.matrix, x.data(), n_rows, y.data(), pool, scratch, isa);
+                        QVERIFY2(status.ok(), status.ok() ? "" : status.error().message);
+                        for (size_t i = 0; i < y.size(); ++i)
+                            QVERIFY2(std::fabs(y[i] - want[i]) <= 1e-5f * (std::fabs(want[i]) + 1e-3f),
+                                     std::string(folio::traits(type).name) + "/" + isa_name(isa) + " rows " +
+                                         std::to_string(n_rows) + " threads " + std::to_string(pool.size()) +
+                                         " output " + std::to_string(i) + ": " + std::to_string(y[i]) + " vs " +
+                                         std::to_string(want[i]));
+                    }
+                }
+            }
+        }
+    }
+
+    // The default entry point (best ISA) at a SmolLM2 shape.
+    void default_isa_at_model_shape() {
+        ThreadPool pool(2);
+        ScratchBuffer scratch;
+        const Weights w = random_weights(TensorType::Q4_1, 1536, 576, 5);
+        BlockFactory factory(6);
+        const std::vector<float> x = factory.activations(576);
+        std::vector<float> y(1536);
+        QVERIFY(matmul(w.matrix, x.data(), 1, y.data(), pool, scratch).ok());
+        const std::vector<float> want = row_by_row(*dot_kernels(TensorType::Q4_1, best_isa()), w, x, 1);
+        for (size_t i = 0; i < y.size(); ++i) QVERIFY(std::fabs(y[i] - want[i]) <= 1e-5f * (std::fabs(want[i]) + 1e-3f));
+    }
+
+    void rejects_bad_shapes_and_types() {
+        ThreadPool pool(1);
+        ScratchBuffer scratch;
+        std::vector<std::byte> bytes(4096);
+        std::vector<float> x(1024), y(1024);
+        const auto run = [&](TensorType type, int64_t in, int64_t out, int64_t rows) {
+            return matmul(WeightMatrix{type, bytes.data(), in, out}, x.data(), rows, y.data(), pool, scratch);
+        };
+        folio::Status s = run(TensorType::Q4_K, 576, 2, 1);  // 576 is not a multiple of 256
+        QVERIFY(!s.ok());
+        QVERIFY2(s.error().message.find("256") != std::string::npos, s.error().message);
+        QVERIFY(!run(TensorType::Q4_1, 100, 2, 1).ok());
+        QVERIFY(!run(TensorType::BF16, 64, 2, 1).ok());
+        QVERIFY(!run(TensorType::Q8_0, 0, 2, 1).ok());
+        QVERIFY(!run(TensorType::Q8_0, 64, -1, 1).ok());
+        QVERIFY(!matmul(WeightMatrix{static_cast<TensorType>(99), bytes.data(), 64, 2}, x.data(), 1, y.data(), pool,
+                        scratch)
+                     .ok());
+        QVERIFY(!matmul(WeightMatrix{TensorType::Q8_0, nullptr, 64, 2}, x.data(), 1, y.data(), pool, scratch).ok());
+        QVERIFY(run(TensorType::Q8_0, 64, 2, 0).ok());  // no rows: nothing to do
+    }
+
+    // A warm scratch buffer is reused, not reallocated.
+    void scratch_is_reused_when_warm() {
+        ThreadPool pool(2);
+        ScratchBuffer scratch;
+        const Weights w = random_weights(TensorType::Q8_0, 8, 256, 3);
+        std::vector<float> x(256 * 4, 0.5f), y(8 * 4);
+        QVERIFY(matmul(w.matrix, x.data(), 4, y.data(), pool, scratch).ok());
+        const size_t capacity = scratch.capacity();
+        const std::byte* first = scratch.reserve(1);
+        QVERIFY(capacity >= 4 * activation_row_bytes(ActivationType::Q8_0, 256));
+        QVERIFY(matmul(w.matrix, x.data(), 4, y.data(), pool, scratch).ok());
+        QCOMPARE(scratch.capacity(), capacity);
+        QVERIFY(scratch.reserve(1) == first);
+    }
+};
+
+FOLIO_TEST_MAIN(TestMatmul)
+#include "test_matmul.moc"
