@@ -19,20 +19,20 @@ private slots:
         for (const auto& c : golden["blocks"]) {
             const std::string type_name = c["type"].get<std::string>();
             const auto type = dequant_golden::type_named(type_name);
-            QVERIFY2(type.has_value(), "unsupported type in goldens: " + type_name);
+            QVERIFY2(type.has_value(), std::string("unsupported type in goldens: " + type_name).c_str());
             const auto src = dequant_golden::from_hex(c["data_hex"].get<std::string>());
             const auto expected = dequant_golden::from_hex(c["expected_f32_hex"].get<std::string>());
             const int64_t n = c["n_elements"].get<int64_t>();
             QCOMPARE(expected.size(), size_t(n) * 4);
             std::vector<float> out(size_t(n), -1.0f);
             Status ok = dequantize(*type, src.data(), src.size(), out.data(), n);
-            QVERIFY2(ok.ok(), ok.ok() ? "" : ok.error().message);
+            QVERIFY2(ok.ok(), std::string(ok.ok() ? "" : ok.error().message).c_str());
             for (int64_t i = 0; i < n; ++i) {
                 uint32_t want;
                 std::memcpy(&want, expected.data() + 4 * i, 4);
                 const uint32_t got = dequant_golden::bits_of(out[size_t(i)]);
-                QVERIFY2(got == want, type_name + " (" + c["origin"].get<std::string>() + ") element " + std::to_string(i) +
-                                          ": got bits " + std::to_string(got) + ", gguf-py " + std::to_string(want));
+                QVERIFY2(got == want, std::string(type_name + " (" + c["origin"].get<std::string>() + ") element " + std::to_string(i) +
+                                          ": got bits " + std::to_string(got) + ", gguf-py " + std::to_string(want)).c_str());
             }
             types_seen.insert(type_name);
         }
@@ -63,7 +63,7 @@ private slots:
         QVERIFY(!dequantize(static_cast<TensorType>(17), block.data(), 34, out.data(), 32).ok());
         auto e = dequantize(TensorType::Q4_K, block.data(), 34, out.data(), 32);
         QVERIFY(!e.ok());
-        QVERIFY2(e.error().message.find("Q4_K") != std::string::npos, e.error().message);
+        QVERIFY2(e.error().message.find("Q4_K") != std::string::npos, std::string(e.error().message).c_str());
         QVERIFY(dequantize(TensorType::F16, nullptr, 0, nullptr, 0).ok());  // empty is fine
     }
 

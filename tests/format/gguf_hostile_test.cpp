@@ -25,7 +25,7 @@ std::string expect_error(const RawGguf& raw, std::initializer_list<std::string> 
 #define EXPECT_GGUF_ERROR(raw, ...)                           \
     do {                                                      \
         const std::string problem = expect_error(raw, {__VA_ARGS__}); \
-        QVERIFY2(problem.empty(), problem);                   \
+        QVERIFY2(problem.empty(), std::string(problem).c_str());                   \
     } while (0)
 
 // A valid file: one key, one F32 tensor of 4 elements at offset 0.
@@ -42,7 +42,7 @@ class GgufHostileTest : public QObject {
 private slots:
     void validHandMadeFileParses() {
         auto file = one_tensor().parse();
-        QVERIFY2(file.ok(), file.ok() ? "" : file.error().message);
+        QVERIFY2(file.ok(), std::string(file.ok() ? "" : file.error().message).c_str());
         QCOMPARE(file->tensors()[0].nbytes, uint64_t(16));
     }
 
@@ -62,10 +62,10 @@ private slots:
         for (size_t n = 0; n < bytes->size(); ++n) {
             auto cut = GgufFile::parse(std::span<const std::byte>(bytes->data(), n), "cut.gguf");
             if (n < data_end) {
-                QVERIFY2(!cut.ok(), "a file cut at byte " + std::to_string(n) + " parsed");
-                QVERIFY2(mentions(cut.error().message, "gguf: cut.gguf:"), cut.error().message);
+                QVERIFY2(!cut.ok(), ("a file cut at byte " + std::to_string(n) + " parsed").c_str());
+                QVERIFY2(mentions(cut.error().message, "gguf: cut.gguf:"), std::string(cut.error().message).c_str());
             } else {
-                QVERIFY2(cut.ok(), "only trailing padding was cut at " + std::to_string(n));  // still whole
+                QVERIFY2(cut.ok(), std::string("only trailing padding was cut at " + std::to_string(n)).c_str());  // still whole
             }
         }
     }
@@ -92,7 +92,7 @@ private slots:
         RawGguf raw;
         raw.header(2, 0, 1).kv_u32("k", 5);
         auto file = raw.parse();
-        QVERIFY2(file.ok(), file.ok() ? "" : file.error().message);
+        QVERIFY2(file.ok(), std::string(file.ok() ? "" : file.error().message).c_str());
         QCOMPARE(file->version(), 2u);
     }
 
@@ -183,7 +183,7 @@ private slots:
     void offsetsAreChecked() {
         EXPECT_GGUF_ERROR(one_tensor(4, 0, 8), "data offset 8 is not a multiple of the alignment 32");
         auto past = expect_error(one_tensor(4, 0, 0, 15), {"tensor 'w' data [offset ", ", 16 bytes] runs past end of file ("});
-        QVERIFY2(past.empty(), past);
+        QVERIFY2(past.empty(), std::string(past).c_str());
         EXPECT_GGUF_ERROR(one_tensor(4, 0, uint64_t(-32)), "runs past end of file");
         RawGguf overlap;
         overlap.header(3, 2, 0).tensor_info("a", {16}, 0, 0).tensor_info("b", {8}, 0, 32).pad().zeros(64);

@@ -88,7 +88,7 @@ private slots:
     void smolLM2Reads() {
         FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
         auto file = GgufFile::open(path);
-        QVERIFY2(file.ok(), file.ok() ? "" : file.error().message);
+        QVERIFY2(file.ok(), std::string(file.ok() ? "" : file.error().message).c_str());
         QCOMPARE(file->tensors().size(), size_t(272));
         QCOMPARE(file->metadata().size(), size_t(33));
         QCOMPARE(*file->get_u32("llama.block_count"), 30u);
@@ -101,7 +101,7 @@ private slots:
     void smolLM2Describes() {
         FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
         auto model = load_gguf_model(path);
-        QVERIFY2(model.ok(), model.ok() ? "" : model.error().message);
+        QVERIFY2(model.ok(), std::string(model.ok() ? "" : model.error().message).c_str());
         const HParams& hp = model->hparams;
         QCOMPARE(hp.architecture, std::string("llama"));
         QCOMPARE(hp.n_vocab, 49152u);
@@ -141,7 +141,7 @@ private slots:
         QCOMPARE(file->tensors().size(), size_t(236));
         QCOMPARE(*file->get_u32("gemma3.block_count"), 18u);
         auto model = load_gguf_model(path);
-        QVERIFY2(model.ok(), model.ok() ? "" : model.error().message);
+        QVERIFY2(model.ok(), std::string(model.ok() ? "" : model.error().message).c_str());
         const HParams& hp = model->hparams;
         QCOMPARE(hp.architecture, std::string("gemma3"));
         QCOMPARE(model->name, std::string("Gemma 3 270m"));
@@ -176,9 +176,9 @@ private slots:
         FOLIO_REQUIRE_MODEL(smol, folio_test::kSmolLM2);
         FOLIO_REQUIRE_MODEL(gemma, folio_test::kGemma3);
         std::string problem = check_dequant_goldens(smol, folio_test::kSmolLM2);
-        QVERIFY2(problem.empty(), problem);
+        QVERIFY2(problem.empty(), std::string(problem).c_str());
         problem = check_dequant_goldens(gemma, folio_test::kGemma3);
-        QVERIFY2(problem.empty(), problem);
+        QVERIFY2(problem.empty(), std::string(problem).c_str());
     }
 
     void rewrittenModelsReadIdenticallyInGgufPy() {
@@ -186,9 +186,9 @@ private slots:
         FOLIO_REQUIRE_MODEL(gemma, folio_test::kGemma3);
         GGUF_REQUIRE_PYTHON(python);
         std::string problem = check_rewrite(python, smol);
-        QVERIFY2(problem.empty(), problem);
+        QVERIFY2(problem.empty(), std::string(problem).c_str());
         problem = check_rewrite(python, gemma);
-        QVERIFY2(problem.empty(), problem);
+        QVERIFY2(problem.empty(), std::string(problem).c_str());
     }
 };
 

@@ -46,7 +46,7 @@ class GgufModelUnitTest : public QObject {
 private slots:
     void llamaDefaults() {
         auto model = load(tiny_llama());
-        QVERIFY2(model.ok(), model.ok() ? "" : model.error().message);
+        QVERIFY2(model.ok(), std::string(model.ok() ? "" : model.error().message).c_str());
         const HParams& hp = model->hparams;
         QCOMPARE(model->name, std::string("tiny"));
         QCOMPARE(hp.n_head_kv, 8u);     // defaults to head_count
@@ -69,7 +69,7 @@ private slots:
         w.set("llama.rope.scaling.factor", GgufValue::f32(4.0f));
         (void)w.add_tensor("output.weight", TensorType::F32, {64, 4}, gguf_fixture::pattern_bytes(1024, 1));
         auto model = load(w);
-        QVERIFY2(model.ok(), model.ok() ? "" : model.error().message);
+        QVERIFY2(model.ok(), std::string(model.ok() ? "" : model.error().message).c_str());
         QCOMPARE(model->hparams.rope_scale_linear, 4.0f);
         QVERIFY(!model->hparams.tied_embeddings);
     }
@@ -79,7 +79,7 @@ private slots:
         w.set("general.architecture", GgufValue::string("llama"));
         w.set("llama.embedding_length", GgufValue::u32(64));
         auto model = load(w);
-        QVERIFY2(error_mentions(model, "'llama.block_count' is missing"), model.ok() ? "loaded" : model.error().message);
+        QVERIFY2(error_mentions(model, "'llama.block_count' is missing"), std::string(model.ok() ? "loaded" : model.error().message).c_str());
     }
 
     void unknownArchitectureIsStillDescribed() {
@@ -87,7 +87,7 @@ private slots:
         w.set("general.architecture", GgufValue::string("mamba9"));
         w.set("mamba9.block_count", GgufValue::u32(3));
         auto model = load(w);
-        QVERIFY2(model.ok(), model.ok() ? "" : model.error().message);
+        QVERIFY2(model.ok(), std::string(model.ok() ? "" : model.error().message).c_str());
         QCOMPARE(model->hparams.architecture, std::string("mamba9"));
         QCOMPARE(model->hparams.n_layer, 3u);
     }
@@ -101,7 +101,7 @@ private slots:
                               std::pair{"vocab_size", 10u}})
             w.set(std::string("gemma3.") + key, GgufValue::u32(v));
         auto model = load(w);
-        QVERIFY2(model.ok(), model.ok() ? "" : model.error().message);
+        QVERIFY2(model.ok(), std::string(model.ok() ? "" : model.error().message).c_str());
         const HParams& hp = model->hparams;
         QVERIFY(hp.rope_style == RopeStyle::SplitHalf);
         QCOMPARE(hp.head_dim, 48u);
@@ -141,7 +141,7 @@ private slots:
             std::fclose(f);
         }
         auto file = GgufFile::open(path);
-        QVERIFY2(file.ok(), file.ok() ? "" : file.error().message);  // readable...
+        QVERIFY2(file.ok(), std::string(file.ok() ? "" : file.error().message).c_str());  // readable...
         QVERIFY(!file->tensors()[0].type().has_value());
         auto model = load_gguf_model(path);  // ...but not computable
         std::filesystem::remove(path);

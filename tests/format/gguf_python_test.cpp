@@ -56,9 +56,9 @@ private slots:
         const int status = gguf_fixture::run_command(
             python + " " + folio_test::source_dir() + "/tools/gguf_dump_json.py " + path, output);
         std::filesystem::remove(path);
-        QVERIFY2(status == 0, "gguf_dump_json.py failed: " + output);
+        QVERIFY2(status == 0, std::string("gguf_dump_json.py failed: " + output).c_str());
         nlohmann::json dump = nlohmann::json::parse(output, nullptr, false);
-        QVERIFY2(!dump.is_discarded(), "not JSON: " + output.substr(0, 200));
+        QVERIFY2(!dump.is_discarded(), std::string("not JSON: " + output.substr(0, 200)).c_str());
 
         QCOMPARE(dump["version"].get<int>(), 3);
         QCOMPARE(dump["alignment"].get<int>(), 32);

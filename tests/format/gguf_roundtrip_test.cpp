@@ -52,7 +52,7 @@ private slots:
         auto bytes = sample_writer().to_bytes();
         QVERIFY(bytes.ok());
         auto file = GgufFile::parse(*bytes, "sample.gguf");
-        QVERIFY2(file.ok(), file.ok() ? "" : file.error().message);
+        QVERIFY2(file.ok(), std::string(file.ok() ? "" : file.error().message).c_str());
         QCOMPARE(file->version(), 3u);
         QCOMPARE(file->metadata().size(), size_t(19));
         QCOMPARE(file->metadata()[1].key, std::string("t.u8"));
@@ -112,7 +112,7 @@ private slots:
     void customAlignmentIsWrittenAndHonoured() {
         auto bytes = sample_writer(64).to_bytes();
         auto file = GgufFile::parse(*bytes, "aligned.gguf");
-        QVERIFY2(file.ok(), file.ok() ? "" : file.error().message);
+        QVERIFY2(file.ok(), std::string(file.ok() ? "" : file.error().message).c_str());
         QCOMPARE(file->alignment(), 64u);
         QCOMPARE(*file->get_u32("general.alignment"), 64u);
         QCOMPARE(file->data_offset() % 64, uint64_t(0));
@@ -138,10 +138,10 @@ private slots:
         QCOMPARE(*file->get_f32("double"), 0.5f);
         auto wrong = file->get_u32("text");
         QVERIFY(!wrong.ok());
-        QVERIFY2(wrong.error().message.find("'text'") != std::string::npos, wrong.error().message);
+        QVERIFY2(wrong.error().message.find("'text'") != std::string::npos, std::string(wrong.error().message).c_str());
         auto missing = file->get_string("llama.block_count");
         QVERIFY(!missing.ok());
-        QVERIFY2(missing.error().message.find("'llama.block_count' is missing") != std::string::npos, missing.error().message);
+        QVERIFY2(missing.error().message.find("'llama.block_count' is missing") != std::string::npos, std::string(missing.error().message).c_str());
         QCOMPARE(*file->get_u32_or("absent", 42), 42u);
         QVERIFY(!file->get_u32_or("text", 42).ok());  // present with the wrong type is still an error
         QVERIFY(!file->get_bool("small").ok());
@@ -166,7 +166,7 @@ private slots:
         QVERIFY(sample_writer().write(path).ok());
         QVERIFY(!std::filesystem::exists(path + ".tmp"));
         auto file = GgufFile::open(path);
-        QVERIFY2(file.ok(), file.ok() ? "" : file.error().message);
+        QVERIFY2(file.ok(), std::string(file.ok() ? "" : file.error().message).c_str());
         QCOMPARE(file->tensors().size(), size_t(3));
         QVERIFY(file->mapping() != nullptr);
         QCOMPARE(file->file_size(), uint64_t(std::filesystem::file_size(path)));
