@@ -86,7 +86,9 @@ struct TinyLlama {
 
     // Tensors in Hugging Face form: row-major [out_features, in_features]. Each
     // value encodes its tensor and position so a swapped view shows up.
-    static std::vector<TensorSpec> tensors(bool with_lm_head) {
+    // model_type "llama", "qwen2" (adds Q/K/V biases) or "gemma3_text" (adds
+    // per-head Q/K norms and the norms after attention and the MLP).
+    static std::vector<TensorSpec> tensors(bool with_lm_head, const std::string& model_type = "llama") {
         std::vector<TensorSpec> out;
         float tag = 0.0f;
         auto add = [&](const std::string& name, const std::string& dtype, std::vector<int64_t> shape) {
@@ -106,6 +108,17 @@ struct TinyLlama {
             add(p + "self_attn.v_proj.weight", "F32", {kKvHeads * kHeadDim, kEmbd});
             add(p + "self_attn.o_proj.weight", "F32", {kEmbd, kHeads * kHeadDim});
             add(p + "post_attention_layernorm.weight", "F16", {kEmbd});
+            if (model_type == "qwen2") {
+                add(p + "self_attn.q_proj.bias", "F32", {kHeads * kHeadDim});
+                add(p + "self_attn.k_proj.bias", "F32", {kKvHeads * kHeadDim});
+                add(p + "self_attn.v_proj.bias", "F32", {kKvHeads * kHeadDim});
+            }
+            if (model_type == "gemma3_text") {
+                add(p + "self_attn.q_norm.weight", "F32", {kHeadDim});
+                add(p + "self_attn.k_norm.weight", "F32", {kHeadDim});
+                add(p + "pre_feedforward_layernorm.weight", "F32", {kEmbd});
+                add(p + "post_feedforward_layernorm.weight", "F32", {kEmbd});
+            }
             add(p + "mlp.gate_proj.weight", "BF16", {kFf, kEmbd});
             add(p + "mlp.up_proj.weight", "BF16", {kFf, kEmbd});
             add(p + "mlp.down_proj.weight", "BF16", {kEmbd, kFf});
@@ -115,13 +128,13 @@ struct TinyLlama {
         return out;
     }
 
-    static std::string config_json(bool tie) {
+    static std::string config_json(bool tie, const std::string& model_type = "llama") {
         return std::string(R"({
-  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "model_type": ")") + model_type + R"(", "sliding_window": 4,
   "vocab_size": 6, "hidden_size": 8, "intermediate_size": 12, "num_hidden_layers": 2,
   "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 256,
   "rms_norm_eps": 1e-06, "rope_theta": 500000.0, "rope_scaling": {"type": "linear", "factor": 2.0},
-  "hidden_act": "silu", "tie_word_embeddings": )") +
+  "hidden_act": "silu", "tie_word_embeddings": )" +
                (tie ? "true" : "false") + "}";
     }
 
@@ -150,12 +163,13 @@ struct TinyLlama {
     }
 
     // Writes config.json, tokenizer files and model.safetensors into `dir`.
-    static void write_folder(const std::filesystem::path& dir, bool tie = true, bool with_lm_head = false) {
+    static void write_folder(const std::filesystem::path& dir, bool tie = true, bool with_lm_head = false,
+                             const std::string& model_type = "llama") {
         std::filesystem::create_directories(dir);
-        write_file(dir / "config.json", config_json(tie));
+        write_file(dir / "config.json", config_json(tie, model_type));
         write_file(dir / "tokenizer.json", tokenizer_json());
         write_file(dir / "tokenizer_config.json", tokenizer_config_json());
-        write_file(dir / "model.safetensors", safetensors_file(tensors(with_lm_head)));
+        write_file(dir / "model.safetensors", safetensors_file(tensors(with_lm_head, model_type)));
     }
 };
 

@@ -90,6 +90,7 @@ private slots:
         QVERIFY(hp.rope_style == folio::RopeStyle::SplitHalf);
         QVERIFY(hp.tied_embeddings);
         QCOMPARE(hp.norm_weight_offset, 0.0f);
+        QCOMPARE(hp.sliding_window, 0u);  // Mistral-style windows are not kept for llama (as GGUF does)
 
         // 1 + 9 per layer + output_norm; the tied model has no output.weight.
         QCOMPARE(m.tensors.size(), size_t(1 + 9 * 2 + 1));
@@ -125,6 +126,53 @@ private slots:
         for (const auto& t : m.tensors) bytes += t.nbytes;
         QCOMPARE(m.weight_bytes(), bytes);
         QCOMPARE(m.kv_bytes_per_token(2), uint64_t(2 * 2 * 1 * 4 * 2));
+    }
+
+    void describesQwen2FolderWithBiases() {
+        const fs::path dir = dir_ / "tiny-qwen2";
+        TinyLlama::write_folder(dir, true, false, "qwen2");
+        auto r = folio::load_hf_folder_model(dir.string());
+        QVERIFY2(r.ok(), error_of(r).c_str());
+        QCOMPARE(r->hparams.architecture, std::string("qwen2"));
+        QCOMPARE(r->tensors.size(), size_t(1 + 12 * 2 + 1));
+        const folio::TensorView* bias = r->find_tensor("blk.1.attn_k.bias");
+        QVERIFY(bias != nullptr);
+        QVERIFY((bias->shape == std::vector<int64_t>{4}));
+        QVERIFY(r->find_tensor("blk.0.ffn_norm.weight") != nullptr);
+    }
+
+    void describesGemma3Folder() {
+        const fs::path dir = dir_ / "tiny-gemma3";
+        TinyLlama::write_folder(dir, true, false, "gemma3_text");
+        auto r = folio::load_hf_folder_model(dir.string());
+        QVERIFY2(r.ok(), error_of(r).c_str());
+        const folio::HParams& hp = r->hparams;
+        QCOMPARE(hp.architecture, std::string("gemma3"));
+        QCOMPARE(hp.norm_weight_offset, 1.0f);
+        QCOMPARE(hp.sliding_window, 4u);
+        QCOMPARE(hp.sliding_window_pattern, 6u);
+        QCOMPARE(hp.rope_freq_base, 500000.0f);
+        QCOMPARE(hp.rope_freq_base_swa, 10000.0f);
+        QCOMPARE(hp.rope_scale_linear, 2.0f);
+        QCOMPARE(hp.query_pre_attn_scalar, 4.0f);
+        QCOMPARE(r->tensors.size(), size_t(1 + 13 * 2 + 1));
+        // Gemma's post-attention norm is its own tensor; the pre-MLP norm is GGUF's ffn_norm.
+        const folio::TensorView* post_attn = r->find_tensor("blk.0.post_attention_norm.weight");
+        const folio::TensorView* pre_ffn = r->find_tensor("blk.0.ffn_norm.weight");
+        QVERIFY(post_attn != nullptr && pre_ffn != nullptr);
+        QVERIFY(post_attn->type == folio::TensorType::F16);  // post_attention_layernorm in the fixture
+        QVERIFY(pre_ffn->type == folio::TensorType::F32);    // pre_feedforward_layernorm
+        QVERIFY(r->find_tensor("blk.1.post_ffw_norm.weight") != nullptr);
+        QVERIFY((r->find_tensor("blk.1.attn_q_norm.weight")->shape == std::vector<int64_t>{4}));
+        QVERIFY(r->find_tensor("blk.1.attn_k_norm.weight") != nullptr);
+
+        // Without its per-head norms a Gemma 3 folder is incomplete.
+        auto tensors = TinyLlama::tensors(false, "gemma3_text");
+        std::erase_if(tensors, [](const hf_fixture::TensorSpec& t) { return t.name == "model.layers.1.self_attn.q_norm.weight"; });
+        hf_fixture::write_file(dir / "model.safetensors", hf_fixture::safetensors_file(tensors));
+        auto incomplete = folio::load_hf_folder_model(dir.string());
+        QVERIFY(!incomplete.ok());
+        QVERIFY2(contains(incomplete.error().message, "blk.1.attn_q_norm.weight"), incomplete.error().message.c_str());
     }
 
     void untiedCheckpointKeepsItsOutputProjection() {
