@@ -141,13 +141,14 @@ private slots:
                 const DotKernels& k = *dot_kernels(type, isa);
                 const int64_t n = k.block_elems == 1 ? 100 : 2 * 256;
                 std::vector<Case> w_rows, a_rows;
-                for (int r = 0; r < kTileWeightRows; ++r) w_rows.push_back(make_case(k, n, 100 + r));
+                constexpr int kMaxWeightRows = 7;  // 4-row and 2-row register tiles plus remainders
+                for (int r = 0; r < kMaxWeightRows; ++r) w_rows.push_back(make_case(k, n, 100 + r));
                 for (int c = 0; c < kTileActRows; ++c) a_rows.push_back(make_case(k, n, 200 + c));
                 std::vector<std::byte> w, a;
                 for (auto& r : w_rows) w.insert(w.end(), r.weights.begin(), r.weights.end());
                 for (auto& c : a_rows) a.insert(a.end(), c.activations.begin(), c.activations.end());
                 const size_t ws = w_rows[0].weights.size(), as = a_rows[0].activations.size();
-                for (int n_w = 1; n_w <= kTileWeightRows; ++n_w)
+                for (int n_w = 1; n_w <= kMaxWeightRows; ++n_w)
                     for (int n_a = 1; n_a <= kTileActRows; ++n_a) {
                         float y[kTileActRows][8];
                         for (auto& row : y)

@@ -12,6 +12,13 @@
 #include <cstring>
 
 #define FOLIO_AVX2 __attribute__((target("avx2,fma,f16c")))
+// Tile loops have compile-time trip counts; unrolled, their accumulator
+// arrays live in registers instead of being stored and reloaded per block.
+#if defined(__clang__)
+#define FOLIO_UNROLL _Pragma("unroll")
+#else
+#define FOLIO_UNROLL _Pragma("GCC unroll 16")
+#endif
 
 namespace folio::cpu {
 namespace {

@@ -27,13 +27,13 @@ using QuantizeRowFn = void (*)(const float* x, void* out, int64_t n);
 // Dot product of one weight row with one activation row of n elements.
 using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
 
-// A tile of dot products: y[c * ldy + r] = dot(weight row r, activation row c)
-// for r < n_w (<= kTileWeightRows), c < n_a (<= kTileActRows); rows are
-// w_stride / a_stride bytes apart. Loading a weight block once for several
-// activation rows is what makes prefill fast.
+// A block of dot products: y[c * ldy + r] = dot(weight row r, activation row c)
+// for r < n_w (any count), c < n_a (<= kTileActRows); rows are w_stride /
+// a_stride bytes apart. The vector kernels load each weight block once for
+// all n_a activation rows (register tiles of 2 weight x 4 activation rows),
+// which is what makes prefill fast.
 using TileFn = void (*)(int64_t n, const void* w, size_t w_stride, int n_w, const void* a,
                         size_t a_stride, int n_a, float* y, size_t ldy);
-inline constexpr int kTileWeightRows = 2;
 inline constexpr int kTileActRows = 4;
 
 struct DotKernels {

@@ -138,11 +138,15 @@ struct Block32Tile {
                                size_t ldy) {
         const Block* wrow[NW];
         const Act* arow[NA];
+        FOLIO_UNROLL
         for (int r = 0; r < NW; ++r) wrow[r] = reinterpret_cast<const Block*>(static_cast<const char*>(w) + r * w_stride);
+        FOLIO_UNROLL
         for (int c = 0; c < NA; ++c) arow[c] = reinterpret_cast<const Act*>(static_cast<const char*>(a) + c * a_stride);
         __m256 acc[NW][NA];
         float offset[NW][NA];
+        FOLIO_UNROLL
         for (int r = 0; r < NW; ++r)
+            FOLIO_UNROLL
             for (int c = 0; c < NA; ++c) {
                 acc[r][c] = _mm256_setzero_ps();
                 offset[r][c] = 0.0f;
@@ -151,15 +155,18 @@ struct Block32Tile {
         for (int64_t b = 0; b < nb; ++b) {
             __m256i q[NW], q_abs[NW];
             float wd[NW], wm[NW];
+            FOLIO_UNROLL
             for (int r = 0; r < NW; ++r) {
                 q[r] = Format::quants(wrow[r][b]);
                 wd[r] = half_to_float(wrow[r][b].d);
                 if constexpr (Format::kHasMin) wm[r] = half_to_float(wrow[r][b].m);
                 else q_abs[r] = _mm256_sign_epi8(q[r], q[r]);
             }
+            FOLIO_UNROLL
             for (int c = 0; c < NA; ++c) {
                 const __m256i aq = load256(arow[c][b].qs);
                 const float ad = half_to_float(arow[c][b].d);
+                FOLIO_UNROLL
                 for (int r = 0; r < NW; ++r) {
                     const __m256i sum = Format::kHasMin ? dot_u8(q[r], aq) : dot_i8_abs(q_abs[r], q[r], aq);
                     acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(wd[r] * ad), acc[r][c]);
@@ -167,8 +174,7 @@ struct Block32Tile {
                 }
             }
         }
-        for (int c = 0; c < NA; ++c)
-            for (int r = 0; r < NW; ++r) y[c * ldy + r] = hsum(acc[r][c]) + offset[r][c];
+        store_tile<NW, NA>(acc, offset, y, ldy);
     }
 };
 

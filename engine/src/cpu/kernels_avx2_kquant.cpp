@@ -35,12 +35,14 @@ FOLIO_AVX2 inline void unpack_k_scales(const uint8_t* packed, UnpackedK& out) {
     u[0] &= kLow6;
     uint8_t bytes[16];
     std::memcpy(bytes, u, sizeof bytes);
+    FOLIO_UNROLL
     for (int k = 0; k < 8; ++k) out.scale[k] = _mm256_set1_epi16(bytes[k]);
     out.mins = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes + 8)));
 }
 
 FOLIO_AVX2 inline void unpack_nibble_pairs(const uint8_t* qs, UnpackedK& out) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
+    FOLIO_UNROLL
     for (int p = 0; p < 4; ++p) {
         const __m256i raw = load256(qs + 32 * p);
         out.q[2 * p] = _mm256_and_si256(raw, low4);
@@ -74,6 +76,7 @@ struct Q5_K {
         unpack_nibble_pairs(b.qs, out);
         const __m256i high = load256(b.qh);
         const __m256i one = _mm256_set1_epi8(1);
+        FOLIO_UNROLL
         for (int k = 0; k < 8; ++k) {
             const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(high, k), one);
             out.q[k] = _mm256_or_si256(out.q[k], _mm256_slli_epi16(bit, 4));
@@ -92,6 +95,7 @@ struct Q6_K {
     static FOLIO_AVX2 void unpack(const Block& b, UnpackedK& out) {
         const __m256i low4 = _mm256_set1_epi8(0x0F);
         const __m256i bits45 = _mm256_set1_epi8(0x30);
+        FOLIO_UNROLL
         for (int half = 0; half < 2; ++half) {
             const __m256i ql0 = load256(b.ql + 64 * half);
             const __m256i ql1 = load256(b.ql + 64 * half + 32);
@@ -106,6 +110,7 @@ struct Q6_K {
             out.q[4 * half + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
                                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
         }
+        FOLIO_UNROLL
         for (int k = 0; k < 8; ++k)
             out.scale[k] = _mm256_set_m128i(_mm_set1_epi16(b.scales[2 * k + 1]), _mm_set1_epi16(b.scales[2 * k]));
         out.scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
@@ -127,12 +132,16 @@ struct KQuantTile {
                                size_t ldy) {
         const Block* wrow[NW];
         const BlockQ8_K* arow[NA];
+        FOLIO_UNROLL
         for (int r = 0; r < NW; ++r) wrow[r] = reinterpret_cast<const Block*>(static_cast<const char*>(w) + r * w_stride);
+        FOLIO_UNROLL
         for (int c = 0; c < NA; ++c)
             arow[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const char*>(a) + c * a_stride);
         __m256 acc[NW][NA];
         float offset[NW][NA];
+        FOLIO_UNROLL
         for (int r = 0; r < NW; ++r)
+            FOLIO_UNROLL
             for (int c = 0; c < NA; ++c) {
                 acc[r][c] = _mm256_setzero_ps();
                 offset[r][c] = 0.0f;
@@ -140,18 +149,24 @@ struct KQuantTile {
         UnpackedK unpacked[NW];
         const int64_t nb = n / kSuperBlock;
         for (int64_t b = 0; b < nb; ++b) {
+            FOLIO_UNROLL
             for (int r = 0; r < NW; ++r) Format::unpack(wrow[r][b], unpacked[r]);
+            FOLIO_UNROLL
             for (int c = 0; c < NA; ++c) {
                 const BlockQ8_K& ab = arow[c][b];
                 __m256i sumi[NW];
+                FOLIO_UNROLL
                 for (int r = 0; r < NW; ++r) sumi[r] = _mm256_setzero_si256();
+                FOLIO_UNROLL
                 for (int k = 0; k < 8; ++k) {
                     const __m256i aq = load256(ab.qs + 32 * k);
+                    FOLIO_UNROLL
                     for (int r = 0; r < NW; ++r) {
                         const __m256i pairs = _mm256_maddubs_epi16(unpacked[r].q[k], aq);
                         sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(pairs, unpacked[r].scale[k]));
                     }
                 }
+                FOLIO_UNROLL
                 for (int r = 0; r < NW; ++r) {
                     Format::finish(unpacked[r], ab, sumi[r], offset[r][c]);
                     acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[r]), _mm256_set1_ps(unpacked[r].d * ab.d),
@@ -159,8 +174,7 @@ struct KQuantTile {
                 }
             }
         }
-        for (int c = 0; c < NA; ++c)
-            for (int r = 0; r < NW; ++r) y[c * ldy + r] = hsum(acc[r][c]) + offset[r][c];
+        store_tile<NW, NA>(acc, offset, y, ldy);
     }
 };
 

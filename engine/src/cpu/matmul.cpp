@@ -70,7 +70,7 @@ Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y,
     const int64_t act_blocks = (n_rows_x + act_rows - 1) / act_rows;
     int64_t chunk = kWeightRowsPerPrefillTask;
     if (n_rows_x == 1) chunk = std::clamp<int64_t>(out / (threads * 8), 8, 256);
-    chunk = (chunk + 1) / 2 * 2;  // whole tiles
+    chunk = (chunk + 3) / 4 * 4;  // whole register tiles
     const int64_t weight_chunks = (out + chunk - 1) / chunk;
 
     const TileFn tile = kernels->tile;
@@ -79,12 +79,8 @@ Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y,
         const int64_t c0 = (task % act_blocks) * act_rows, c1 = std::min(n_rows_x, c0 + act_rows);
         for (int64_t c = c0; c < c1; c += kTileActRows) {
             const int n_a = static_cast<int>(std::min<int64_t>(kTileActRows, c1 - c));
-            for (int64_t r = r0; r < r1; r += kTileWeightRows) {
-                const int n_w = static_cast<int>(std::min<int64_t>(kTileWeightRows, r1 - r));
-                tile(in, weights + static_cast<size_t>(r) * w_stride, w_stride, n_w,
-                     act + static_cast<size_t>(c) * a_stride, a_stride, n_a, y + c * out + r,
-                     static_cast<size_t>(out));
-            }
+            tile(in, weights + static_cast<size_t>(r0) * w_stride, w_stride, static_cast<int>(r1 - r0),
+                 act + static_cast<size_t>(c) * a_stride, a_stride, n_a, y + c * out + r0, static_cast<size_t>(out));
         }
     };
     pool.parallel_for(weight_chunks * act_blocks, run_task);
