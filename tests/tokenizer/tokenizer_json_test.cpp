@@ -140,6 +140,31 @@ private slots:
         QVERIFY2(missing.error().message.find("cannot open") != std::string::npos, missing.error().message.c_str());
     }
 
+    void hostileIdsAreErrors() {
+        for (const json& id : {json(-1), json(1 << 30), json("7"), json(1.5)}) {
+            json j = tiny_byte_level_json();
+            j["model"]["vocab"]["zzz"] = id;
+            auto spec = folio::tokenizer_spec_from_hf_files(write("bad_vocab_id.json", j.dump()), "");
+            QVERIFY2(!spec, id.dump().c_str());
+            QVERIFY2(spec.error().message.find("zzz") != std::string::npos, spec.error().message.c_str());
+            j = tiny_byte_level_json();
+            j["added_tokens"].push_back({{"id", id}, {"content", "<x>"}, {"special", true}});
+            QVERIFY2(!folio::tokenizer_spec_from_hf_files(write("bad_added_id.json", j.dump()), ""), id.dump().c_str());
+        }
+        json j = tiny_byte_level_json();
+        j["model"]["merges"] = json::array({json::array({"l"})});
+        QVERIFY(!folio::tokenizer_spec_from_hf_files(write("bad_merge.json", j.dump()), ""));
+        j = tiny_byte_level_json();
+        j["model"]["vocab"] = json::array();
+        QVERIFY(!folio::tokenizer_spec_from_hf_files(write("vocab_array.json", j.dump()), ""));
+        // A merge naming unknown tokens never fires; the tokenizer still builds.
+        j = tiny_byte_level_json();
+        j["model"]["merges"].push_back("nope nada");
+        auto spec = folio::tokenizer_spec_from_hf_files(write("unknown_merge.json", j.dump()), "");
+        QVERIFY2(spec.ok(), why(spec).c_str());
+        QVERIFY(folio::Tokenizer::create(*spec).ok());
+    }
+
     void unsupportedModelsAreNamed() {
         for (const std::string type : {"Unigram", "WordPiece", "WordLevel"}) {
             const std::string path = write(type + ".json", json{{"model", {{"type", type}, {"vocab", json::array()}}}}.dump());

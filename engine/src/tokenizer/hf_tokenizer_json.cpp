@@ -133,12 +133,24 @@ Result<TokenizerSpec> spec_from_json(const json& root, const json* config, const
     }
 
     // Vocabulary, then added tokens on top (they may extend it).
+    constexpr int64_t kMaxTokens = int64_t(1) << 24;
+    const auto valid_id = [&](const json& id) {
+        return id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < kMaxTokens;
+    };
     size_t size = 0;
     const json& vocab = model.at("vocab");
-    for (const auto& [token, id] : vocab.items()) size = std::max(size, id.get<size_t>() + 1);
+    if (!vocab.is_object()) return make_error(path + ": model.vocab is not an object of token -> id");
+    for (const auto& [token, id] : vocab.items()) {
+        if (!valid_id(id)) return make_error(path + ": vocabulary token '" + token + "' has id " + id.dump() +
+                                             ", not an integer in [0, 2^24)");
+        size = std::max(size, id.get<size_t>() + 1);
+    }
     const json added = root.value("added_tokens", json::array());
-    for (const json& token : added) size = std::max(size, token.at("id").get<size_t>() + 1);
-    if (size > (1u << 24)) return make_error(path + ": vocabulary of " + std::to_string(size) + " is too large");
+    if (!added.is_array()) return make_error(path + ": added_tokens is not an array");
+    for (const json& token : added) {
+        if (!valid_id(token.at("id"))) return make_error(path + ": added token " + token.dump() + " has a bad id");
+        size = std::max(size, token.at("id").get<size_t>() + 1);
+    }
     spec.tokens.assign(size, std::string());
     spec.kinds.assign(size, TokenKind::Unused);
     for (const auto& [token, id] : vocab.items()) {
