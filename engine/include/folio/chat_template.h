@@ -7,6 +7,8 @@
 // says so in words the CLI and GUI show to the user.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,6 +37,14 @@ struct ChatTemplateInputs {
     std::string extra_variables_json;
 };
 
+// Bounds on one render, so that a broken or hostile template ends in an
+// Error instead of a hang or an exhausted memory.
+struct ChatTemplateLimits {
+    size_t max_output_bytes = size_t{16} << 20;   // also caps every string built on the way
+    uint64_t max_loop_iterations = 1'000'000;      // all loops of one render together
+    int max_call_depth = 64;                       // nested macro calls
+};
+
 namespace chat {
 struct CompiledTemplate;
 }
@@ -49,7 +59,7 @@ public:
 
     // Never throws and never hangs: loops, output size and macro recursion
     // are capped, and a template's raise_exception() becomes the Error.
-    Result<std::string> render(const ChatTemplateInputs& inputs) const;
+    Result<std::string> render(const ChatTemplateInputs& inputs, const ChatTemplateLimits& limits = {}) const;
 
     const std::string& source() const;
 

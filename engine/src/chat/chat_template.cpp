@@ -92,7 +92,7 @@ const std::string& ChatTemplate::source() const {
     return compiled_ ? compiled_->source : empty;
 }
 
-Result<std::string> ChatTemplate::render(const ChatTemplateInputs& inputs) const {
+Result<std::string> ChatTemplate::render(const ChatTemplateInputs& inputs, const ChatTemplateLimits& limits) const {
     if (!compiled_) return make_error("no chat template loaded");
     chat::Object variables;
     chat::Array messages;
@@ -120,7 +120,7 @@ Result<std::string> ChatTemplate::render(const ChatTemplateInputs& inputs) const
         for (auto& [k, v] : extra->entries) variables.set(k, std::move(v));
     }
     try {
-        chat::Evaluator evaluator(std::move(variables), chat::RenderLimits{});
+        chat::Evaluator evaluator(std::move(variables), limits);
         return evaluator.render(compiled_->body);
     } catch (const chat::TemplateError& e) {
         return make_error("chat template error" + chat::where(e) + ": " + e.message);

@@ -29,6 +29,15 @@ Array iterate(const Value& value) {
 Evaluator::Evaluator(Object variables, RenderLimits limits)
     : variables_(std::move(variables)), globals_(global_functions()), limits_(limits) {}
 
+Evaluator::~Evaluator() {
+    for (Value& ns : namespaces_) ns.namespace_attributes().entries.clear();
+}
+
+Value Evaluator::make_namespace(Object attributes) {
+    namespaces_.push_back(Value::new_namespace(std::move(attributes)));
+    return namespaces_.back();
+}
+
 std::string Evaluator::render(const Body& body) {
     scopes_.assign(1, Scope{});
     out_.clear();
@@ -39,6 +48,26 @@ std::string Evaluator::render(const Body& body) {
 void Evaluator::check_size(size_t size) const {
     if (size > limits_.max_output_bytes)
         fail("output too large (over " + std::to_string(limits_.max_output_bytes) + " bytes): runaway template?");
+}
+
+uint64_t Evaluator::units_of(const Value& value) {
+    // A byte of text is one unit; a list element or dict entry, which costs a Value copy, is 16.
+    if (value.is_string()) return value.as_string().size();
+    if (value.is_array()) return value.as_array().size() * 16;
+    if (value.is_object() || value.is_namespace()) return value.as_object().entries.size() * 16;
+    return 1;
+}
+
+void Evaluator::spend(uint64_t units) {
+    work_ += units;
+    const uint64_t budget = static_cast<uint64_t>(limits_.max_output_bytes) * 16;
+    if (work_ > budget) fail("too much work (over " + std::to_string(budget) + " units of values built or scanned): runaway template?");
+}
+
+void Evaluator::charge(const Value& result) {
+    if (result.is_string()) check_size(result.as_string().size());
+    else if (result.is_array()) check_size(result.as_array().size() * 16);
+    spend(units_of(result));
 }
 
 void Evaluator::write(const std::string& text) {
@@ -158,7 +187,9 @@ std::string Evaluator::capture(const Body& body) {
 }
 
 void Evaluator::exec_for(const Stmt& stmt) {
-    Array source = iterate(eval(*stmt.expr));
+    const Value iterable = eval(*stmt.expr);
+    spend(units_of(iterable));
+    Array source = iterate(iterable);
     auto bind_targets = [&](Scope& scope, const Value& item) {
         if (stmt.targets.size() == 1) {
             scope[stmt.targets[0]] = item;
@@ -299,7 +330,7 @@ Value Evaluator::call(const Value& function, const CallArgs& args) {
     if (function.is_undefined()) fail(function.undefined_hint().empty() ? "call of an undefined value" : function.undefined_hint());
     if (!function.is_callable()) fail("'" + function.type_name() + "' object is not callable");
     Value result = function.as_callable().function(*this, args);
-    if (result.is_string()) check_size(result.as_string().size());
+    charge(result);
     return result;
 }
 
@@ -352,13 +383,17 @@ Value Evaluator::eval_inner(const Expr& expr) {
         }
         case Expr::Kind::Filter: {
             Value input = eval(*expr.target);
+            spend(units_of(input));
             Value result = apply_filter(*this, expr.name, input, eval_args(expr));
-            if (result.is_string()) check_size(result.as_string().size());
+            charge(result);
             return result;
         }
         case Expr::Kind::Test: {
             Value input = eval(*expr.target);
-            const bool passed = apply_test(*this, expr.name, input, eval_args(expr));
+            CallArgs args = eval_args(expr);
+            spend(units_of(input));
+            for (const Value& a : args.positional) spend(units_of(a));
+            const bool passed = apply_test(*this, expr.name, input, args);
             return Value::boolean(passed != expr.negated);
         }
         case Expr::Kind::Unary: {
@@ -390,9 +425,9 @@ Value Evaluator::eval_inner(const Expr& expr) {
 Value Evaluator::eval_binary(const Expr& expr) {
     Value left = eval(*expr.args[0]);
     Value right = eval(*expr.args[1]);
+    spend(units_of(left) + units_of(right));
     Value result = apply_binary(expr.name, left, right);
-    if (result.is_string()) check_size(result.as_string().size());
-    if (result.is_array()) check_size(result.as_array().size());
+    charge(result);
     return result;
 }
 
@@ -407,7 +442,10 @@ Value Evaluator::attribute(const Value& object, const std::string& name) {
         return Value::undefined("'" + std::string(object.is_namespace() ? "Namespace" : "dict object") + "' has no attribute '" + name + "'");
     }
     Value method = find_method(object, name);
-    if (!method.is_undefined()) return method;
+    if (!method.is_undefined()) {
+        spend(units_of(object));  // str methods scan their receiver
+        return method;
+    }
     return Value::undefined("'" + object.type_name() + " object' has no attribute '" + name + "'");
 }
 
@@ -429,6 +467,7 @@ Value Evaluator::subscript(const Value& object, const Value& key) {
             if (index < 0 || index >= n) return Value::undefined(object.type_name() + " object has no element " + std::to_string(key.as_int()));
             return items[static_cast<size_t>(index)];
         }
+        spend(units_of(object));
         std::vector<std::string> chars = utf8_code_points(object.as_string());
         const int64_t n = static_cast<int64_t>(chars.size());
         if (index < 0) index += n;
@@ -455,6 +494,7 @@ Value Evaluator::slice(const Value& object, const Expr& expr) {
     if (step == 0) fail("slice step cannot be zero");
     std::vector<std::string> chars;
     int64_t n = 0;
+    spend(units_of(object));
     if (object.is_string()) {
         chars = utf8_code_points(object.as_string());
         n = static_cast<int64_t>(chars.size());

@@ -9,27 +9,38 @@
 #include <vector>
 
 #include "chat/ast.h"
+#include "folio/chat_template.h"
 #include "chat/value.h"
 
 namespace folio::chat {
 
-struct RenderLimits {
-    size_t max_output_bytes = 16u << 20;        // also caps every string and list built on the way
-    uint64_t max_loop_iterations = 1'000'000;    // all loops of one render together
-    int max_call_depth = 64;                     // nested macro calls
-};
+using RenderLimits = ChatTemplateLimits;
 
 class Evaluator {
 public:
     // `variables` are what the template sees at top level (messages, bos_token, ...).
     Evaluator(Object variables, RenderLimits limits);
+    ~Evaluator();
+    Evaluator(const Evaluator&) = delete;
+    Evaluator& operator=(const Evaluator&) = delete;
+
+    // namespace(): the only mutable value, so the only one that can be made to
+    // contain itself; the evaluator empties them all at the end to break such cycles.
+    Value make_namespace(Object attributes);
 
     // Throws TemplateError.
     std::string render(const Body& body);
 
     Value call(const Value& function, const CallArgs& args);
-    // Guards against a single value outgrowing the output cap.
+    // Guards against a single string outgrowing the output cap.
     void check_size(size_t size) const;
+    // Counts the bytes and elements built while rendering: a loop that grows a
+    // string or list one piece at a time copies quadratically, and must end in
+    // an error before it turns into a hang.
+    void charge(const Value& result);
+    // Work that reads (rather than builds) a value: scanning a list for `in`, a string for find().
+    void spend(uint64_t units);
+    static uint64_t units_of(const Value& value);
     const RenderLimits& limits() const { return limits_; }
 
 private:
@@ -42,6 +53,8 @@ private:
     std::vector<Scope> scopes_;
     std::string out_;
     uint64_t loop_iterations_ = 0;
+    uint64_t work_ = 0;
+    std::vector<Value> namespaces_;
     int call_depth_ = 0;
 
     Flow exec_body(const Body& body);

@@ -229,7 +229,7 @@ Value f_sort(Evaluator&, const Value& v, const CallArgs& args) {
     return Value::array(std::move(items));
 }
 
-Value f_unique(Evaluator&, const Value& v, const CallArgs& args) {
+Value f_unique(Evaluator& ev, const Value& v, const CallArgs& args) {
     const bool case_sensitive = bool_arg(args, 0, "case_sensitive", false);
     const Value* attribute = args.arg(1, "attribute");
     Array out, seen;
@@ -237,6 +237,7 @@ Value f_unique(Evaluator&, const Value& v, const CallArgs& args) {
         Value key = attribute ? attribute_path(item, attribute_name(*attribute)) : item;
         if (!case_sensitive && key.is_string()) key = Value::string(to_lower(key.as_string()));
         bool duplicate = false;
+        ev.spend(seen.size());
         for (const Value& s : seen) duplicate = duplicate || values_equal(s, key);
         if (duplicate) continue;
         seen.push_back(key);
@@ -308,6 +309,7 @@ Value f_indent(Evaluator&, const Value& v, const CallArgs& args) {
             if (blank || !lines[i].empty()) out += indention;
         }
         out += lines[i];
+        if (out.size() > kMaxBuiltBytes) fail("indent() result too large");
     }
     if (first) out = indention + out;
     return Value::string(std::move(out));

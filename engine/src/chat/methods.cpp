@@ -84,6 +84,7 @@ std::string python_format(const std::string& pattern, const CallArgs& args) {
         }
         if (!v) fail("str.format: no value for field '{" + field + "}'");
         out += to_display_string(*v);
+        if (out.size() > kMaxBuiltBytes) fail("str.format result too large");
         i = close;
     }
     return out;
@@ -137,6 +138,7 @@ Value string_method(const Value& self, std::string_view name, const CallArgs& ar
             if (!first) out += s;
             first = false;
             out += item.as_string();
+            if (out.size() > kMaxBuiltBytes) fail("str.join result too large");
         }
         return Value::string(std::move(out));
     }
@@ -257,12 +259,12 @@ Object global_functions() {
     g.set("raise_exception", Value::callable("raise_exception", [](Evaluator&, const CallArgs& args) -> Value {
               fail(args.positional.empty() ? std::string("raise_exception() called") : to_display_string(args.positional[0]));
           }));
-    g.set("namespace", Value::callable("namespace", [](Evaluator&, const CallArgs& args) {
+    g.set("namespace", Value::callable("namespace", [](Evaluator& ev, const CallArgs& args) {
               Object attributes = object_from_args(args, "namespace");
               for (const auto& entry : attributes.entries)
                   if (!entry.first.empty() && entry.first[0] == '_')
                       fail("chat templates cannot store underscore-prefixed attributes on a namespace");
-              return Value::new_namespace(std::move(attributes));
+              return ev.make_namespace(std::move(attributes));
           }));
     g.set("dict", Value::callable("dict", [](Evaluator&, const CallArgs& args) { return Value::object(object_from_args(args, "dict")); }));
     g.set("strftime_now", Value::callable("strftime_now", [](Evaluator&, const CallArgs& args) {

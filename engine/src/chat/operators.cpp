@@ -20,10 +20,12 @@ bool numeric(const Value& v) { return v.is_number() || v.is_bool(); }
 bool integral(const Value& v) { return v.is_int() || v.is_bool(); }
 
 Value repeat(const Value& sequence, int64_t times) {
-    if (times <= 0) return sequence.is_string() ? Value::string("") : Value::array({}, sequence.is_tuple());
+    if (times <= 0 || (sequence.is_string() ? sequence.as_string().empty() : sequence.as_array().empty())) return sequence.is_string() ? Value::string("") : Value::array({}, sequence.is_tuple());
+    // The evaluator checks results against the output cap; refuse before allocating a monster
+    // (64 MiB of text, or a million list elements).
     const size_t unit = sequence.is_string() ? sequence.as_string().size() : sequence.as_array().size();
-    // The evaluator checks the result against the output cap; refuse before allocating a monster.
-    if (unit != 0 && static_cast<uint64_t>(times) > (64u << 20) / unit) fail("repetition result too large");
+    const uint64_t most = sequence.is_string() ? kMaxBuiltBytes : 1'000'000;
+    if (unit != 0 && static_cast<uint64_t>(times) > most / unit) fail("repetition result too large");
     if (sequence.is_string()) {
         std::string out;
         for (int64_t i = 0; i < times; ++i) out += sequence.as_string();
@@ -59,7 +61,12 @@ bool contains(const Value& haystack, const Value& needle) {
 }  // namespace
 
 Value apply_binary(std::string_view op, const Value& a, const Value& b) {
-    if (op == "~") return Value::string(to_display_string(a) + to_display_string(b));
+    if (op == "~") {
+        std::string joined = to_display_string(a);
+        joined += to_display_string(b);
+        if (joined.size() > kMaxBuiltBytes) fail("string result too large");
+        return Value::string(std::move(joined));
+    }
     if (op == "==") return Value::boolean(values_equal(a, b));
     if (op == "!=") return Value::boolean(!values_equal(a, b));
     if (op == "in") return Value::boolean(contains(b, a));
@@ -73,7 +80,10 @@ Value apply_binary(std::string_view op, const Value& a, const Value& b) {
         return Value::boolean(c >= 0);
     }
     if (op == "+") {
-        if (a.is_string() && b.is_string()) return Value::string(a.as_string() + b.as_string());
+        if (a.is_string() && b.is_string()) {
+            if (a.as_string().size() + b.as_string().size() > kMaxBuiltBytes) fail("string result too large");
+            return Value::string(a.as_string() + b.as_string());
+        }
         if (a.is_array() && b.is_array() && a.is_tuple() == b.is_tuple()) {
             Array out = a.as_array();
             out.insert(out.end(), b.as_array().begin(), b.as_array().end());

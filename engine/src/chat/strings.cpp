@@ -2,6 +2,8 @@
 // (strip with a character set, split with and without a separator, title).
 #include "chat/strings.h"
 
+#include "chat/value.h"
+
 namespace folio::chat {
 
 bool is_python_space(char c) {
@@ -66,6 +68,7 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
             if (count < 0 || done < count) {
                 out += to;
                 ++done;
+                if (out.size() > kMaxBuiltBytes) fail("replace() result too large");
             }
             if (i == text.size()) break;
             size_t n = 1;
@@ -84,6 +87,7 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
         out += to;
         pos = found + from.size();
         ++done;
+        if (out.size() > kMaxBuiltBytes) fail("replace() result too large");
     }
     out += text.substr(pos);
     return out;

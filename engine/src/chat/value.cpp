@@ -297,6 +297,7 @@ static std::string display(const Value& value, int level) {
             for (size_t i = 0; i < items.size(); ++i) {
                 if (i) out += ", ";
                 out += repr(items[i], level + 1);
+                if (out.size() > kMaxBuiltBytes) fail("printed value too large");
             }
             if (value.is_tuple() && items.size() == 1) out += ",";
             return out + (value.is_tuple() ? ")" : "]");
@@ -309,6 +310,7 @@ static std::string display(const Value& value, int level) {
                 if (!first) out += ", ";
                 first = false;
                 out += repr_string(k) + ": " + repr(v, level + 1);
+                if (out.size() > kMaxBuiltBytes) fail("printed value too large");
             }
             return out + (value.is_namespace() ? "}>" : "}");
         }
@@ -356,6 +358,7 @@ static void json_string(std::string& out, const std::string& s, bool ensure_asci
 
 static void json_value(std::string& out, const Value& v, const JsonDumpOptions& o, int depth) {
     if (depth > 256) fail("tojson: value nested too deeply");
+    if (out.size() > kMaxBuiltBytes) fail("tojson: result too large");
     auto newline = [&](int level) {
         if (o.indent < 0) return;
         out += '\n';

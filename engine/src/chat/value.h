@@ -28,6 +28,11 @@ struct TemplateError {
     bool has_pos = false;
 };
 
+// No single string the interpreter builds (printed value, JSON, replace,
+// indent) may exceed this, whatever the render limits say: a guard against
+// allocating gigabytes before the output cap gets a chance to look.
+constexpr size_t kMaxBuiltBytes = size_t{64} << 20;
+
 [[noreturn]] void fail(std::string message);
 [[noreturn]] void fail_at(SourcePos pos, std::string message);
 
