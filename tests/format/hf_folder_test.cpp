@@ -386,6 +386,12 @@ private slots:
         QVERIFY(!negative.ok());
         QVERIFY2(contains(negative.error().message, "vocab_size"), negative.error().message.c_str());
 
+        const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+        auto nested = folio::hf::parse_config(R"({"model_type": "llama", "vocab_size": )" + deep + "}", "config.json");
+        QVERIFY(!nested.ok());
+        QVERIFY2(contains(nested.error().message, "vocab_size") && nested.error().message.size() < 1000,
+                 nested.error().message.substr(0, 200).c_str());
+
         QVERIFY(!folio::hf::parse_config("{nope", "config.json").ok());
         QVERIFY(!folio::hf::parse_config("[]", "config.json").ok());
     }

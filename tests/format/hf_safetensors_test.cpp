@@ -147,6 +147,17 @@ private slots:
         QVERIFY2(contains(text, "not a size"), text.c_str());
     }
 
+    // Printing a value nested a million deep would recurse a million frames; errors never print it.
+    void deeplyNestedValuesAreNotPrinted() {
+        const std::string deep = std::string(1'000'000, '[') + "1" + std::string(1'000'000, ']');
+        const std::string shape_msg =
+            expect_error(hf_fixture::safetensors_image(one_tensor_header("F32", deep, "[0,4]"), "abcd"));
+        QVERIFY2(contains(shape_msg, "tensor 'w'") && shape_msg.size() < 1000, shape_msg.substr(0, 200).c_str());
+        const std::string offsets_msg =
+            expect_error(hf_fixture::safetensors_image(one_tensor_header("F32", "[1]", "[0," + deep + "]"), "abcd"));
+        QVERIFY2(contains(offsets_msg, "data_offsets") && offsets_msg.size() < 1000, offsets_msg.substr(0, 200).c_str());
+    }
+
     void rejectsUnknownDtypeNamingIt() {
         const std::string msg =
             expect_error(hf_fixture::safetensors_image(one_tensor_header("I64", "[1]", "[0,8]"), "abcdefgh"));

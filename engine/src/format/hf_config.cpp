@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/hf_json.h"
+
 namespace folio::hf {
 namespace {
 
@@ -35,7 +37,7 @@ public:
             return make_error(source_ + ": missing \"" + key + "\"");
         }
         if (!v->is_number_integer() || v->get<int64_t>() <= 0 || v->get<int64_t>() > INT32_MAX)
-            return make_error(source_ + ": \"" + key + "\" = " + v->dump() + " is not a positive count");
+            return make_error(source_ + ": \"" + key + "\" = " + describe_json(*v) + " is not a positive count");
         return static_cast<uint32_t>(v->get<int64_t>());
     }
 
@@ -43,7 +45,7 @@ public:
     Result<float> real(const json& object, const char* key, float fallback) const {
         const auto it = object.find(key);
         if (it == object.end() || it->is_null()) return fallback;
-        if (!it->is_number()) return make_error(source_ + ": \"" + key + "\" = " + it->dump() + " is not a number");
+        if (!it->is_number()) return make_error(source_ + ": \"" + key + "\" = " + describe_json(*it) + " is not a number");
         return it->get<float>();
     }
     Result<float> real(const char* key, float fallback) const { return real(root_, key, fallback); }
@@ -186,7 +188,7 @@ Result<ModelConfig> parse_config(const std::string& json_text, const std::string
         if (known->architecture != std::string("gemma3")) {
             const json* act = reader.find("hidden_act");
             if (act && *act != "silu")
-                return make_error(source + ": hidden_act " + act->dump() + " is not supported for model_type '" +
+                return make_error(source + ": hidden_act " + describe_json(*act) + " is not supported for model_type '" +
                                   config.model_type + "' (Folio runs SiLU-gated feed-forward blocks)");
         }
 

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/hf_json.h"
+
 namespace folio::safetensors {
 namespace {
 
@@ -75,12 +77,12 @@ Result<Tensor> describe_tensor(const std::string& name, const json& entry, const
     for (const json& d : *shape_it) {
         const std::optional<uint64_t> dim = as_unsigned(d);
         if (!dim || *dim > static_cast<uint64_t>(INT64_MAX))
-            return make_error(where + ": shape " + shape_it->dump() + " holds a value that is not a size");
+            return make_error(where + ": shape " + hf::describe_json(*shape_it) + " holds a value that is not a size");
         t.shape.push_back(static_cast<int64_t>(*dim));
         if (*dim != 0 && expected_bytes > UINT64_MAX / *dim) overflow = true;
         else expected_bytes *= *dim;
     }
-    if (overflow) return make_error(where + ": shape " + shape_it->dump() + " is too large");
+    if (overflow) return make_error(where + ": shape " + hf::describe_json(*shape_it) + " is too large");
 
     const auto offsets_it = entry.find("data_offsets");
     if (offsets_it == entry.end() || !offsets_it->is_array() || offsets_it->size() != 2)
@@ -88,13 +90,13 @@ Result<Tensor> describe_tensor(const std::string& name, const json& entry, const
     const std::optional<uint64_t> begin = as_unsigned((*offsets_it)[0]);
     const std::optional<uint64_t> end = as_unsigned((*offsets_it)[1]);
     if (!begin || !end || *begin > *end)
-        return make_error(where + ": data_offsets " + offsets_it->dump() + " are not a range");
+        return make_error(where + ": data_offsets " + hf::describe_json(*offsets_it) + " are not a range");
     if (*end > data_size)
-        return make_error(where + ": data_offsets " + offsets_it->dump() + " end past the data section (" +
+        return make_error(where + ": data_offsets " + hf::describe_json(*offsets_it) + " end past the data section (" +
                           std::to_string(data_size) + " bytes); the file is truncated or corrupt");
     if (*end - *begin != expected_bytes)
-        return make_error(where + ": data_offsets " + offsets_it->dump() + " span " +
-                          std::to_string(*end - *begin) + " bytes but shape " + shape_it->dump() + " of " +
+        return make_error(where + ": data_offsets " + hf::describe_json(*offsets_it) + " span " +
+                          std::to_string(*end - *begin) + " bytes but shape " + hf::describe_json(*shape_it) + " of " +
                           dtype_name + " needs " + std::to_string(expected_bytes));
     t.data = data_section + *begin;
     t.nbytes = expected_bytes;
