@@ -175,6 +175,18 @@ private slots:
         QVERIFY2(contains(incomplete.error().message, "blk.1.attn_q_norm.weight"), incomplete.error().message.c_str());
     }
 
+    void nameIsTheFolderNameAsGiven() {
+        const fs::path dir = dir_ / "named-model";
+        TinyLlama::write_folder(dir);
+        fs::create_directory_symlink(dir, dir_ / "alias-model");
+        auto dotted = folio::load_hf_folder_model((dir / ".").string());
+        QVERIFY2(dotted.ok(), error_of(dotted).c_str());
+        QCOMPARE(dotted->name, std::string("named-model"));
+        auto aliased = folio::load_hf_folder_model((dir_ / "alias-model").string());
+        QVERIFY2(aliased.ok(), error_of(aliased).c_str());
+        QCOMPARE(aliased->name, std::string("alias-model"));
+    }
+
     void untiedCheckpointKeepsItsOutputProjection() {
         const fs::path dir = dir_ / "untied";
         TinyLlama::write_folder(dir, /*tie=*/false, /*with_lm_head=*/true);

@@ -200,7 +200,7 @@ Result<ModelDescription> load_hf_folder_model(const std::string& dir_text) {
     model.format = SourceFormat::HuggingFaceFolder;
     // The folder's own name, also for "models/x/" or ".".
     std::error_code ec;
-    fs::path absolute = fs::weakly_canonical(dir, ec);
+    fs::path absolute = fs::absolute(dir, ec).lexically_normal();  // no symlink resolution: the name the user gave
     if (ec) absolute = dir;
     model.name = (absolute.has_filename() ? absolute : absolute.parent_path()).filename().string();
     model.hparams = config->hparams;
