@@ -84,10 +84,7 @@ int run_tokenize(int argc, char** argv) {
         std::printf("%s\n", line.c_str());
         return 0;
     }
-    for (int32_t id : ids) {
-        const int32_t one[] = {id};
-        std::printf("%6d -> %s\n", id, printable(tokenizer->decode(one)).c_str());
-    }
+    for (int32_t id : ids) std::printf("%6d -> %s\n", id, printable(tokenizer->token_bytes(id)).c_str());
     std::fprintf(stderr, "%zu tokens\n", ids.size());
     return 0;
 }
