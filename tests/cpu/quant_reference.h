@@ -105,7 +105,7 @@ inline Dequantized dequantize(TensorType type, const std::byte* data, int64_t n)
     Dequantized out;
     out.value.resize(static_cast<size_t>(n));
     out.magnitude.resize(static_cast<size_t>(n));
-    auto emit = [&](int64_t i, double scaled, double offset) {
+    auto put_element = [&](int64_t i, double scaled, double offset) {
         out.value[static_cast<size_t>(i)] = scaled + offset;
         out.magnitude[static_cast<size_t>(i)] = std::fabs(scaled) + std::fabs(offset);
     };
@@ -114,22 +114,22 @@ inline Dequantized dequantize(TensorType type, const std::byte* data, int64_t n)
             for (int64_t i = 0; i < n; ++i) {
                 float v;
                 std::memcpy(&v, data + 4 * i, 4);
-                emit(i, v, 0);
+                put_element(i, v, 0);
             }
             break;
         case TensorType::F16:
             for (int64_t i = 0; i < n; ++i) {
                 uint16_t v;
                 std::memcpy(&v, data + 2 * i, 2);
-                emit(i, half(v), 0);
+                put_element(i, half(v), 0);
             }
             break;
         case TensorType::Q4_0: {
             const auto* b = reinterpret_cast<const BlockQ4_0*>(data);
             for (int64_t k = 0; k < n / 32; ++k)
                 for (int j = 0; j < 16; ++j) {
-                    emit(32 * k + j, half(b[k].d) * ((b[k].qs[j] & 0xF) - 8), 0);
-                    emit(32 * k + j + 16, half(b[k].d) * ((b[k].qs[j] >> 4) - 8), 0);
+                    put_element(32 * k + j, half(b[k].d) * ((b[k].qs[j] & 0xF) - 8), 0);
+                    put_element(32 * k + j + 16, half(b[k].d) * ((b[k].qs[j] >> 4) - 8), 0);
                 }
             break;
         }
@@ -137,8 +137,8 @@ inline Dequantized dequantize(TensorType type, const std::byte* data, int64_t n)
             const auto* b = reinterpret_cast<const BlockQ4_1*>(data);
             for (int64_t k = 0; k < n / 32; ++k)
                 for (int j = 0; j < 16; ++j) {
-                    emit(32 * k + j, half(b[k].d) * (b[k].qs[j] & 0xF), half(b[k].m));
-                    emit(32 * k + j + 16, half(b[k].d) * (b[k].qs[j] >> 4), half(b[k].m));
+                    put_element(32 * k + j, half(b[k].d) * (b[k].qs[j] & 0xF), half(b[k].m));
+                    put_element(32 * k + j + 16, half(b[k].d) * (b[k].qs[j] >> 4), half(b[k].m));
                 }
             break;
         }
@@ -157,8 +157,8 @@ inline Dequantized dequantize(TensorType type, const std::byte* data, int64_t n)
                     const int x0 = (qs[j] & 0xF) | static_cast<int>(((qh >> j) << 4) & 0x10);
                     const int x1 = (qs[j] >> 4) | static_cast<int>((qh >> (j + 12)) & 0x10);
                     const int bias = has_min ? 0 : 16;
-                    emit(32 * k + j, half(d) * (x0 - bias), has_min ? half(m) : 0.0);
-                    emit(32 * k + j + 16, half(d) * (x1 - bias), has_min ? half(m) : 0.0);
+                    put_element(32 * k + j, half(d) * (x0 - bias), has_min ? half(m) : 0.0);
+                    put_element(32 * k + j + 16, half(d) * (x1 - bias), has_min ? half(m) : 0.0);
                 }
             }
             break;
@@ -166,7 +166,7 @@ inline Dequantized dequantize(TensorType type, const std::byte* data, int64_t n)
         case TensorType::Q8_0: {
             const auto* b = reinterpret_cast<const BlockQ8_0*>(data);
             for (int64_t k = 0; k < n / 32; ++k)
-                for (int j = 0; j < 32; ++j) emit(32 * k + j, half(b[k].d) * b[k].qs[j], 0);
+                for (int j = 0; j < 32; ++j) put_element(32 * k + j, half(b[k].d) * b[k].qs[j], 0);
             break;
         }
         case TensorType::Q4_K: case TensorType::Q5_K: {
@@ -190,9 +190,9 @@ inline Dequantized dequantize(TensorType type, const std::byte* data, int64_t n)
                     k_scale_min(is + 1, scales, sc, m);
                     const double d2 = half(d) * sc, m2 = half(dmin) * m;
                     for (int l = 0; l < 32; ++l)
-                        emit(y + l, d1 * ((qs[l] & 0xF) + (five && (qh[l] & u1) ? 16 : 0)), -m1);
+                        put_element(y + l, d1 * ((qs[l] & 0xF) + (five && (qh[l] & u1) ? 16 : 0)), -m1);
                     for (int l = 0; l < 32; ++l)
-                        emit(y + 32 + l, d2 * ((qs[l] >> 4) + (five && (qh[l] & u2) ? 16 : 0)), -m2);
+                        put_element(y + 32 + l, d2 * ((qs[l] >> 4) + (five && (qh[l] & u2) ? 16 : 0)), -m2);
                     y += 64, qs += 32, u1 = static_cast<uint8_t>(u1 << 2), u2 = static_cast<uint8_t>(u2 << 2);
                 }
             }
@@ -213,10 +213,10 @@ inline Dequantized dequantize(TensorType type, const std::byte* data, int64_t n)
                         const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
                         const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
                         const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-                        emit(y + l, d * sc[is + 0] * q1, 0);
-                        emit(y + l + 32, d * sc[is + 2] * q2, 0);
-                        emit(y + l + 64, d * sc[is + 4] * q3, 0);
-                        emit(y + l + 96, d * sc[is + 6] * q4, 0);
+                        put_element(y + l, d * sc[is + 0] * q1, 0);
+                        put_element(y + l + 32, d * sc[is + 2] * q2, 0);
+                        put_element(y + l + 64, d * sc[is + 4] * q3, 0);
+                        put_element(y + l + 96, d * sc[is + 6] * q4, 0);
                     }
                     y += 128, ql += 64, qh += 32, sc += 8;
                 }

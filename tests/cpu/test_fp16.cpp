@@ -49,11 +49,11 @@ private slots:
             const auto half = static_cast<uint16_t>(h);
             const float f = fp16_to_fp32(half);
             if (is_nan_half(half)) {
-                QVERIFY2(std::isnan(f), std::to_string(h));
-                QVERIFY2(is_nan_half(fp32_to_fp16(f)), std::to_string(h));
+                QVERIFY2(std::isnan(f), (std::to_string(h)).c_str());
+                QVERIFY2(is_nan_half(fp32_to_fp16(f)), (std::to_string(h)).c_str());
                 continue;
             }
-            QVERIFY2(fp32_to_fp16(f) == half, "half " + std::to_string(h));
+            QVERIFY2(fp32_to_fp16(f) == half, ("half " + std::to_string(h)).c_str());
         }
     }
 
@@ -75,7 +75,7 @@ private slots:
             const auto half = static_cast<uint16_t>(h);
             const float sw = fp16_to_fp32(half), hw = hw_to_float(half);
             if (is_nan_half(half)) QVERIFY(std::isnan(sw) && std::isnan(hw));
-            else QVERIFY2(bits_of(sw) == bits_of(hw), "half " + std::to_string(h));
+            else QVERIFY2(bits_of(sw) == bits_of(hw), ("half " + std::to_string(h)).c_str());
         }
         // float -> half: around every rounding boundary (midpoints between
         // neighbouring halves, one ulp either side) and random bit patterns.
@@ -86,14 +86,14 @@ private slots:
             for (uint32_t probe : {mid - 1, mid, mid + 1})
                 for (uint32_t sign : {0u, 0x80000000u}) {
                     const float f = float_of(probe | sign);
-                    QVERIFY2(fp32_to_fp16(f) == hw_to_half(f), "float bits " + std::to_string(probe | sign));
+                    QVERIFY2(fp32_to_fp16(f) == hw_to_half(f), ("float bits " + std::to_string(probe | sign)).c_str());
                 }
         }
         std::mt19937 rng(7);
         for (int i = 0; i < 1 << 20; ++i) {
             const float f = float_of(static_cast<uint32_t>(rng()));
             if (std::isnan(f)) QVERIFY(is_nan_half(fp32_to_fp16(f)));
-            else QVERIFY2(fp32_to_fp16(f) == hw_to_half(f), "float bits " + std::to_string(bits_of(f)));
+            else QVERIFY2(fp32_to_fp16(f) == hw_to_half(f), ("float bits " + std::to_string(bits_of(f))).c_str());
         }
 #else
         QSKIP("F16C is x86 only");

@@ -93,14 +93,13 @@ private slots:
                     for (ThreadPool& pool : pools) {
                         std::vector<float> y(want.size(), NAN);
                         const folio::Status status = matmul(w.matrix, x.data(), n_rows, y.data(), pool, scratch, isa);
-                        QVERIFY2(status.ok(), status.ok() ? "" : status.error().message);
+                        QVERIFY2(status.ok(), (status.ok() ? "" : status.error().message).c_str());
                         const double scale = 1e-5 * rms(want);
                         for (size_t i = 0; i < y.size(); ++i)
-                            QVERIFY2(std::fabs(y[i] - want[i]) <= 1e-5 * std::fabs(want[i]) + scale,
-                                     std::string(folio::traits(type).name) + "/" + isa_name(isa) + " rows " +
+                            QVERIFY2(std::fabs(y[i] - want[i]) <= 1e-5 * std::fabs(want[i]) + scale, (std::string(folio::traits(type).name) + "/" + isa_name(isa) + " rows " +
                                          std::to_string(n_rows) + " threads " + std::to_string(pool.size()) +
                                          " output " + std::to_string(i) + ": " + std::to_string(y[i]) + " vs " +
-                                         std::to_string(want[i]));
+                                         std::to_string(want[i])).c_str());
                     }
                 }
             }
@@ -131,7 +130,7 @@ private slots:
         };
         folio::Status s = run(TensorType::Q4_K, 576, 2, 1);  // 576 is not a multiple of 256
         QVERIFY(!s.ok());
-        QVERIFY2(s.error().message.find("256") != std::string::npos, s.error().message);
+        QVERIFY2(s.error().message.find("256") != std::string::npos, (s.error().message).c_str());
         QVERIFY(!run(TensorType::Q4_1, 100, 2, 1).ok());
         QVERIFY(!run(TensorType::BF16, 64, 2, 1).ok());
         QVERIFY(!run(TensorType::Q8_0, 0, 2, 1).ok());

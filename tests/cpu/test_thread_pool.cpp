@@ -58,10 +58,10 @@ private slots:
             QCOMPARE(pool.size(), threads);
             for (int call = 0; call < 3000; ++call) {
                 const std::string problem = run_and_check(pool, call % 67);
-                QVERIFY2(problem.empty(), problem + " (" + std::to_string(threads) + " threads)");
+                QVERIFY2(problem.empty(), (problem + " (" + std::to_string(threads) + " threads)").c_str());
             }
             const std::string big = run_and_check(pool, 100000);
-            QVERIFY2(big.empty(), big);
+            QVERIFY2(big.empty(), (big).c_str());
         }
     }
 

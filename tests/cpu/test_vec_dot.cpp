@@ -89,7 +89,7 @@ private slots:
         for (TensorType type : kWeightTypes)
             for (Isa isa : isas()) {
                 const DotKernels* k = dot_kernels(type, isa);
-                QVERIFY2(k && k->dot && k->tile, describe(type, isa, 0));
+                QVERIFY2(k && k->dot && k->tile, (describe(type, isa, 0)).c_str());
                 QCOMPARE(k->weight, type);
                 QCOMPARE(static_cast<uint32_t>(k->block_elems), folio::traits(type).block_elems == 1
                                                                     ? 1u
@@ -108,10 +108,10 @@ private slots:
                         const Case c = make_case(k, n, seed * 7919 + static_cast<uint32_t>(type));
                         const double got = k.dot(n, c.weights.data(), c.activations.data());
                         const double err = std::fabs(got - c.reference);
-                        QVERIFY2(err <= c.tolerance, describe(type, isa, n) + " seed " + std::to_string(seed) +
+                        QVERIFY2(err <= c.tolerance, (describe(type, isa, n) + " seed " + std::to_string(seed) +
                                                          ": got " + std::to_string(got) + " want " +
                                                          std::to_string(c.reference) + " tol " +
-                                                         std::to_string(c.tolerance));
+                                                         std::to_string(c.tolerance)).c_str());
                         ++checked;
                     }
             }
@@ -128,8 +128,7 @@ private slots:
                 const Case c = make_case(scalar, n, 4242);
                 const double a = scalar.dot(n, c.weights.data(), c.activations.data());
                 const double b = simd.dot(n, c.weights.data(), c.activations.data());
-                QVERIFY2(std::fabs(a - b) <= c.tolerance,
-                         describe(type, Isa::Avx2, n) + ": scalar " + std::to_string(a) + " simd " + std::to_string(b));
+                QVERIFY2(std::fabs(a - b) <= c.tolerance, (describe(type, Isa::Avx2, n) + ": scalar " + std::to_string(a) + " simd " + std::to_string(b)).c_str());
             }
         }
     }
@@ -157,9 +156,8 @@ private slots:
                         for (int c = 0; c < n_a; ++c)
                             for (int r = 0; r < n_w; ++r) {
                                 const float want = k.dot(n, w.data() + r * ws, a.data() + c * as);
-                                QVERIFY2(std::fabs(y[c][r] - want) <= 1e-6f * (std::fabs(want) + 1.0f),
-                                         describe(type, isa, n) + " tile " + std::to_string(n_w) + "x" +
-                                             std::to_string(n_a));
+                                QVERIFY2(std::fabs(y[c][r] - want) <= 1e-6f * (std::fabs(want) + 1.0f), (describe(type, isa, n) + " tile " + std::to_string(n_w) + "x" +
+                                             std::to_string(n_a)).c_str());
                             }
                         QCOMPARE(y[0][n_w], -12345.0f);  // nothing written past the tile
                     }
@@ -179,7 +177,7 @@ private slots:
                 std::vector<std::byte> a(activation_row_bytes(scalar.activation, n)), b(a.size());
                 scalar.quantize(x.data(), a.data(), n);
                 simd.quantize(x.data(), b.data(), n);
-                QVERIFY2(a == b, std::string(folio::traits(type).name) + " partner, seed " + std::to_string(seed));
+                QVERIFY2(a == b, (std::string(folio::traits(type).name) + " partner, seed " + std::to_string(seed)).c_str());
             }
         }
     }
@@ -202,8 +200,7 @@ private slots:
                     else step = half(reinterpret_cast<const uint16_t*>(q.data() + (i / 32) * k.activation_block_bytes)[0]);
                     // d is rounded to a half for Q8_0/Q8_1: allow that relative slack (127 steps * 2^-11).
                     const double slack = k.activation == ActivationType::Q8_K ? 1e-6 : 127.0 * std::ldexp(1.0, -11);
-                    QVERIFY2(std::fabs(a[static_cast<size_t>(i)] - x[static_cast<size_t>(i)]) <= step * (0.5 + slack) + 1e-12,
-                             describe(type, isa, n) + " element " + std::to_string(i));
+                    QVERIFY2(std::fabs(a[static_cast<size_t>(i)] - x[static_cast<size_t>(i)]) <= step * (0.5 + slack) + 1e-12, (describe(type, isa, n) + " element " + std::to_string(i)).c_str());
                 }
                 if (k.activation == ActivationType::Q8_K) {
                     const auto* blocks = reinterpret_cast<const BlockQ8_K*>(q.data());
