@@ -81,6 +81,8 @@ Result<ChatTemplate> ChatTemplate::parse(std::string_view source) {
         return make_error("chat template syntax error" + chat::where(e) + ": " + e.message);
     } catch (const std::bad_alloc&) {
         return make_error("chat template too large to parse");
+    } catch (const std::exception& e) {
+        return make_error(std::string("chat template syntax error: ") + e.what());
     }
     ChatTemplate result;
     result.compiled_ = std::move(compiled);

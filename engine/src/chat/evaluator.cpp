@@ -400,8 +400,10 @@ Value Evaluator::eval_inner(const Expr& expr) {
             Value operand = eval(*expr.args[0]);
             if (expr.name == "not") return Value::boolean(!operand.truthy());
             if (operand.is_undefined()) fail(operand.undefined_hint());
-            if (operand.is_bool() || operand.is_int())
+            if (operand.is_bool() || operand.is_int()) {
+                if (expr.name == "-" && operand.as_int() == INT64_MIN) fail("integer overflow in unary -");
                 return Value::integer(expr.name == "-" ? -operand.as_int() : operand.as_int());
+            }
             if (operand.is_float()) return Value::number(expr.name == "-" ? -operand.as_double() : operand.as_double());
             fail("bad operand type for unary " + expr.name + ": '" + operand.type_name() + "'");
         }
@@ -514,9 +516,10 @@ Value Evaluator::slice(const Value& object, const Expr& expr) {
     const int64_t stop = clamp(bounds[1], given[1], step > 0 ? n : -1);
     Array items;
     std::string text;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
         if (object.is_string()) text += chars[static_cast<size_t>(i)];
         else items.push_back(object.as_array()[static_cast<size_t>(i)]);
+        if (__builtin_add_overflow(i, step, &i)) break;
     }
     if (object.is_string()) return Value::string(std::move(text));
     return Value::array(std::move(items), object.is_tuple());

@@ -1,6 +1,7 @@
 // jinja2's built-in filters that chat templates use, plus transformers'
 // own tojson (json.dumps with ensure_ascii=False, no HTML escaping).
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <unordered_map>
@@ -150,18 +151,28 @@ Value f_replace(Evaluator&, const Value& v, const CallArgs& args) {
     return Value::string(replace_all(text_of(v), text_of(*from), text_of(*to), int_arg(args, 2, "count", -1)));
 }
 
+// Python's int(float); our ints are 64-bit where Python's are unbounded.
+Value integer_from_double(double d) {
+    if (!(d > -9.2e18 && d < 9.2e18)) fail("integer too large for the template interpreter");
+    return Value::integer(static_cast<int64_t>(d));
+}
+
 Value f_int(Evaluator&, const Value& v, const CallArgs& args) {
     static const Value zero = Value::integer(0);
     const Value& fallback = arg_or(args, 0, "default", zero);
     if (v.is_int() || v.is_bool()) return Value::integer(v.as_int());
-    if (v.is_float()) return std::isfinite(v.as_double()) ? Value::integer(static_cast<int64_t>(v.as_double())) : fallback;
+    if (v.is_float()) return std::isfinite(v.as_double()) ? integer_from_double(v.as_double()) : fallback;
     if (v.is_string()) {
         const std::string s = strip(v.as_string(), std::nullopt, StripSide::Both);
         char* end = nullptr;
-        const long long parsed = std::strtoll(s.c_str(), &end, static_cast<int>(int_arg(args, 1, "base", 10)));
-        if (!s.empty() && end == s.c_str() + s.size()) return Value::integer(parsed);
+        errno = 0;
+        const long long parsed = std::strtoll(s.c_str(), &end, static_cast<int>(std::clamp<int64_t>(int_arg(args, 1, "base", 10), 0, 36)));
+        if (!s.empty() && end == s.c_str() + s.size()) {
+            if (errno == ERANGE) fail("integer too large for the template interpreter");
+            return Value::integer(parsed);
+        }
         const double d = std::strtod(s.c_str(), &end);
-        if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(d)) return Value::integer(static_cast<int64_t>(d));
+        if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(d)) return integer_from_double(d);
     }
     return fallback;
 }
@@ -316,7 +327,10 @@ Value f_indent(Evaluator&, const Value& v, const CallArgs& args) {
 }
 
 Value f_abs(Evaluator&, const Value& v, const CallArgs&) {
-    if (v.is_int() || v.is_bool()) return Value::integer(std::llabs(v.as_int()));
+    if (v.is_int() || v.is_bool()) {
+        if (v.as_int() == INT64_MIN) fail("integer overflow in abs()");
+        return Value::integer(std::llabs(v.as_int()));
+    }
     if (v.is_float()) return Value::number(std::fabs(v.as_double()));
     fail("bad operand type for abs(): '" + v.type_name() + "'");
 }

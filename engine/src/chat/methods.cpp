@@ -217,12 +217,15 @@ Value make_range(Evaluator&, const CallArgs& args) {
     }
     const int64_t start = bounds[0], stop = bounds[1], step = bounds[2];
     if (step == 0) fail("range() arg 3 must not be zero");
-    const int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                                   : (start > stop ? (start - stop - step - 1) / -step : 0);
-    // The same cap jinja2's sandbox puts on range().
-    if (count > 100000) fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+    // The same cap jinja2's sandbox puts on range(); checked in floating point so
+    // extreme bounds cannot overflow.
+    const double span = (static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step);
+    if (span > 100000.0) fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     Array items;
-    for (int64_t i = 0; i < count; ++i) items.push_back(Value::integer(start + i * step));
+    for (int64_t v = start; step > 0 ? v < stop : v > stop;) {
+        items.push_back(Value::integer(v));
+        if (__builtin_add_overflow(v, step, &v)) break;
+    }
     return Value::array(std::move(items));
 }
 

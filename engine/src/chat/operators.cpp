@@ -37,6 +37,7 @@ Value repeat(const Value& sequence, int64_t times) {
 }
 
 int64_t floor_div(int64_t a, int64_t b) {
+    if (a == INT64_MIN && b == -1) fail("integer overflow in //");
     int64_t q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
     return q;
