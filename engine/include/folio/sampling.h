@@ -1,0 +1,166 @@
+// Turning a row of logits into the next token, and deciding when a
+// generation ends. SamplingParams carries llama.cpp's knobs with its
+// defaults; a Sampler belongs to one sequence and owns its random state, so a
+// sequence draws the same tokens whether it runs alone or in a batch.
+// StopChecker watches the streamed text for stop strings and holds back
+// whatever could still turn into one, so a stop string is never shown.
+//
+// The Sampler's pipeline, in order:
+//   1. penalties over the last penalty_last_n tokens of `recent_tokens`
+//      (llama.cpp: repetition divides positive logits and multiplies negative
+//      ones; OpenAI: logit -= count * frequency + (count > 0) * presence);
+//   2. temperature == 0: greedy, the highest logit, ties to the lowest id;
+//      the random state is not touched;
+//   3. top-k (0 = off): the k highest logits, ties to the lower id;
+//   4. temperature: logit / temperature, then softmax over what is left;
+//   5. top-p (1 = off): the smallest highest-first set whose probability
+//      reaches top_p;
+//   6. min-p (0 = off): drop tokens whose probability is below
+//      min_p * (the highest probability);
+//   7. one draw from what is left with the sequence's mt19937_64; the uniform
+//      number is made here from 53 bits (not std::uniform_real_distribution),
+//      so a seed gives the same tokens with any standard library.
+//
+// Logprobs (SampleInfo) are those of the raw model distribution:
+// log_softmax of the logits as given, before penalties, temperature and
+// truncation — what vLLM reports by default. They describe what the model
+// predicted, not how the sampler reshaped it.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "folio/error.h"
+
+namespace folio {
+
+// Why a generation ended; shared by the engine, the CLI and the server.
+enum class FinishReason {
+    Stop,        // an end-of-generation token (EOS, EOT, <|im_end|>, ...)
+    StopString,  // one of the request's stop strings appeared in the text
+    Length,      // the token budget or the context ran out
+    Abort,       // the caller cancelled
+    Error,       // something failed; the request carries the message
+};
+
+// "stop", "stop_string", "length", "abort", "error".
+std::string_view to_string(FinishReason reason);
+
+// llama.cpp's LLAMA_DEFAULT_SEED: a Sampler made with it draws its seed from
+// std::random_device (Sampler::seed() tells which, to reproduce a run).
+inline constexpr uint64_t kRandomSeed = 0xFFFFFFFF;
+
+struct SamplingParams {
+    float temperature = 0.8f;         // 0 = greedy
+    int32_t top_k = 40;               // 0 = off
+    float top_p = 0.95f;              // 1 = off; in (0, 1]
+    float min_p = 0.05f;              // 0 = off; in [0, 1]
+    float repetition_penalty = 1.0f;  // 1 = off; > 0
+    float frequency_penalty = 0.0f;   // 0 = off; in [-2, 2] as OpenAI
+    float presence_penalty = 0.0f;    // 0 = off; in [-2, 2] as OpenAI
+    int32_t penalty_last_n = 64;      // -1 = all of recent_tokens; 0 = no penalties
+    uint64_t seed = kRandomSeed;
+    int32_t n_logprobs = 0;           // top-N logprobs to report; 0 = none
+
+    // An error naming the field, its value and the allowed range.
+    Status validate() const;
+    bool has_penalties() const;
+};
+
+struct TokenLogprob {
+    int32_t id = -1;
+    float logprob = 0.0f;
+};
+
+// What a draw saw. Reuse one SampleInfo across calls: `top` keeps its capacity.
+struct SampleInfo {
+    float logprob = 0.0f;            // of the chosen token, raw distribution
+    std::vector<TokenLogprob> top;   // the n_logprobs most likely, best first, ties to the lower id
+    int32_t n_candidates = 0;        // tokens left after truncation (1 for greedy)
+};
+
+// Applies step 1 of the pipeline to `logits` in place. `scratch` is reused
+// to count tokens (no allocation once it is large enough). Token ids outside
+// the logits are ignored.
+void apply_penalties(std::span<float> logits, std::span<const int32_t> recent_tokens,
+                     const SamplingParams& params, std::vector<int32_t>& scratch);
+
+namespace sampling_detail {
+struct Candidate {
+    float logit;
+    int32_t id;
+};
+}  // namespace sampling_detail
+
+class Sampler {
+public:
+    // Fails when params.validate() does.
+    static Result<Sampler> create(const SamplingParams& params);
+
+    // The next token for one sequence. `recent_tokens` is the sequence so far
+    // (prompt and generated tokens, oldest first) for the penalties. NaN
+    // logits count as -infinity. Returns -1 only when `logits` is empty.
+    // No allocation once the buffers have grown to the vocabulary.
+    int32_t sample(std::span<const float> logits, std::span<const int32_t> recent_tokens,
+                   SampleInfo* info = nullptr);
+
+    const SamplingParams& params() const { return params_; }
+    // The seed in use (drawn at creation when params.seed was kRandomSeed).
+    uint64_t seed() const { return seed_; }
+
+private:
+    Sampler(const SamplingParams& params, uint64_t seed);
+
+    int32_t sample_truncated(std::span<const float> scores, int32_t& n_candidates);
+    int32_t sample_full(std::span<const float> scores);
+    void report_logprobs(std::span<const float> logits, int32_t chosen, SampleInfo& info);
+    double uniform();
+
+    SamplingParams params_;
+    uint64_t seed_;
+    std::mt19937_64 rng_;
+    std::vector<float> penalized_;        // the logits after penalties
+    std::vector<int32_t> penalty_counts_;
+    std::vector<sampling_detail::Candidate> candidates_;
+    std::vector<sampling_detail::Candidate> top_logprobs_;
+};
+
+// What StopChecker::push lets through.
+struct StopUpdate {
+    std::string text;                               // safe to show now
+    bool stopped = false;                           // a stop string appeared; text ends before it
+    FinishReason reason = FinishReason::StopString; // meaningful when stopped
+    std::string matched;                            // the stop string that matched
+};
+
+// Stop tokens and stop strings for one request. Push each decoded text delta
+// (whole UTF-8 characters, as StreamingDecoder gives them); show what comes
+// back. A suffix that is the start of a stop string is held back until the
+// next delta decides; when generation ends for another reason, flush() gives
+// it back. Matching is on bytes; the earliest stop string in the text wins
+// (the first listed when several start at the same place).
+class StopChecker {
+public:
+    StopChecker() = default;
+    // Empty stop strings are ignored.
+    StopChecker(std::vector<int32_t> stop_token_ids, std::vector<std::string> stop_strings);
+
+    bool is_stop_token(int32_t id) const;
+    StopUpdate push(std::string_view text_delta);
+    // The held-back text when generation ends without a stop string ("" after one).
+    std::string flush();
+    bool stopped() const { return stopped_; }
+
+private:
+    std::vector<int32_t> stop_token_ids_;
+    std::vector<std::string> stop_strings_;
+    size_t longest_stop_ = 0;
+    std::string pending_;
+    bool stopped_ = false;
+};
+
+}  // namespace folio

@@ -1,0 +1,248 @@
+// The Sampler's pipeline (the order is documented in folio/sampling.h).
+//
+// Cost on a 262144-entry vocabulary: top-k keeps a heap of k while scanning
+// the logits once, so most entries cost one comparison; without top-k, top-p
+// sorts only as much of the highest-first order as it needs, growing the
+// sorted prefix by nth_element chunks; with no truncation at all nothing is
+// sorted. Every buffer lives in the Sampler and stops growing after the first
+// call at a given vocabulary size.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "folio/sampling.h"
+
+namespace folio {
+
+using sampling_detail::Candidate;
+
+namespace {
+
+constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
+
+// NaN never wins and never poisons a sum; +inf becomes the largest float so
+// differences with the maximum stay finite.
+float clean(float logit) {
+    if (std::isnan(logit)) return kMinusInfinity;
+    if (logit == std::numeric_limits<float>::infinity()) return std::numeric_limits<float>::max();
+    return logit;
+}
+
+// Higher logit first, then the lower id: a total order, so every selection
+// and every tie is decided the same way by any standard library.
+bool better(const Candidate& a, const Candidate& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// Greedy: the first highest logit, so ties go to the lowest id; all NaN or
+// -inf gives id 0.
+int32_t argmax(std::span<const float> scores) {
+    int32_t best = 0;
+    float best_logit = kMinusInfinity;
+    for (size_t i = 0; i < scores.size(); ++i) {
+        if (scores[i] > best_logit) {
+            best_logit = scores[i];
+            best = static_cast<int32_t>(i);
+        }
+    }
+    return best;
+}
+
+float max_logit(std::span<const float> scores) {
+    float best = kMinusInfinity;
+    for (const float logit : scores) best = std::max(best, clean(logit));
+    return best;
+}
+
+// The k best entries of `scores` into out[0..k), best first. The heap's front
+// is the worst of the k kept so far; a new entry only enters by beating it.
+size_t select_top(std::span<const float> scores, size_t k, std::vector<Candidate>& out) {
+    k = std::min(k, scores.size());
+    if (out.size() < k) out.resize(k);
+    Candidate* heap = out.data();
+    size_t n = 0;
+    for (size_t i = 0; i < scores.size(); ++i) {
+        const Candidate candidate{clean(scores[i]), static_cast<int32_t>(i)};
+        if (n < k) {
+            heap[n++] = candidate;
+            std::push_heap(heap, heap + n, better);
+        } else if (better(candidate, heap[0])) {
+            std::pop_heap(heap, heap + n, better);
+            heap[n - 1] = candidate;
+            std::push_heap(heap, heap + n, better);
+        }
+    }
+    std::sort_heap(heap, heap + n, better);
+    return n;
+}
+
+// Probability relative to the most likely token, after temperature: one
+// formula for the softmax sum, min-p, top-p and the draw, so they agree.
+float weight(float logit, float max, float temperature) { return std::exp((logit - max) / temperature); }
+
+}  // namespace
+
+Result<Sampler> Sampler::create(const SamplingParams& params) {
+    if (auto status = params.validate(); !status) return status.error();
+    uint64_t seed = params.seed;
+    if (seed == kRandomSeed) {
+        std::random_device device;
+        seed = (static_cast<uint64_t>(device()) << 32) ^ device();
+    }
+    return Sampler(params, seed);
+}
+
+Sampler::Sampler(const SamplingParams& params, uint64_t seed) : params_(params), seed_(seed), rng_(seed) {}
+
+// 53 random bits -> [0, 1): the same double from the same seed everywhere.
+double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent_tokens, SampleInfo* info) {
+    if (logits.empty()) return -1;
+    std::span<const float> scores = logits;
+    if (params_.has_penalties() && !recent_tokens.empty()) {
+        penalized_.assign(logits.begin(), logits.end());
+        apply_penalties(penalized_, recent_tokens, params_, penalty_counts_);
+        scores = penalized_;
+    }
+
+    int32_t chosen = 0;
+    int32_t n_candidates = 1;
+    if (params_.temperature == 0.0f) {
+        chosen = argmax(scores);
+    } else {
+        chosen = sample_truncated(scores, n_candidates);
+    }
+    if (info) {
+        info->n_candidates = n_candidates;
+        report_logprobs(logits, chosen, *info);
+    }
+    return chosen;
+}
+
+int32_t Sampler::sample_truncated(std::span<const float> scores, int32_t& n_candidates) {
+    const size_t vocab = scores.size();
+    const float temperature = params_.temperature;
+    const bool top_k_on = params_.top_k > 0 && static_cast<size_t>(params_.top_k) < vocab;
+    if (!top_k_on && params_.top_p >= 1.0f && params_.min_p <= 0.0f) {
+        n_candidates = static_cast<int32_t>(vocab);
+        return sample_full(scores);
+    }
+
+    // Top-k, the softmax sum over what top-k left (top-p's denominator), and
+    // min-p. Both cuts keep a highest-first prefix; min-p's ratio test does not
+    // depend on the normalization, so cutting min-p before top-p gives the same
+    // set as the documented order: the shorter of the two prefixes.
+    size_t n = 0;
+    double softmax_sum = 0.0;
+    float max = 0.0f;
+    bool sorted = false;
+    if (top_k_on) {
+        n = select_top(scores, static_cast<size_t>(params_.top_k), candidates_);
+        max = candidates_[0].logit;
+        if (max == kMinusInfinity) return candidates_[0].id;
+        size_t kept = 0;
+        for (size_t i = 0; i < n; ++i) {
+            const float w = weight(candidates_[i].logit, max, temperature);
+            softmax_sum += w;
+            if (kept == i && w > 0.0f && w >= params_.min_p) ++kept;
+        }
+        n = kept;
+        sorted = true;
+    } else {
+        max = max_logit(scores);
+        if (max == kMinusInfinity) return argmax(scores);
+        if (candidates_.size() < vocab) candidates_.resize(vocab);
+        for (size_t i = 0; i < vocab; ++i) {
+            const float logit = clean(scores[i]);
+            const float w = weight(logit, max, temperature);
+            softmax_sum += w;
+            if (w > 0.0f && w >= params_.min_p) candidates_[n++] = {logit, static_cast<int32_t>(i)};
+        }
+    }
+
+    // Top-p: walk the highest-first order until the mass reaches top_p. An
+    // unsorted set is sorted a chunk at a time (64, then 4x more), so a peaked
+    // distribution sorts a few hundred entries, not the vocabulary.
+    Candidate* candidates = candidates_.data();
+    if (params_.top_p < 1.0f) {
+        const double mass = static_cast<double>(params_.top_p) * softmax_sum;
+        double cumulative = 0.0;
+        size_t done = 0;
+        size_t chunk = 64;
+        size_t cut = n;
+        while (done < n && cut == n) {
+            const size_t end = sorted ? n : std::min(n, done + chunk);
+            if (!sorted) {
+                if (end < n) std::nth_element(candidates + done, candidates + end, candidates + n, better);
+                std::sort(candidates + done, candidates + end, better);
+            }
+            for (size_t i = done; i < end; ++i) {
+                cumulative += weight(candidates[i].logit, max, temperature);
+                if (cumulative >= mass) {
+                    cut = i + 1;
+                    break;
+                }
+            }
+            done = end;
+            chunk *= 4;
+        }
+        n = cut;
+    }
+
+    // The draw, over the kept set in a canonical order (highest first, or by
+    // id when nothing needed sorting).
+    n_candidates = static_cast<int32_t>(n);
+    double total = 0.0;
+    for (size_t i = 0; i < n; ++i) total += weight(candidates[i].logit, max, temperature);
+    const double target = uniform() * total;
+    double cumulative = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+        cumulative += weight(candidates[i].logit, max, temperature);
+        if (target < cumulative) return candidates[i].id;
+    }
+    return candidates[n - 1].id;  // rounding left target at the very top
+}
+
+// Temperature only: the whole vocabulary by id, nothing sorted or copied.
+int32_t Sampler::sample_full(std::span<const float> scores) {
+    const float max = max_logit(scores);
+    if (max == kMinusInfinity) return argmax(scores);
+    const float temperature = params_.temperature;
+    double total = 0.0;
+    for (const float logit : scores) total += weight(clean(logit), max, temperature);
+    const double target = uniform() * total;
+    double cumulative = 0.0;
+    int32_t last_possible = 0;
+    for (size_t i = 0; i < scores.size(); ++i) {
+        const float w = weight(clean(scores[i]), max, temperature);
+        if (w <= 0.0f) continue;
+        cumulative += w;
+        last_possible = static_cast<int32_t>(i);
+        if (target < cumulative) return last_possible;
+    }
+    return last_possible;
+}
+
+void Sampler::report_logprobs(std::span<const float> logits, int32_t chosen, SampleInfo& info) {
+    info.top.clear();
+    const float max = max_logit(logits);
+    if (max == kMinusInfinity) {
+        // Nothing is possible; every logprob is -inf.
+        info.logprob = kMinusInfinity;
+        return;
+    }
+    double sum = 0.0;
+    for (const float logit : logits) sum += std::exp(clean(logit) - max);
+    const float log_normalizer = max + static_cast<float>(std::log(sum));
+    info.logprob = clean(logits[static_cast<size_t>(chosen)]) - log_normalizer;
+
+    const auto wanted = static_cast<size_t>(params_.n_logprobs);
+    if (wanted == 0) return;
+    const size_t n = select_top(logits, wanted, top_logprobs_);
+    for (size_t i = 0; i < n; ++i) {
+        info.top.push_back({top_logprobs_[i].id, top_logprobs_[i].logit - log_normalizer});
+    }
+}
+
+}  // namespace folio
