@@ -8,9 +8,9 @@
 // call at a given vocabulary size.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "folio/sampling.h"
+#include "sampling/softmax_math.h"
 
 namespace folio {
 
@@ -18,15 +18,11 @@ using sampling_detail::Candidate;
 
 namespace {
 
-constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
-
-// NaN never wins and never poisons a sum; +inf becomes the largest float so
-// differences with the maximum stay finite.
-float clean(float logit) {
-    if (std::isnan(logit)) return kMinusInfinity;
-    if (logit == std::numeric_limits<float>::infinity()) return std::numeric_limits<float>::max();
-    return logit;
-}
+using sampling_math::clean;
+using sampling_math::kLanes;
+using sampling_math::kMinusInfinity;
+using sampling_math::max_logit;
+using sampling_math::weight;
 
 // Higher logit first, then the lower id: a total order, so every selection
 // and every tie is decided the same way by any standard library.
@@ -34,51 +30,46 @@ bool better(const Candidate& a, const Candidate& b) {
     return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
 }
 
-// Greedy: the first highest logit, so ties go to the lowest id; all NaN or
-// -inf gives id 0.
+// Greedy: the first highest logit, so ties go to the lowest id (+inf ties
+// with the largest float); all NaN or -inf gives id 0.
 int32_t argmax(std::span<const float> scores) {
-    int32_t best = 0;
-    float best_logit = kMinusInfinity;
+    const float best = max_logit(scores);
     for (size_t i = 0; i < scores.size(); ++i) {
-        if (scores[i] > best_logit) {
-            best_logit = scores[i];
-            best = static_cast<int32_t>(i);
-        }
+        if (scores[i] >= best) return static_cast<int32_t>(i);
     }
-    return best;
-}
-
-float max_logit(std::span<const float> scores) {
-    float best = kMinusInfinity;
-    for (const float logit : scores) best = std::max(best, clean(logit));
-    return best;
+    return 0;
 }
 
 // The k best entries of `scores` into out[0..k), best first. The heap's front
-// is the worst of the k kept so far; a new entry only enters by beating it.
+// is the worst of the k kept so far; a later entry enters only by beating its
+// logit (a tie loses: the later id is the higher one), so almost every entry
+// costs one comparison.
 size_t select_top(std::span<const float> scores, size_t k, std::vector<Candidate>& out) {
     k = std::min(k, scores.size());
     if (out.size() < k) out.resize(k);
     Candidate* heap = out.data();
-    size_t n = 0;
-    for (size_t i = 0; i < scores.size(); ++i) {
-        const Candidate candidate{clean(scores[i]), static_cast<int32_t>(i)};
-        if (n < k) {
-            heap[n++] = candidate;
-            std::push_heap(heap, heap + n, better);
-        } else if (better(candidate, heap[0])) {
-            std::pop_heap(heap, heap + n, better);
-            heap[n - 1] = candidate;
-            std::push_heap(heap, heap + n, better);
-        }
+    for (size_t i = 0; i < k; ++i) {
+        heap[i] = {clean(scores[i]), static_cast<int32_t>(i)};
+        std::push_heap(heap, heap + i + 1, better);
     }
-    std::sort_heap(heap, heap + n, better);
-    return n;
+    for (size_t i = k; i < scores.size(); ++i) {
+        if (!(scores[i] > heap[0].logit)) continue;  // NaN never enters
+        std::pop_heap(heap, heap + k, better);
+        heap[k - 1] = {clean(scores[i]), static_cast<int32_t>(i)};
+        std::push_heap(heap, heap + k, better);
+    }
+    std::sort_heap(heap, heap + k, better);
+    return k;
 }
 
-// Probability relative to the most likely token, after temperature: one
-// formula for the softmax sum, min-p, top-p and the draw, so they agree.
-float weight(float logit, float max, float temperature) { return std::exp((logit - max) / temperature); }
+// The last token that can be drawn: where rounding leaves the target at the
+// very top of the cumulative sum.
+int32_t last_possible(std::span<const float> scores, float max, float temperature) {
+    for (size_t i = scores.size(); i-- > 0;) {
+        if (weight(scores[i], max, temperature) > 0.0f) return static_cast<int32_t>(i);
+    }
+    return 0;
+}
 
 }  // namespace
 
@@ -153,12 +144,25 @@ int32_t Sampler::sample_truncated(std::span<const float> scores, int32_t& n_cand
         max = max_logit(scores);
         if (max == kMinusInfinity) return argmax(scores);
         if (candidates_.size() < vocab) candidates_.resize(vocab);
-        for (size_t i = 0; i < vocab; ++i) {
-            const float logit = clean(scores[i]);
-            const float w = weight(logit, max, temperature);
-            softmax_sum += w;
-            if (w > 0.0f && w >= params_.min_p) candidates_[n++] = {logit, static_cast<int32_t>(i)};
+        float floor = params_.min_p;
+        if (params_.top_p < 1.0f) {
+            softmax_sum = sampling_math::sum_weights(scores, max, temperature);
+            // Tokens lighter than this cannot be in top-p's set: together they
+            // weigh at most vocab * (this), half of the 1 - top_p of the mass
+            // top-p leaves out (halved against rounding).
+            const double tail = 0.5 * (1.0 - params_.top_p) * softmax_sum / static_cast<double>(vocab);
+            floor = std::max(floor, static_cast<float>(tail));
         }
+        auto keep = [&](size_t i, float w) {
+            if (w > 0.0f && w >= floor) candidates_[n++] = {clean(scores[i]), static_cast<int32_t>(i)};
+        };
+        size_t i = 0;
+        for (; i + kLanes <= vocab; i += kLanes) {
+            float weights[kLanes];
+            sampling_math::block_weights(scores.data() + i, max, temperature, weights);
+            for (size_t j = 0; j < kLanes; ++j) keep(i + j, weights[j]);
+        }
+        for (; i < vocab; ++i) keep(i, weight(scores[i], max, temperature));
     }
 
     // Top-p: walk the highest-first order until the mass reaches top_p. An
@@ -205,23 +209,33 @@ int32_t Sampler::sample_truncated(std::span<const float> scores, int32_t& n_cand
 }
 
 // Temperature only: the whole vocabulary by id, nothing sorted or copied.
+// The walk skips whole blocks of 8 until the one holding the target.
 int32_t Sampler::sample_full(std::span<const float> scores) {
     const float max = max_logit(scores);
     if (max == kMinusInfinity) return argmax(scores);
     const float temperature = params_.temperature;
-    double total = 0.0;
-    for (const float logit : scores) total += weight(clean(logit), max, temperature);
-    const double target = uniform() * total;
+    const double target = uniform() * sampling_math::sum_weights(scores, max, temperature);
     double cumulative = 0.0;
-    int32_t last_possible = 0;
-    for (size_t i = 0; i < scores.size(); ++i) {
-        const float w = weight(clean(scores[i]), max, temperature);
-        if (w <= 0.0f) continue;
-        cumulative += w;
-        last_possible = static_cast<int32_t>(i);
-        if (target < cumulative) return last_possible;
+    size_t i = 0;
+    for (; i + kLanes <= scores.size(); i += kLanes) {
+        float weights[kLanes];
+        sampling_math::block_weights(scores.data() + i, max, temperature, weights);
+        const double block = sampling_math::lane_sum(weights);
+        if (!(target < cumulative + block)) {
+            cumulative += block;
+            continue;
+        }
+        for (size_t j = 0; j < kLanes; ++j) {
+            cumulative += weights[j];
+            if (weights[j] > 0.0f && target < cumulative) return static_cast<int32_t>(i + j);
+        }
     }
-    return last_possible;
+    for (; i < scores.size(); ++i) {
+        const float w = weight(scores[i], max, temperature);
+        cumulative += w;
+        if (w > 0.0f && target < cumulative) return static_cast<int32_t>(i);
+    }
+    return last_possible(scores, max, temperature);
 }
 
 void Sampler::report_logprobs(std::span<const float> logits, int32_t chosen, SampleInfo& info) {
@@ -232,8 +246,7 @@ void Sampler::report_logprobs(std::span<const float> logits, int32_t chosen, Sam
         info.logprob = kMinusInfinity;
         return;
     }
-    double sum = 0.0;
-    for (const float logit : logits) sum += std::exp(clean(logit) - max);
+    const double sum = sampling_math::sum_weights(logits, max, 1.0f);
     const float log_normalizer = max + static_cast<float>(std::log(sum));
     info.logprob = clean(logits[static_cast<size_t>(chosen)]) - log_normalizer;
 
