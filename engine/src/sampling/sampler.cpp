@@ -2,10 +2,11 @@
 //
 // Cost on a 262144-entry vocabulary: top-k keeps a heap of k while scanning
 // the logits once, so most entries cost one comparison; without top-k, top-p
-// sorts only as much of the highest-first order as it needs, growing the
-// sorted prefix by nth_element chunks; with no truncation at all nothing is
-// sorted. Every buffer lives in the Sampler and stops growing after the first
-// call at a given vocabulary size.
+// first drops the tokens too light to matter, then sorts only as much of the
+// highest-first order as it needs, growing the sorted prefix by nth_element
+// chunks; with no truncation nothing is sorted. The passes over the whole
+// vocabulary are vectorized (softmax_math.h). Every buffer lives in the
+// Sampler and stops growing after the first call at a given vocabulary size.
 #include <algorithm>
 #include <cmath>
 
@@ -195,7 +196,9 @@ int32_t Sampler::sample_truncated(std::span<const float> scores, int32_t& n_cand
     }
 
     // The draw, over the kept set in a canonical order (highest first, or by
-    // id when nothing needed sorting).
+    // id when nothing needed sorting). The most likely token weighs exactly 1
+    // and passes every cut, so the set is never empty; the guard is for safety.
+    if (n == 0) return argmax(scores);
     n_candidates = static_cast<int32_t>(n);
     double total = 0.0;
     for (size_t i = 0; i < n; ++i) total += weight(candidates[i].logit, max, temperature);
