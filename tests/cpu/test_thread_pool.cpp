@@ -33,6 +33,8 @@ std::string run_and_check(ThreadPool& pool, int64_t n) {
 
 class TestThreadPool : public QObject {
     Q_OBJECT
+    // The no-Qt runner's generated main() takes the slots' addresses.
+    friend int main();
 
 private slots:
     void default_size_is_physical_cores() {

@@ -83,6 +83,8 @@ Case make_case(const DotKernels& k, int64_t n, uint32_t seed) {
 
 class TestVecDot : public QObject {
     Q_OBJECT
+    // The no-Qt runner's generated main() takes the slots' addresses.
+    friend int main();
 
 private slots:
     void every_type_has_scalar_and_simd_kernels() {
