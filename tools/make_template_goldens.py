@@ -210,6 +210,168 @@ REASONING_STYLE = """{%- set ns = namespace(system='') %}
 {%- endif %}
 """
 
+# Thinking model with tools: finds the last real user query by scanning
+# backwards, keeps reasoning only after it, and groups tool responses.
+QWEN3_STYLE = """{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\\n\\n' }}
+    {%- endif %}
+    {{- '# Tools\\n<tools>' }}
+    {%- for tool in tools %}
+        {{- '\\n' }}{{- tool | tojson }}
+    {%- endfor %}
+    {{- '\\n</tools><|im_end|>\\n' }}
+{%- elif messages[0].role == 'system' %}
+    {{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == 'user' and message.content is string
+          and not (message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- set content = message.content if message.content is string else '' %}
+    {%- if message.role == 'user' or (message.role == 'system' and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>\\n' }}
+    {%- elif message.role == 'assistant' %}
+        {%- set reasoning = '' %}
+        {%- if message.reasoning_content is string %}
+            {%- set reasoning = message.reasoning_content %}
+        {%- elif '</think>' in content %}
+            {%- set reasoning = content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') %}
+            {%- set content = content.split('</think>')[-1].lstrip('\\n') %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index and (loop.last or reasoning) %}
+            {{- '<|im_start|>assistant\\n<think>\\n' + reasoning.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
+        {%- else %}
+            {{- '<|im_start|>assistant\\n' + content }}
+        {%- endif %}
+        {%- if message.tool_calls %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
+                    {{- '\\n' }}
+                {%- endif %}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\\n{"name": "' }}{{- tool_call.name }}{{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
+                {{- '}\\n</tool_call>' }}
+            {%- endfor %}
+        {%- endif %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == 'tool' %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != 'tool') %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\\n<tool_response>\\n' + content + '\\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != 'tool') %}
+            {{- '<|im_end|>\\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\\n\\n</think>\\n\\n' }}
+    {%- endif %}
+{%- endif %}
+"""
+
+# Llama 3.1 shape: a dated system header, tools placed in the first user turn.
+LLAMA31_TOOLS_STYLE = """{{- bos_token }}
+{%- if not date_string is defined %}
+    {%- set date_string = "1 Jan 2025" %}
+{%- endif %}
+{%- if not tools_in_user_message is defined %}
+    {%- set tools_in_user_message = true %}
+{%- endif %}
+{%- if messages[0]['role'] == 'system' %}
+    {%- set system_message = messages[0]['content'] | trim %}
+    {%- set messages = messages[1:] %}
+{%- else %}
+    {%- set system_message = "" %}
+{%- endif %}
+{{- "<|start_header_id|>system<|end_header_id|>\\n\\n" }}
+{%- if tools is not none %}
+    {{- "Environment: ipython\\n" }}
+{%- endif %}
+{{- "Cutting Knowledge Date: December 2023\\n" }}
+{{- "Today Date: " + date_string + "\\n\\n" }}
+{{- system_message }}
+{{- "<|eot_id|>" }}
+{%- if tools_in_user_message and tools is not none %}
+    {%- if messages | length != 0 %}
+        {%- set first_user_message = messages[0]['content'] | trim %}
+        {%- set messages = messages[1:] %}
+    {%- else %}
+        {{- raise_exception("Cannot put tools in the first user message when there's no first user message!") }}
+    {%- endif %}
+    {{- '<|start_header_id|>user<|end_header_id|>\\n\\n' -}}
+    {{- "Use one of these functions if it helps:\\n\\n" }}
+    {%- for t in tools %}
+        {{- t | tojson(indent=4) }}
+        {{- "\\n\\n" }}
+    {%- endfor %}
+    {{- first_user_message + "<|eot_id|>" }}
+{%- endif %}
+{%- for message in messages %}
+    {%- if not (message.role == 'ipython' or message.role == 'tool' or 'tool_calls' in message) %}
+        {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}
+    {%- elif 'tool_calls' in message %}
+        {%- set tool_call = message.tool_calls[0].function %}
+        {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' -}}
+        {{- '{"name": "' + tool_call.name + '", "parameters": ' + tool_call.arguments | tojson + '}' }}
+        {{- "<|eot_id|>" }}
+    {%- else %}
+        {{- "<|start_header_id|>ipython<|end_header_id|>\\n\\n" }}
+        {%- if message.content is mapping or message.content is iterable %}
+            {{- message.content | tojson }}
+        {%- else %}
+            {{- message.content }}
+        {%- endif %}
+        {{- "<|eot_id|>" }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}
+{%- endif %}
+"""
+
+# Multimodal content lists: a message's content is a string or a list of parts.
+MULTIMODAL_STYLE = """{{ bos_token }}
+{%- for message in messages %}
+    {%- set role = 'model' if message['role'] == 'assistant' else message['role'] %}
+    {{- '<start_of_turn>' + role + '\\n' }}
+    {%- if message['content'] is string %}
+        {{- message['content'] | trim }}
+    {%- elif message['content'] is iterable %}
+        {%- for item in message['content'] %}
+            {%- if item['type'] == 'image' %}
+                {{- '<start_of_image>' }}
+            {%- elif item['type'] == 'text' %}
+                {{- item['text'] | trim }}
+            {%- endif %}
+        {%- endfor %}
+    {%- else %}
+        {{- raise_exception('Invalid content type') }}
+    {%- endif %}
+    {{- '<end_of_turn>\\n' }}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<start_of_turn>model\\n' }}
+{%- endif %}
+"""
+
 # ---- one feature per template ---------------------------------------------
 
 FEATURES = {
@@ -424,6 +586,9 @@ def main():
         "phi3_style": PHI3_STYLE,
         "plain_indented": PLAIN_INDENTED,
         "reasoning_style": REASONING_STYLE,
+        "qwen3_style": QWEN3_STYLE,
+        "llama31_tools_style": LLAMA31_TOOLS_STYLE,
+        "multimodal_style": MULTIMODAL_STYLE,
     }
     special_tokens = {
         "smollm2": ("<|im_start|>", "<|im_end|>"),
@@ -457,12 +622,30 @@ def main():
             sys.exit(f"{name}: jinja2 failed: {case['python_error']}")
         cases.append(case)
 
-    for tmpl in ["smollm2", "gemma_builtin", "chatml_builtin", "llama3_style", "phi3_style", "plain_indented", "reasoning_style", "qwen2_tools_style"]:
+    for tmpl in ["smollm2", "gemma_builtin", "chatml_builtin", "llama3_style", "phi3_style", "plain_indented",
+                 "reasoning_style", "qwen2_tools_style", "qwen3_style", "llama31_tools_style", "multimodal_style"]:
         for conv in CHAT_CONVERSATIONS:
             for agp in (True, False):
                 add(f"{tmpl}/{conv}/{'gen' if agp else 'nogen'}", tmpl, conv, agp)
-        add(f"{tmpl}/empty/gen", tmpl, "empty", True)
+        # Templates that read messages[0] unguarded fail on an empty conversation, in jinja2 and in Folio.
+        reads_first = tmpl in ("qwen3_style", "llama31_tools_style")
+        add(f"{tmpl}/empty/gen", tmpl, "empty", True, expect_error="no element 0" if reads_first else None)
     add("qwen2_tools_style/tools", "qwen2_tools_style", None, True, {"tools": TOOLS}, messages=TOOL_CONVERSATION)
+    add("qwen3_style/tools", "qwen3_style", None, True, {"tools": TOOLS}, messages=TOOL_CONVERSATION)
+    add("qwen3_style/no_thinking", "qwen3_style", "multi_turn", True, {"enable_thinking": False})
+    add("qwen3_style/reasoning", "qwen3_style", None, False, messages=[
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "<think>\nadd</think>\n\n4"},
+        {"role": "user", "content": "and 3+3?"},
+        {"role": "assistant", "content": "6", "reasoning_content": "add again"}])
+    add("llama31_tools_style/tools", "llama31_tools_style", None, True, {"tools": TOOLS, "date_string": "29 Nov 2026"},
+        messages=[{"role": "system", "content": "Use tools."}] + TOOL_CONVERSATION)
+    add("llama31_tools_style/tools_no_user", "llama31_tools_style", None, True, {"tools": TOOLS},
+        messages=[{"role": "system", "content": "Use tools."}], expect_error="no first user message")
+    add("multimodal_style/parts", "multimodal_style", None, True, messages=[
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "  What is in this picture? "}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A cat."}]},
+        {"role": "user", "content": "Thanks"}])
     add("reasoning_style/think", "reasoning_style", None, True, messages=[
         {"role": "user", "content": "2+2?"},
         {"role": "assistant", "content": "<think>\nsimple</think>\n\n4"},

@@ -26,10 +26,11 @@ folio::ChatTemplateInputs inputs_for(const Json& goldens, const Json& c) {
     for (const Json& m : messages) {
         folio::ChatMessage message;
         message.role = m["role"].get<std::string>();
-        message.content = m["content"].get<std::string>();
         Json extra = Json::object();
+        // Content given as a list of parts (multimodal) travels as an extra field, which replaces it.
+        if (m["content"].is_string()) message.content = m["content"].get<std::string>();
         for (auto it = m.begin(); it != m.end(); ++it)
-            if (it.key() != "role" && it.key() != "content") extra[it.key()] = it.value();
+            if (it.key() != "role" && (it.key() != "content" || !it.value().is_string())) extra[it.key()] = it.value();
         if (!extra.empty()) message.extra_fields_json = extra.dump();
         inputs.messages.push_back(std::move(message));
     }
