@@ -35,7 +35,13 @@ bool better(const Candidate& a, const Candidate& b) {
 // with the largest float); all NaN or -inf gives id 0.
 int32_t argmax(std::span<const float> scores) {
     const float best = max_logit(scores);
-    for (size_t i = 0; i < scores.size(); ++i) {
+    size_t i = 0;
+    for (; i + kLanes <= scores.size(); i += kLanes) {
+        int hits = 0;  // a count, not a bool: this form vectorizes
+        for (size_t j = 0; j < kLanes; ++j) hits += scores[i + j] >= best;
+        if (hits > 0) break;
+    }
+    for (; i < scores.size(); ++i) {
         if (scores[i] >= best) return static_cast<int32_t>(i);
     }
     return 0;
@@ -53,12 +59,22 @@ size_t select_top(std::span<const float> scores, size_t k, std::vector<Candidate
         heap[i] = {clean(scores[i]), static_cast<int32_t>(i)};
         std::push_heap(heap, heap + i + 1, better);
     }
-    for (size_t i = k; i < scores.size(); ++i) {
-        if (!(scores[i] > heap[0].logit)) continue;  // NaN never enters
+    auto offer = [&](size_t i) {
+        if (!(scores[i] > heap[0].logit)) return;  // NaN never enters
         std::pop_heap(heap, heap + k, better);
         heap[k - 1] = {clean(scores[i]), static_cast<int32_t>(i)};
         std::push_heap(heap, heap + k, better);
+    };
+    size_t i = k;
+    for (; i + kLanes <= scores.size(); i += kLanes) {
+        // One vectorized test per block: usually nothing in it can enter.
+        const float worst = heap[0].logit;
+        int entering = 0;  // a count, not a bool: this form vectorizes
+        for (size_t j = 0; j < kLanes; ++j) entering += scores[i + j] > worst;
+        if (entering == 0) continue;
+        for (size_t j = 0; j < kLanes; ++j) offer(i + j);
     }
+    for (; i < scores.size(); ++i) offer(i);
     std::sort_heap(heap, heap + k, better);
     return k;
 }
