@@ -16,6 +16,10 @@ struct Verb {
 constexpr Verb kVerbs[] = {
     {"inspect", folio::cli::run_inspect, "architecture, hyper-parameters, tensors, tokenizer, template, memory"},
     {"tokenize", folio::cli::run_tokenize, "text to token ids (and pieces)"},
+    {"run", folio::cli::run_run, "generate from a prompt, streamed to stdout"},
+    {"chat", folio::cli::run_chat, "interactive multi-turn chat through the model's template"},
+    {"perplexity", folio::cli::run_perplexity, "perplexity of a text file (llama.cpp's protocol)"},
+    {"bench", folio::cli::run_bench, "prompt processing and generation throughput"},
 };
 
 void print_help() {

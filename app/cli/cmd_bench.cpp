@@ -1,0 +1,131 @@
+// folio bench: throughput like llama-bench. pp: one prompt of -p random
+// tokens as one batch from an empty cache; tg: -n tokens generated one at a
+// time from an empty cache. Each is run once to warm up, then -r times;
+// reported as mean ± sd tokens/s.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "commands.h"
+#include "folio/generate.h"
+#include "inference_common.h"
+
+namespace folio::cli {
+namespace {
+
+std::vector<FlagSpec> bench_flags() {
+    std::vector<FlagSpec> flags = model_flags();
+    flags.push_back({"-p", "--n-prompt", "N", "prompt tokens (default 512, 0 = skip)"});
+    flags.push_back({"-n", "--n-gen", "N", "generated tokens (default 128, 0 = skip)"});
+    flags.push_back({"-r", "--repetitions", "N", "timed runs of each test (default 5)"});
+    flags.push_back({"", "--json", "", "print the result as JSON"});
+    flags.push_back({"-h", "--help", "", "this help"});
+    return flags;
+}
+
+struct Throughput {
+    int64_t n_tokens = 0;
+    double mean = 0.0, sd = 0.0;
+};
+
+Throughput summarize(int64_t n_tokens, const std::vector<double>& seconds) {
+    Throughput t;
+    t.n_tokens = n_tokens;
+    if (seconds.empty()) return t;
+    std::vector<double> tps;
+    for (double s : seconds) tps.push_back(static_cast<double>(n_tokens) / s);
+    for (double x : tps) t.mean += x;
+    t.mean /= static_cast<double>(tps.size());
+    if (tps.size() > 1) {
+        double var = 0.0;
+        for (double x : tps) var += (x - t.mean) * (x - t.mean);
+        t.sd = std::sqrt(var / static_cast<double>(tps.size() - 1));
+    }
+    return t;
+}
+
+std::string json_escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (static_cast<unsigned char>(c) < 0x20) continue;
+        out += c;
+    }
+    return out;
+}
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+    const std::vector<FlagSpec> flags = bench_flags();
+    auto args = Args::parse(argc, argv, 2, flags);
+    if (!args) return fail("bench", args.error().message);
+    if (args->has("--help")) {
+        std::printf("%s", usage("bench", "-m MODEL [-p 512] [-n 128] [-r 5] [-t THREADS] [--json]", flags).c_str());
+        return 0;
+    }
+    auto n_prompt = args->get_int("--n-prompt", 512, 0, 1 << 20);
+    auto n_gen = args->get_int("--n-gen", 128, 0, 1 << 20);
+    auto reps = args->get_int("--repetitions", 5, 1, 1000);
+    if (!n_prompt || !n_gen || !reps)
+        return fail("bench", (!n_prompt ? n_prompt.error() : !n_gen ? n_gen.error() : reps.error()).message);
+    const int64_t context = std::max<int64_t>(*n_prompt, *n_gen) + 1;
+    auto loaded = load_for_inference(*args, static_cast<uint32_t>(std::max<int64_t>(context, 512)));
+    if (!loaded) return fail("bench", loaded.error().message);
+    LoadedModel& m = **loaded;
+    SequenceRunner seq(*m.backend, static_cast<int32_t>(std::max<int64_t>(1, *n_prompt)));
+    if (context > seq.capacity()) return fail("bench", "the test needs a context of " + std::to_string(context) +
+                                                           " tokens; the model allows " + std::to_string(seq.capacity()));
+
+    std::mt19937 rng(1234);
+    std::uniform_int_distribution<int32_t> any_token(0, m.backend->n_vocab() - 1);
+    const int32_t bos = m.tokenizer.bos_id();
+    std::vector<float> logits;
+    using clock = std::chrono::steady_clock;
+
+    std::vector<double> pp_seconds, tg_seconds;
+    for (int64_t run = 0; run <= *reps && *n_prompt > 0; ++run) {
+        std::vector<int32_t> prompt(static_cast<size_t>(*n_prompt));
+        for (auto& t : prompt) t = any_token(rng);
+        if (bos >= 0 && m.tokenizer.add_bos()) prompt[0] = bos;
+        seq.reset();
+        const auto t0 = clock::now();
+        if (Status s = seq.append(prompt, logits); !s) return fail("bench", s.error().message);
+        const double dt = std::chrono::duration<double>(clock::now() - t0).count();
+        if (run > 0) pp_seconds.push_back(dt);  // run 0 warms up
+    }
+    for (int64_t run = 0; run <= *reps && *n_gen > 0; ++run) {
+        seq.reset();
+        int32_t token = bos >= 0 && m.tokenizer.add_bos() ? bos : any_token(rng);
+        const auto t0 = clock::now();
+        for (int64_t i = 0; i < *n_gen; ++i) {
+            const int32_t one[1] = {token};
+            if (Status s = seq.append(one, logits); !s) return fail("bench", s.error().message);
+            token = any_token(rng);
+        }
+        const double dt = std::chrono::duration<double>(clock::now() - t0).count();
+        if (run > 0) tg_seconds.push_back(dt);
+    }
+    const Throughput pp = summarize(*n_prompt, pp_seconds), tg = summarize(*n_gen, tg_seconds);
+    const int threads = m.backend->n_threads();
+    if (args->has("--json")) {
+        std::printf("{\"model\": \"%s\", \"threads\": %d, \"backend\": \"%s\", "
+                    "\"pp\": {\"n_tokens\": %lld, \"mean_tps\": %.3f, \"sd_tps\": %.3f}, "
+                    "\"tg\": {\"n_tokens\": %lld, \"mean_tps\": %.3f, \"sd_tps\": %.3f}}\n",
+                    json_escape(*args->get("--model")).c_str(), threads, json_escape(m.backend->name()).c_str(),
+                    static_cast<long long>(pp.n_tokens), pp.mean, pp.sd, static_cast<long long>(tg.n_tokens), tg.mean,
+                    tg.sd);
+    } else {
+        std::printf("| model | threads | test | t/s |\n|---|---|---|---|\n");
+        if (*n_prompt > 0)
+            std::printf("| %s | %d | pp%lld | %.2f ± %.2f |\n", m.model.name.c_str(), threads,
+                        static_cast<long long>(pp.n_tokens), pp.mean, pp.sd);
+        if (*n_gen > 0)
+            std::printf("| %s | %d | tg%lld | %.2f ± %.2f |\n", m.model.name.c_str(), threads,
+                        static_cast<long long>(tg.n_tokens), tg.mean, tg.sd);
+    }
+    return 0;
+}
+
+}  // namespace folio::cli

@@ -1,0 +1,51 @@
+// The contract between the engine and a compute device: a Backend owns a
+// model's weights as the device uses them, a paged KV cache of fixed-size
+// blocks, and runs the forward pass over a flat Batch. The CPU backend keeps
+// the weights in their stored (mmapped) format; a CUDA backend plugs in here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "folio/batch.h"
+#include "folio/error.h"
+#include "folio/model.h"
+
+namespace folio {
+
+struct BackendOptions {
+    int n_threads = 0;                       // 0 = physical cores
+    uint32_t block_size = kDefaultBlockSize; // tokens per KV block
+    uint32_t n_blocks = 0;                   // KV blocks in the pool; 0 = enough for max_context
+    uint32_t max_context = 4096;             // longest sequence (capped at the trained context)
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    // Writes the rows' K/V into the cache at batch.slot_mapping, attends
+    // through the block tables, and fills `logits` with
+    // batch.logits_rows.size() rows of n_vocab() floats. Errors for batches
+    // that do not fit (unknown block, position beyond max_context, ...).
+    virtual Status forward(const Batch& batch, std::span<float> logits) = 0;
+
+    virtual int32_t n_vocab() const = 0;
+    virtual uint32_t block_size() const = 0;
+    virtual uint32_t n_blocks() const = 0;
+    virtual uint32_t max_context() const = 0;
+    virtual uint64_t kv_cache_bytes() const = 0;
+    virtual int n_threads() const = 0;
+    virtual std::string name() const = 0;  // "cpu (AVX2, 2 threads)"
+};
+
+// The CPU backend for `model` (which must outlive it). Fails with a clear
+// message for an architecture Folio cannot run or a weight type without kernels.
+Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& model, const BackendOptions& options);
+
+// Architectures the forward pass knows ("llama", "gemma3", ...), comma-separated, for messages.
+std::string supported_architectures();
+
+}  // namespace folio

@@ -1,0 +1,40 @@
+// One engine step's input, flat: the rows (tokens) of every sequence in the
+// step side by side, as vLLM's model runner lays them out. Each row carries
+// its token, its position and the KV-cache slot its key/value go to; each
+// sequence says which rows are its own, how long it is after this step and
+// which KV blocks hold it. The backend computes logits only for logits_rows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace folio {
+
+inline constexpr uint32_t kDefaultBlockSize = 16;  // tokens per KV block
+
+// One sequence's part of a batch.
+struct BatchSequence {
+    int32_t query_start = 0;           // its first row in Batch::token_ids
+    int32_t n_query = 0;               // its rows in this step (prefill chunk or 1 for decode)
+    int32_t seq_len = 0;               // tokens in the cache after this step (prefix + rows)
+    std::vector<int32_t> block_table;  // physical KV blocks, in token order; covers seq_len
+};
+
+struct Batch {
+    std::vector<int32_t> token_ids;     // [n_tokens]
+    std::vector<int32_t> positions;     // [n_tokens]; a sequence's row i is at seq_len - n_query + i
+    std::vector<int64_t> slot_mapping;  // [n_tokens]: block_id * block_size + offset of each row's K/V
+    std::vector<BatchSequence> sequences;
+    std::vector<int32_t> logits_rows;   // rows whose logits forward() returns, in this order
+
+    int32_t n_tokens() const { return static_cast<int32_t>(token_ids.size()); }
+    void clear() {
+        token_ids.clear();
+        positions.clear();
+        slot_mapping.clear();
+        sequences.clear();
+        logits_rows.clear();
+    }
+};
+
+}  // namespace folio

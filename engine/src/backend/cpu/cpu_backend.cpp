@@ -1,0 +1,115 @@
+// The CPU Backend: an Architecture run with CpuOps over a KvCache. forward()
+// checks a batch against the cache before any kernel sees it, so a
+// scheduler bug becomes an Error, not a stray write.
+#include <algorithm>
+
+#include "backend/cpu/cpu_ops.h"
+#include "cpu/kernels.h"
+#include "cpu/matmul.h"
+#include "folio/backend.h"
+#include "model/architecture.h"
+
+namespace folio {
+namespace {
+
+class CpuBackend final : public Backend {
+public:
+    CpuBackend(std::unique_ptr<model::Architecture> arch, uint32_t block_size, uint32_t n_blocks,
+               uint32_t max_context, int n_threads)
+        : arch_(std::move(arch)), max_context_(max_context) {
+        const model::KvShape kv = arch_->kv_shape();
+        cache_.allocate(kv.n_layer, kv.n_head_kv, kv.head_dim, block_size, n_blocks);
+        ops_ = std::make_unique<cpu::CpuOps>(n_threads, cache_, max_context);
+    }
+
+    Status forward(const Batch& batch, std::span<float> logits) override {
+        FOLIO_RETURN_IF_ERROR(check(batch, logits));
+        ops_->set_row_sequences(&row_sequence_);
+        return arch_->forward(*ops_, batch, logits);
+    }
+
+    int32_t n_vocab() const override { return arch_->n_vocab(); }
+    uint32_t block_size() const override { return cache_.block_size; }
+    uint32_t n_blocks() const override { return cache_.n_blocks; }
+    uint32_t max_context() const override { return max_context_; }
+    uint64_t kv_cache_bytes() const override { return cache_.bytes(); }
+    int n_threads() const override { return ops_->pool().size(); }
+    std::string name() const override {
+        return std::string("cpu (") + cpu::isa_name(cpu::best_isa()) + ", " + std::to_string(n_threads()) +
+               " threads)";
+    }
+
+private:
+    Status check(const Batch& batch, std::span<float> logits);
+
+    std::unique_ptr<model::Architecture> arch_;
+    uint32_t max_context_;
+    cpu::KvCache cache_;
+    std::unique_ptr<cpu::CpuOps> ops_;
+    std::vector<int32_t> row_sequence_;
+};
+
+Status CpuBackend::check(const Batch& batch, std::span<float> logits) {
+    const int32_t n = batch.n_tokens();
+    if (n == 0) return make_error("forward: empty batch");
+    if (batch.positions.size() != batch.token_ids.size() || batch.slot_mapping.size() != batch.token_ids.size())
+        return make_error("forward: token_ids, positions and slot_mapping differ in length");
+    const int64_t n_slots = int64_t{cache_.n_blocks} * cache_.block_size;
+    for (int32_t r = 0; r < n; ++r) {
+        const auto i = static_cast<size_t>(r);
+        if (batch.token_ids[i] < 0 || batch.token_ids[i] >= n_vocab())
+            return make_error("forward: token id " + std::to_string(batch.token_ids[i]) + " is outside the vocabulary");
+        if (batch.slot_mapping[i] < 0 || batch.slot_mapping[i] >= n_slots)
+            return make_error("forward: KV slot " + std::to_string(batch.slot_mapping[i]) + " is outside the cache");
+    }
+    row_sequence_.assign(static_cast<size_t>(n), -1);
+    for (size_t s = 0; s < batch.sequences.size(); ++s) {
+        const BatchSequence& seq = batch.sequences[s];
+        if (seq.n_query <= 0 || seq.query_start < 0 || seq.query_start + seq.n_query > n)
+            return make_error("forward: sequence " + std::to_string(s) + " has rows outside the batch");
+        if (seq.seq_len < seq.n_query || static_cast<uint32_t>(seq.seq_len) > max_context_)
+            return make_error("forward: sequence " + std::to_string(s) + " is " + std::to_string(seq.seq_len) +
+                              " tokens long; the context is " + std::to_string(max_context_));
+        if (int64_t{static_cast<int64_t>(seq.block_table.size())} * cache_.block_size < seq.seq_len)
+            return make_error("forward: sequence " + std::to_string(s) + "'s block table does not cover it");
+        for (int32_t b : seq.block_table)
+            if (b < 0 || static_cast<uint32_t>(b) >= cache_.n_blocks)
+                return make_error("forward: block " + std::to_string(b) + " is outside the cache");
+        for (int32_t r = seq.query_start; r < seq.query_start + seq.n_query; ++r) {
+            const auto i = static_cast<size_t>(r);
+            if (row_sequence_[i] != -1) return make_error("forward: row " + std::to_string(r) + " is in two sequences");
+            row_sequence_[i] = static_cast<int32_t>(s);
+            if (batch.positions[i] < 0 || batch.positions[i] >= seq.seq_len)
+                return make_error("forward: row " + std::to_string(r) + " has position " +
+                                  std::to_string(batch.positions[i]) + " outside its sequence");
+        }
+    }
+    if (std::find(row_sequence_.begin(), row_sequence_.end(), -1) != row_sequence_.end())
+        return make_error("forward: a row belongs to no sequence");
+    for (int32_t r : batch.logits_rows)
+        if (r < 0 || r >= n) return make_error("forward: logits row " + std::to_string(r) + " is outside the batch");
+    if (logits.size() < batch.logits_rows.size() * static_cast<size_t>(n_vocab()))
+        return make_error("forward: the logits buffer is too small");
+    return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& model, const BackendOptions& options) {
+    auto arch = model::create_architecture(model);
+    if (!arch) return arch.error();
+    for (const model::Weight& w : (*arch)->matrices())
+        if (!cpu::dot_kernels(w.type, cpu::best_isa()))
+            return make_error("model '" + model.name + "': no CPU kernels for " + std::string(traits(w.type).name) +
+                              " weights (convert the model to a supported type)");
+    if (options.block_size == 0 || options.block_size > 1024)
+        return make_error("KV block size must be between 1 and 1024 tokens");
+    uint32_t max_context = options.max_context ? options.max_context : 4096;
+    if (model.hparams.n_ctx_train > 0) max_context = std::min(max_context, model.hparams.n_ctx_train);
+    uint32_t n_blocks = options.n_blocks;
+    if (n_blocks == 0) n_blocks = (max_context + options.block_size - 1) / options.block_size;
+    return std::unique_ptr<Backend>(
+        std::make_unique<CpuBackend>(std::move(*arch), options.block_size, n_blocks, max_context, options.n_threads));
+}
+
+}  // namespace folio

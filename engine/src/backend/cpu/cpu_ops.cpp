@@ -1,0 +1,124 @@
+#include "backend/cpu/cpu_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/vec.h"
+#include "cpu/matmul.h"
+#include "folio/dequant.h"
+
+namespace folio::cpu {
+
+void KvCache::allocate(int layers, int heads_kv, int dim, uint32_t block, uint32_t blocks) {
+    n_layer = layers;
+    n_head_kv = heads_kv;
+    head_dim = dim;
+    block_size = block;
+    n_blocks = blocks;
+    const size_t values = static_cast<size_t>(blocks) * block * static_cast<size_t>(slot_values());
+    k.clear();
+    v.clear();
+    for (int l = 0; l < layers; ++l) {
+        // new T[] leaves the pages untouched: they become resident when written.
+        k.emplace_back(new uint16_t[values]);
+        v.emplace_back(new uint16_t[values]);
+    }
+}
+
+uint64_t KvCache::bytes() const {
+    return uint64_t{2} * static_cast<uint64_t>(n_layer) * n_blocks * block_size * static_cast<uint64_t>(slot_values()) *
+           sizeof(uint16_t);
+}
+
+CpuOps::CpuOps(int n_threads, KvCache& cache, uint32_t max_context) : pool_(n_threads), cache_(cache) {
+    scores_.resize(static_cast<size_t>(pool_.size()));
+    for (auto& s : scores_) s.resize(max_context);
+}
+
+template <typename Fn>
+void CpuOps::for_chunks(int64_t n, int64_t min_chunk, Fn&& fn) {
+    const int64_t n_chunks = std::min<int64_t>(pool_.size() * 4, (n + min_chunk - 1) / min_chunk);
+    if (n_chunks <= 1) return fn(int64_t{0}, n);
+    const int64_t chunk = (n + n_chunks - 1) / n_chunks;
+    pool_.parallel_for(n_chunks, [&](int64_t c, int) {
+        const int64_t begin = c * chunk, end = std::min(n, begin + chunk);
+        if (begin < end) fn(begin, end);
+    });
+}
+
+Status CpuOps::embed(const model::Weight& table, std::span<const int32_t> ids, float* out) {
+    const int64_t dim = table.in_features;
+    const size_t row_bytes = weight_row_bytes(table.type, dim);
+    if (row_bytes == 0) return make_error("embedding: rows of type " + std::string(traits(table.type).name) +
+                                          " are not whole blocks");
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0 || ids[i] >= table.out_features)
+            return make_error("token id " + std::to_string(ids[i]) + " is outside the vocabulary");
+        const std::byte* row = table.data + static_cast<size_t>(ids[i]) * row_bytes;
+        if (Status s = dequantize(table.type, row, row_bytes, out + static_cast<int64_t>(i) * dim, dim); !s) return s;
+    }
+    return {};
+}
+
+void CpuOps::rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) {
+    for_chunks(n_rows, std::max<int64_t>(1, 16384 / dim), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) vec::rms_norm(x + r * dim, weight, eps, dim, out + r * dim);
+    });
+}
+
+Status CpuOps::matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) {
+    return cpu::matmul(WeightMatrix{w.type, w.data, w.in_features, w.out_features}, x, n_rows, y, pool_, scratch_);
+}
+
+void CpuOps::rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions, float base,
+                  float scale, RopeStyle style) {
+    const int half = head_dim / 2;
+    const float theta_scale = std::pow(base, -2.0f / static_cast<float>(head_dim));
+    rope_table_.resize(static_cast<size_t>(n_rows) * head_dim);
+    for_chunks(n_rows, 8, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            // cos/sin of pair i: angle = position / scale * base^(-2i/d), built
+            // by repeated multiplication as GGML does.
+            float* cs = rope_table_.data() + r * head_dim;
+            float theta = static_cast<float>(positions[static_cast<size_t>(r)]) / scale;
+            for (int i = 0; i < half; ++i) {
+                cs[2 * i] = std::cos(theta);
+                cs[2 * i + 1] = std::sin(theta);
+                theta *= theta_scale;
+            }
+            for (int h = 0; h < n_heads; ++h) {
+                float* head = x + (r * n_heads + h) * head_dim;
+                for (int i = 0; i < half; ++i) {
+                    const int a = style == RopeStyle::Interleaved ? 2 * i : i;
+                    const int b = style == RopeStyle::Interleaved ? 2 * i + 1 : i + half;
+                    const float x0 = head[a], x1 = head[b];
+                    head[a] = x0 * cs[2 * i] - x1 * cs[2 * i + 1];
+                    head[b] = x0 * cs[2 * i + 1] + x1 * cs[2 * i];
+                }
+            }
+        }
+    });
+}
+
+void CpuOps::silu_mul(float* gate, const float* up, int64_t n) {
+    for_chunks(n, 8192, [&](int64_t a, int64_t b) { vec::silu_mul(gate + a, up + a, b - a); });
+}
+
+void CpuOps::gelu_mul(float* gate, const float* up, int64_t n) {
+    for_chunks(n, 8192, [&](int64_t a, int64_t b) { vec::gelu_mul(gate + a, up + a, b - a); });
+}
+
+void CpuOps::add(float* x, const float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void CpuOps::add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
+    for (int64_t r = 0; r < n_rows; ++r)
+        for (int64_t c = 0; c < dim; ++c) x[r * dim + c] += bias[c];
+}
+
+void CpuOps::scale(float* x, float s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+}  // namespace folio::cpu

@@ -1,0 +1,66 @@
+// The CPU implementation of the forward-pass operations: matmul on the
+// stored weight blocks (cpu/matmul.h), vectorized row operations
+// (backend/cpu/vec.h), and paged attention over an F16 KV cache, all spread
+// over one thread pool.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cpu/scratch_buffer.h"
+#include "cpu/thread_pool.h"
+#include "model/ops.h"
+
+namespace folio::cpu {
+
+// K and V of every layer in blocks: [n_blocks][block_size][n_head_kv][head_dim]
+// IEEE half values per layer. Memory is reserved, not touched, up front, so
+// only the blocks a sequence writes become resident.
+struct KvCache {
+    int n_layer = 0;
+    int n_head_kv = 0;
+    int head_dim = 0;
+    uint32_t block_size = 0;
+    uint32_t n_blocks = 0;
+    std::vector<std::unique_ptr<uint16_t[]>> k, v;  // per layer
+
+    void allocate(int layers, int heads_kv, int dim, uint32_t block, uint32_t blocks);
+    int64_t slot_values() const { return int64_t{n_head_kv} * head_dim; }  // values per token slot
+    uint64_t bytes() const;
+};
+
+class CpuOps final : public model::Ops {
+public:
+    CpuOps(int n_threads, KvCache& cache, uint32_t max_context);
+
+    // The sequence each batch row belongs to; set by the backend before a step.
+    void set_row_sequences(const std::vector<int32_t>* row_sequence) { row_sequence_ = row_sequence; }
+    ThreadPool& pool() { return pool_; }
+
+    Status embed(const model::Weight& table, std::span<const int32_t> ids, float* out) override;
+    void rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) override;
+    Status matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) override;
+    void rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions, float base,
+              float scale, RopeStyle style) override;
+    Status attention(const model::AttentionParams& params, const Batch& batch, const float* q, const float* k,
+                     const float* v, float* out) override;
+    void silu_mul(float* gate, const float* up, int64_t n) override;
+    void gelu_mul(float* gate, const float* up, int64_t n) override;
+    void add(float* x, const float* y, int64_t n) override;
+    void add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) override;
+    void scale(float* x, float s, int64_t n) override;
+
+private:
+    // Splits n elements into chunks for the pool (inline when small).
+    template <typename Fn>
+    void for_chunks(int64_t n, int64_t min_chunk, Fn&& fn);
+
+    ThreadPool pool_;
+    ScratchBuffer scratch_;
+    KvCache& cache_;
+    const std::vector<int32_t>* row_sequence_ = nullptr;
+    std::vector<std::vector<float>> scores_;  // per thread: one query's attention scores
+    std::vector<float> rope_table_;
+};
+
+}  // namespace folio::cpu

@@ -1,0 +1,193 @@
+// Gemma 3: the llama block with an RMSNorm on each side of both sub-blocks,
+// RMSNorm on every query and key head (QK-norm), GeGLU, embeddings scaled by
+// sqrt(n_embd), and five sliding-window (local) layers for every global one;
+// local layers have their own RoPE base. The output head is the embedding.
+//
+//   x = embed(tokens) * sqrt(n_embd)
+//   per layer:  h = rmsnorm(x) ; q,k,v = h·Wq, h·Wk, h·Wv ; q,k = rmsnorm per head
+//               rope(q, k)  (local layers: base_swa, global: base)
+//               x += rmsnorm(attention(q, k, v, window if local) · Wo)
+//               h = rmsnorm(x) ; x += rmsnorm((gelu(h·Wgate) * (h·Wup)) · Wdown)
+//   logits = rmsnorm(x) · Wembdᵀ
+#include <algorithm>
+#include <cmath>
+
+#include "model/architecture.h"
+#include "model/tensors.h"
+
+namespace folio::model {
+namespace {
+
+struct Gemma3Layer {
+    std::vector<float> attn_norm, q_norm, k_norm, post_attn_norm, ffn_norm, post_ffn_norm;
+    Weight wq, wk, wv, wo;
+    Weight ffn_gate, ffn_up, ffn_down;
+    bool is_local = false;  // sliding-window layer
+};
+
+class Gemma3 final : public Architecture {
+public:
+    Status bind(const ModelDescription& model);
+    Status forward(Ops& ops, const Batch& batch, std::span<float> logits) override;
+    KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
+    int32_t n_vocab() const override { return static_cast<int32_t>(token_embd_.out_features); }
+    std::vector<Weight> matrices() const override;
+
+private:
+    HParams hp_;
+    int n_layer_ = 0, n_head_ = 0, n_head_kv_ = 0, head_dim_ = 0;
+    int64_t n_embd_ = 0, n_ff_ = 0;
+    Weight token_embd_, output_;
+    std::vector<float> output_norm_;
+    std::vector<Gemma3Layer> layers_;
+
+    std::vector<float> x_, h_, q_, k_, v_, attn_out_, gate_, up_, final_;
+};
+
+Status Gemma3::bind(const ModelDescription& model) {
+    hp_ = model.hparams;
+    n_layer_ = static_cast<int>(hp_.n_layer);
+    n_head_ = static_cast<int>(hp_.n_head);
+    n_head_kv_ = static_cast<int>(hp_.n_head_kv);
+    head_dim_ = static_cast<int>(hp_.head_dim);
+    n_embd_ = hp_.n_embd;
+    n_ff_ = hp_.n_ff;
+    if (n_layer_ <= 0 || n_head_ <= 0 || n_head_kv_ <= 0 || n_head_ % n_head_kv_ != 0 || head_dim_ <= 0 ||
+        head_dim_ % 2 != 0 || n_embd_ <= 0 || n_ff_ <= 0 || hp_.n_vocab == 0)
+        return make_error("model '" + model.name + "': inconsistent gemma3 hyper-parameters");
+    const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
+    TensorBinder t(model);
+    auto embd = t.matrix("token_embd.weight", n_embd_, hp_.n_vocab);
+    if (!embd) return embd.error();
+    token_embd_ = *embd;
+    output_ = token_embd_;
+    if (t.has("output.weight")) {
+        auto out = t.matrix("output.weight", n_embd_, hp_.n_vocab);
+        if (!out) return out.error();
+        output_ = *out;
+    }
+    auto onorm = t.norm("output_norm.weight", n_embd_);
+    if (!onorm) return onorm.error();
+    output_norm_ = std::move(*onorm);
+
+    layers_.resize(static_cast<size_t>(n_layer_));
+    for (int l = 0; l < n_layer_; ++l) {
+        Gemma3Layer& L = layers_[static_cast<size_t>(l)];
+        auto bind_matrix = [&](Weight& w, const char* name, int64_t in, int64_t out) -> Status {
+            auto r = t.matrix(layer_tensor(l, name), in, out);
+            if (!r) return r.error();
+            w = *r;
+            return {};
+        };
+        auto bind_norm = [&](std::vector<float>& v, const char* name, int64_t n) -> Status {
+            auto r = t.norm(layer_tensor(l, name), n);
+            if (!r) return r.error();
+            v = std::move(*r);
+            return {};
+        };
+        FOLIO_RETURN_IF_ERROR(bind_norm(L.attn_norm, "attn_norm.weight", n_embd_));
+        FOLIO_RETURN_IF_ERROR(bind_norm(L.q_norm, "attn_q_norm.weight", head_dim_));
+        FOLIO_RETURN_IF_ERROR(bind_norm(L.k_norm, "attn_k_norm.weight", head_dim_));
+        FOLIO_RETURN_IF_ERROR(bind_norm(L.post_attn_norm, "post_attention_norm.weight", n_embd_));
+        FOLIO_RETURN_IF_ERROR(bind_norm(L.ffn_norm, "ffn_norm.weight", n_embd_));
+        FOLIO_RETURN_IF_ERROR(bind_norm(L.post_ffn_norm, "post_ffw_norm.weight", n_embd_));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.wq, "attn_q.weight", n_embd_, q_dim));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.wk, "attn_k.weight", n_embd_, kv_dim));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.wv, "attn_v.weight", n_embd_, kv_dim));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.wo, "attn_output.weight", q_dim, n_embd_));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_gate, "ffn_gate.weight", n_embd_, n_ff_));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_up, "ffn_up.weight", n_embd_, n_ff_));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_down, "ffn_down.weight", n_ff_, n_embd_));
+        // As llama.cpp: layer l is global when (l + 1) is a multiple of the pattern.
+        const uint32_t pattern = hp_.sliding_window_pattern;
+        L.is_local = hp_.sliding_window > 0 && pattern > 0 && (static_cast<uint32_t>(l) + 1) % pattern != 0;
+    }
+    return {};
+}
+
+std::vector<Weight> Gemma3::matrices() const {
+    std::vector<Weight> all = {output_};
+    for (const Gemma3Layer& L : layers_)
+        all.insert(all.end(), {L.wq, L.wk, L.wv, L.wo, L.ffn_gate, L.ffn_up, L.ffn_down});
+    return all;
+}
+
+Status Gemma3::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
+    const int64_t n = batch.n_tokens();
+    const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
+    auto grow = [](std::vector<float>& buf, int64_t size) {
+        if (buf.size() < static_cast<size_t>(size)) buf.resize(static_cast<size_t>(size));
+        return buf.data();
+    };
+    float* x = grow(x_, n * n_embd_);
+    float* h = grow(h_, n * n_embd_);
+    float* q = grow(q_, n * q_dim);
+    float* k = grow(k_, n * kv_dim);
+    float* v = grow(v_, n * kv_dim);
+    float* attn_out = grow(attn_out_, n * q_dim);
+    float* gate = grow(gate_, n * n_ff_);
+    float* up = grow(up_, n * n_ff_);
+    const float eps = hp_.rms_norm_eps;
+    const float base_local = hp_.rope_freq_base_swa > 0 ? hp_.rope_freq_base_swa : hp_.rope_freq_base;
+
+    FOLIO_RETURN_IF_ERROR(ops.embed(token_embd_, batch.token_ids, x));
+    ops.scale(x, std::sqrt(static_cast<float>(n_embd_)), n * n_embd_);
+
+    AttentionParams attn;
+    attn.n_head = n_head_;
+    attn.n_head_kv = n_head_kv_;
+    attn.head_dim = head_dim_;
+    const float qk_scalar = hp_.query_pre_attn_scalar > 0 ? hp_.query_pre_attn_scalar : static_cast<float>(head_dim_);
+    attn.scale = 1.0f / std::sqrt(qk_scalar);
+    attn.logit_softcap = hp_.attn_logit_softcap;
+    for (int l = 0; l < n_layer_; ++l) {
+        const Gemma3Layer& L = layers_[static_cast<size_t>(l)];
+        ops.rms_norm(x, L.attn_norm.data(), eps, n, n_embd_, h);
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wq, h, n, q));
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wk, h, n, k));
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wv, h, n, v));
+        ops.rms_norm(q, L.q_norm.data(), eps, n * n_head_, head_dim_, q);
+        ops.rms_norm(k, L.k_norm.data(), eps, n * n_head_kv_, head_dim_, k);
+        const float base = L.is_local ? base_local : hp_.rope_freq_base;
+        const float rope_scale = L.is_local ? 1.0f : hp_.rope_scale_linear;
+        ops.rope(q, n, n_head_, head_dim_, batch.positions, base, rope_scale, hp_.rope_style);
+        ops.rope(k, n, n_head_kv_, head_dim_, batch.positions, base, rope_scale, hp_.rope_style);
+        attn.layer = l;
+        attn.sliding_window = L.is_local ? hp_.sliding_window : 0;
+        FOLIO_RETURN_IF_ERROR(ops.attention(attn, batch, q, k, v, attn_out));
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wo, attn_out, n, h));
+        ops.rms_norm(h, L.post_attn_norm.data(), eps, n, n_embd_, h);
+        ops.add(x, h, n * n_embd_);
+
+        ops.rms_norm(x, L.ffn_norm.data(), eps, n, n_embd_, h);
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_gate, h, n, gate));
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_up, h, n, up));
+        ops.gelu_mul(gate, up, n * n_ff_);
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_down, gate, n, h));
+        ops.rms_norm(h, L.post_ffn_norm.data(), eps, n, n_embd_, h);
+        ops.add(x, h, n * n_embd_);
+    }
+
+    const int64_t n_out = static_cast<int64_t>(batch.logits_rows.size());
+    float* last = grow(final_, std::max<int64_t>(1, n_out) * n_embd_);
+    for (int64_t i = 0; i < n_out; ++i)
+        std::copy_n(x + batch.logits_rows[static_cast<size_t>(i)] * n_embd_, n_embd_, last + i * n_embd_);
+    ops.rms_norm(last, output_norm_.data(), eps, n_out, n_embd_, last);
+    FOLIO_RETURN_IF_ERROR(ops.matmul(output_, last, n_out, logits.data()));
+    if (hp_.final_logit_softcap > 0) {
+        const float cap = hp_.final_logit_softcap;
+        for (int64_t i = 0; i < n_out * output_.out_features; ++i)
+            logits[static_cast<size_t>(i)] = cap * std::tanh(logits[static_cast<size_t>(i)] / cap);
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Architecture>> create_gemma3(const ModelDescription& model) {
+    auto arch = std::make_unique<Gemma3>();
+    if (Status s = arch->bind(model); !s) return s.error();
+    return std::unique_ptr<Architecture>(std::move(arch));
+}
+
+}  // namespace folio::model

@@ -1,0 +1,180 @@
+// The llama family: Llama 2/3, Mistral, SmolLM/SmolLM2, TinyLlama, and
+// Qwen2 (the same block with biases on Q, K and V).
+//
+//   x = embed(tokens)
+//   per layer:  h = rmsnorm(x) ; q,k,v = h·Wq, h·Wk, h·Wv (+ bias) ; rope(q, k)
+//               x += attention(q, k, v) · Wo
+//               h = rmsnorm(x) ; x += (silu(h·Wgate) * (h·Wup)) · Wdown
+//   logits = rmsnorm(x) · Wout   (Wout = the embedding table when tied)
+#include <algorithm>
+#include <cmath>
+
+#include "model/architecture.h"
+#include "model/tensors.h"
+
+namespace folio::model {
+namespace {
+
+struct LlamaLayer {
+    std::vector<float> attn_norm, ffn_norm;
+    Weight wq, wk, wv, wo;
+    std::vector<float> bq, bk, bv;  // Qwen2 only
+    Weight ffn_gate, ffn_up, ffn_down;
+};
+
+class Llama final : public Architecture {
+public:
+    Status bind(const ModelDescription& model);
+    Status forward(Ops& ops, const Batch& batch, std::span<float> logits) override;
+    KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
+    int32_t n_vocab() const override { return static_cast<int32_t>(output_.out_features); }
+    std::vector<Weight> matrices() const override;
+
+private:
+    HParams hp_;
+    int n_layer_ = 0, n_head_ = 0, n_head_kv_ = 0, head_dim_ = 0;
+    int64_t n_embd_ = 0, n_ff_ = 0;
+    Weight token_embd_, output_;
+    std::vector<float> output_norm_;
+    std::vector<LlamaLayer> layers_;
+
+    // Activations, grown to the largest batch seen.
+    std::vector<float> x_, h_, q_, k_, v_, attn_out_, gate_, up_, final_;
+};
+
+Status Llama::bind(const ModelDescription& model) {
+    hp_ = model.hparams;
+    n_layer_ = static_cast<int>(hp_.n_layer);
+    n_head_ = static_cast<int>(hp_.n_head);
+    n_head_kv_ = static_cast<int>(hp_.n_head_kv);
+    head_dim_ = static_cast<int>(hp_.head_dim ? hp_.head_dim : hp_.n_embd / std::max(1u, hp_.n_head));
+    n_embd_ = hp_.n_embd;
+    n_ff_ = hp_.n_ff;
+    if (n_layer_ <= 0 || n_head_ <= 0 || n_head_kv_ <= 0 || n_head_ % n_head_kv_ != 0 || head_dim_ <= 0 ||
+        head_dim_ % 2 != 0 || n_embd_ <= 0 || n_ff_ <= 0 || hp_.n_vocab == 0)
+        return make_error("model '" + model.name + "': inconsistent llama hyper-parameters (heads " +
+                          std::to_string(n_head_) + "/" + std::to_string(n_head_kv_) + ", head_dim " +
+                          std::to_string(head_dim_) + ")");
+    const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
+    TensorBinder t(model);
+    auto embd = t.matrix("token_embd.weight", n_embd_, hp_.n_vocab);
+    if (!embd) return embd.error();
+    token_embd_ = *embd;
+    if (t.has("output.weight")) {
+        auto out = t.matrix("output.weight", n_embd_, hp_.n_vocab);
+        if (!out) return out.error();
+        output_ = *out;
+    } else {
+        output_ = token_embd_;  // tied embeddings
+    }
+    auto onorm = t.norm("output_norm.weight", n_embd_);
+    if (!onorm) return onorm.error();
+    output_norm_ = std::move(*onorm);
+
+    layers_.resize(static_cast<size_t>(n_layer_));
+    for (int l = 0; l < n_layer_; ++l) {
+        LlamaLayer& L = layers_[static_cast<size_t>(l)];
+        auto bind_matrix = [&](Weight& w, const char* name, int64_t in, int64_t out) -> Status {
+            auto r = t.matrix(layer_tensor(l, name), in, out);
+            if (!r) return r.error();
+            w = *r;
+            return {};
+        };
+        auto bind_vector = [&](std::vector<float>& v, const char* name, int64_t n, bool norm) -> Status {
+            auto r = norm ? t.norm(layer_tensor(l, name), n) : t.optional_vector(layer_tensor(l, name), n);
+            if (!r) return r.error();
+            v = std::move(*r);
+            return {};
+        };
+        FOLIO_RETURN_IF_ERROR(bind_vector(L.attn_norm, "attn_norm.weight", n_embd_, true));
+        FOLIO_RETURN_IF_ERROR(bind_vector(L.ffn_norm, "ffn_norm.weight", n_embd_, true));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.wq, "attn_q.weight", n_embd_, q_dim));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.wk, "attn_k.weight", n_embd_, kv_dim));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.wv, "attn_v.weight", n_embd_, kv_dim));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.wo, "attn_output.weight", q_dim, n_embd_));
+        FOLIO_RETURN_IF_ERROR(bind_vector(L.bq, "attn_q.bias", q_dim, false));
+        FOLIO_RETURN_IF_ERROR(bind_vector(L.bk, "attn_k.bias", kv_dim, false));
+        FOLIO_RETURN_IF_ERROR(bind_vector(L.bv, "attn_v.bias", kv_dim, false));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_gate, "ffn_gate.weight", n_embd_, n_ff_));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_up, "ffn_up.weight", n_embd_, n_ff_));
+        FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_down, "ffn_down.weight", n_ff_, n_embd_));
+    }
+    return {};
+}
+
+std::vector<Weight> Llama::matrices() const {
+    std::vector<Weight> all = {output_};
+    for (const LlamaLayer& L : layers_)
+        all.insert(all.end(), {L.wq, L.wk, L.wv, L.wo, L.ffn_gate, L.ffn_up, L.ffn_down});
+    return all;
+}
+
+Status Llama::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
+    const int64_t n = batch.n_tokens();
+    const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
+    auto grow = [](std::vector<float>& buf, int64_t size) {
+        if (buf.size() < static_cast<size_t>(size)) buf.resize(static_cast<size_t>(size));
+        return buf.data();
+    };
+    float* x = grow(x_, n * n_embd_);
+    float* h = grow(h_, n * n_embd_);
+    float* q = grow(q_, n * q_dim);
+    float* k = grow(k_, n * kv_dim);
+    float* v = grow(v_, n * kv_dim);
+    float* attn_out = grow(attn_out_, n * q_dim);
+    float* gate = grow(gate_, n * n_ff_);
+    float* up = grow(up_, n * n_ff_);
+
+    FOLIO_RETURN_IF_ERROR(ops.embed(token_embd_, batch.token_ids, x));
+
+    AttentionParams attn;
+    attn.n_head = n_head_;
+    attn.n_head_kv = n_head_kv_;
+    attn.head_dim = head_dim_;
+    attn.scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
+    for (int l = 0; l < n_layer_; ++l) {
+        const LlamaLayer& L = layers_[static_cast<size_t>(l)];
+        // Self-attention block.
+        ops.rms_norm(x, L.attn_norm.data(), hp_.rms_norm_eps, n, n_embd_, h);
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wq, h, n, q));
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wk, h, n, k));
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wv, h, n, v));
+        if (!L.bq.empty()) ops.add_bias(q, L.bq.data(), n, q_dim);
+        if (!L.bk.empty()) ops.add_bias(k, L.bk.data(), n, kv_dim);
+        if (!L.bv.empty()) ops.add_bias(v, L.bv.data(), n, kv_dim);
+        ops.rope(q, n, n_head_, head_dim_, batch.positions, hp_.rope_freq_base, hp_.rope_scale_linear,
+                 hp_.rope_style);
+        ops.rope(k, n, n_head_kv_, head_dim_, batch.positions, hp_.rope_freq_base, hp_.rope_scale_linear,
+                 hp_.rope_style);
+        attn.layer = l;
+        FOLIO_RETURN_IF_ERROR(ops.attention(attn, batch, q, k, v, attn_out));
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wo, attn_out, n, h));
+        ops.add(x, h, n * n_embd_);
+
+        // Feed-forward block (SwiGLU).
+        ops.rms_norm(x, L.ffn_norm.data(), hp_.rms_norm_eps, n, n_embd_, h);
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_gate, h, n, gate));
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_up, h, n, up));
+        ops.silu_mul(gate, up, n * n_ff_);
+        FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_down, gate, n, h));
+        ops.add(x, h, n * n_embd_);
+    }
+
+    // Only the rows that need logits go through the output head.
+    const int64_t n_out = static_cast<int64_t>(batch.logits_rows.size());
+    float* last = grow(final_, std::max<int64_t>(1, n_out) * n_embd_);
+    for (int64_t i = 0; i < n_out; ++i)
+        std::copy_n(x + batch.logits_rows[static_cast<size_t>(i)] * n_embd_, n_embd_, last + i * n_embd_);
+    ops.rms_norm(last, output_norm_.data(), hp_.rms_norm_eps, n_out, n_embd_, last);
+    return ops.matmul(output_, last, n_out, logits.data());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Architecture>> create_llama(const ModelDescription& model) {
+    auto arch = std::make_unique<Llama>();
+    if (Status s = arch->bind(model); !s) return s.error();
+    return std::unique_ptr<Architecture>(std::move(arch));
+}
+
+}  // namespace folio::model
