@@ -72,8 +72,10 @@ double rms(const std::vector<float>& v) {
 
 class TestMatmul : public QObject {
     Q_OBJECT
+#if !FOLIO_TEST_WITH_QT
     // The no-Qt runner's generated main() takes the slots' addresses.
     friend int main();
+#endif
 
 private slots:
     void matches_row_by_row_dots() {

@@ -33,8 +33,10 @@ std::string run_and_check(ThreadPool& pool, int64_t n) {
 
 class TestThreadPool : public QObject {
     Q_OBJECT
+#if !FOLIO_TEST_WITH_QT
     // The no-Qt runner's generated main() takes the slots' addresses.
     friend int main();
+#endif
 
 private slots:
     void default_size_is_physical_cores() {

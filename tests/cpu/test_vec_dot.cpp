@@ -83,8 +83,10 @@ Case make_case(const DotKernels& k, int64_t n, uint32_t seed) {
 
 class TestVecDot : public QObject {
     Q_OBJECT
+#if !FOLIO_TEST_WITH_QT
     // The no-Qt runner's generated main() takes the slots' addresses.
     friend int main();
+#endif
 
 private slots:
     void every_type_has_scalar_and_simd_kernels() {
