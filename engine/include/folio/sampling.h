@@ -124,6 +124,7 @@ private:
     uint64_t seed_;
     std::mt19937_64 rng_;
     std::vector<float> penalized_;        // the logits after penalties
+    std::vector<float> weights_;          // softmax numerators over the vocabulary
     std::vector<int32_t> penalty_counts_;
     std::vector<sampling_detail::Candidate> candidates_;
     std::vector<sampling_detail::Candidate> top_logprobs_;

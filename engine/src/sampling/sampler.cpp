@@ -79,15 +79,6 @@ size_t select_top(std::span<const float> scores, size_t k, std::vector<Candidate
     return k;
 }
 
-// The last token that can be drawn: where rounding leaves the target at the
-// very top of the cumulative sum.
-int32_t last_possible(std::span<const float> scores, float max, float temperature) {
-    for (size_t i = scores.size(); i-- > 0;) {
-        if (weight(scores[i], max, temperature) > 0.0f) return static_cast<int32_t>(i);
-    }
-    return 0;
-}
-
 }  // namespace
 
 Result<Sampler> Sampler::create(const SamplingParams& params) {
@@ -163,7 +154,8 @@ int32_t Sampler::sample_truncated(std::span<const float> scores, int32_t& n_cand
         if (candidates_.size() < vocab) candidates_.resize(vocab);
         float floor = params_.min_p;
         if (params_.top_p < 1.0f) {
-            softmax_sum = sampling_math::sum_weights(scores, max, temperature);
+            if (weights_.size() < vocab) weights_.resize(vocab);
+            softmax_sum = sampling_math::sum_weights(scores, max, temperature, weights_.data());
             // Tokens lighter than this cannot be in top-p's set: together they
             // weigh at most vocab * (this), half of the 1 - top_p of the mass
             // top-p leaves out (halved against rounding).
@@ -173,13 +165,17 @@ int32_t Sampler::sample_truncated(std::span<const float> scores, int32_t& n_cand
         auto keep = [&](size_t i, float w) {
             if (w > 0.0f && w >= floor) candidates_[n++] = {clean(scores[i]), static_cast<int32_t>(i)};
         };
-        size_t i = 0;
-        for (; i + kLanes <= vocab; i += kLanes) {
-            float weights[kLanes];
-            sampling_math::block_weights(scores.data() + i, max, temperature, weights);
-            for (size_t j = 0; j < kLanes; ++j) keep(i + j, weights[j]);
+        if (params_.top_p < 1.0f) {
+            for (size_t i = 0; i < vocab; ++i) keep(i, weights_[i]);
+        } else {
+            size_t i = 0;
+            for (; i + kLanes <= vocab; i += kLanes) {
+                float weights[kLanes];
+                sampling_math::block_weights(scores.data() + i, max, temperature, weights);
+                for (size_t j = 0; j < kLanes; ++j) keep(i + j, weights[j]);
+            }
+            for (; i < vocab; ++i) keep(i, weight(scores[i], max, temperature));
         }
-        for (; i < vocab; ++i) keep(i, weight(scores[i], max, temperature));
     }
 
     // Top-p: walk the highest-first order until the mass reaches top_p. An
@@ -232,29 +228,26 @@ int32_t Sampler::sample_truncated(std::span<const float> scores, int32_t& n_cand
 int32_t Sampler::sample_full(std::span<const float> scores) {
     const float max = max_logit(scores);
     if (max == kMinusInfinity) return argmax(scores);
-    const float temperature = params_.temperature;
-    const double target = uniform() * sampling_math::sum_weights(scores, max, temperature);
+    const size_t vocab = scores.size();
+    if (weights_.size() < vocab) weights_.resize(vocab);
+    const float* weights = weights_.data();
+    const double target = uniform() * sampling_math::sum_weights(scores, max, params_.temperature, weights_.data());
     double cumulative = 0.0;
     size_t i = 0;
-    for (; i + kLanes <= scores.size(); i += kLanes) {
-        float weights[kLanes];
-        sampling_math::block_weights(scores.data() + i, max, temperature, weights);
-        const double block = sampling_math::lane_sum(weights);
-        if (!(target < cumulative + block)) {
-            cumulative += block;
-            continue;
-        }
-        for (size_t j = 0; j < kLanes; ++j) {
-            cumulative += weights[j];
-            if (weights[j] > 0.0f && target < cumulative) return static_cast<int32_t>(i + j);
-        }
+    for (; i + kLanes <= vocab; i += kLanes) {
+        const double block = sampling_math::lane_sum(weights + i);
+        if (target < cumulative + block) break;
+        cumulative += block;
     }
-    for (; i < scores.size(); ++i) {
-        const float w = weight(scores[i], max, temperature);
-        cumulative += w;
-        if (w > 0.0f && target < cumulative) return static_cast<int32_t>(i);
+    for (; i < vocab; ++i) {
+        cumulative += weights[i];
+        if (weights[i] > 0.0f && target < cumulative) return static_cast<int32_t>(i);
     }
-    return last_possible(scores, max, temperature);
+    // Rounding left the target at the very top: the last token that can be drawn.
+    for (size_t last = vocab; last-- > 0;) {
+        if (weights[last] > 0.0f) return static_cast<int32_t>(last);
+    }
+    return 0;
 }
 
 void Sampler::report_logprobs(std::span<const float> logits, int32_t chosen, SampleInfo& info) {

@@ -84,17 +84,23 @@ inline double lane_sum(const float* weights) {
 }
 
 // Σ weight over `scores`, in a fixed order (so the same on every platform).
-inline double sum_weights(std::span<const float> scores, float max, float temperature) {
+// With `out` (as long as `scores`), the weights are kept there too.
+inline double sum_weights(std::span<const float> scores, float max, float temperature, float* out = nullptr) {
     double lanes[kLanes] = {};
     size_t i = 0;
     for (; i + kLanes <= scores.size(); i += kLanes) {
         float weights[kLanes];
         block_weights(scores.data() + i, max, temperature, weights);
         for (size_t j = 0; j < kLanes; ++j) lanes[j] += weights[j];
+        if (out) std::copy(weights, weights + kLanes, out + i);
     }
     double sum = 0.0;
     for (const double lane : lanes) sum += lane;
-    for (; i < scores.size(); ++i) sum += weight(scores[i], max, temperature);
+    for (; i < scores.size(); ++i) {
+        const float w = weight(scores[i], max, temperature);
+        sum += w;
+        if (out) out[i] = w;
+    }
     return sum;
 }
 
