@@ -19,7 +19,11 @@
 //      min_p * (the highest probability);
 //   7. one draw from what is left with the sequence's mt19937_64; the uniform
 //      number is made here from 53 bits (not std::uniform_real_distribution),
-//      so a seed gives the same tokens with any standard library.
+//      so a seed gives the same tokens with any standard library (the
+//      softmax's exp is the library's own for the same reason).
+// This is vLLM's order: top-p and min-p see the tempered distribution.
+// llama.cpp's default chain applies temperature last, after top-p and min-p,
+// so with temperature != 1 and those cuts on the two keep different sets.
 //
 // Logprobs (SampleInfo) are those of the raw model distribution:
 // log_softmax of the logits as given, before penalties, temperature and
