@@ -1,0 +1,192 @@
+// Folio against llama.cpp (goldens from tools/make_inference_goldens.py and
+// tools/make_perplexity_reference.py, format in tests/data/inference/README.md):
+// the same prompt ids give the same greedy 64-token continuation and logits
+// within tolerance at every position; perplexity within 0.5 %.
+//
+// The reference continuation is fed back (teacher forcing) so every row is
+// compared even after a disagreement; our argmax must equal the reference
+// token at every step. Logits: the reference's top-16 ids at each row are
+// compared with ours, after removing each row's logsumexp (log-probabilities),
+// so a constant shift, which changes no probability, is not counted.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "folio/backend.h"
+#include "folio/generate.h"
+#include "folio/model.h"
+#include "folio/tokenizer.h"
+#include "folio_test.h"
+
+namespace {
+
+// Log-probability tolerance at any of the top-16 tokens of any row; see
+// tests/data/inference/README.md and the report of issue 3 for the measured
+// differences it leaves room for.
+constexpr double kLogprobTolerance = 0.25;
+constexpr double kPerplexityTolerance = 0.005;  // relative
+
+double logsumexp(const float* row, int32_t n) {
+    const float max = *std::max_element(row, row + n);
+    double sum = 0;
+    for (int32_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(row[i]) - max);
+    return max + std::log(sum);
+}
+
+int32_t argmax(const float* row, int32_t n) { return static_cast<int32_t>(std::max_element(row, row + n) - row); }
+
+bool read_json(const std::string& path, nlohmann::json& out) {
+    std::ifstream in(path);
+    if (!in) return false;
+    try {
+        out = nlohmann::json::parse(in);
+    } catch (const std::exception&) {
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+class InferenceGoldenTest : public QObject {
+    Q_OBJECT
+private slots:
+    void smollm2() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
+        check_golden(path, "inference/smollm2_q4_1.json");
+    }
+    void smollm2Folder() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2Folder);
+        check_golden(path, "inference/smollm2_hf_f32.json");
+    }
+    void gemma3() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kGemma3);
+        check_golden(path, "inference/gemma3_q4_k_m.json");
+    }
+    void perplexitySmollm2() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
+        check_perplexity(path, "SmolLM2-135M-Instruct.Q4_1.gguf");
+    }
+    void perplexitySmollm2Folder() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2Folder);
+        check_perplexity(path, "SmolLM2-135M-Instruct-hf.F32.gguf");
+    }
+    void perplexityGemma3() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kGemma3);
+        check_perplexity(path, "gemma-3-270m-q4_k_m.gguf");
+    }
+
+private:
+    void check_golden(const std::string& model_path, const std::string& golden_file) {
+        nlohmann::json golden;
+        if (!read_json(folio_test::data_path(golden_file), golden)) QSKIP("golden file not there yet");
+        auto model = folio::load_model_description(model_path);
+        QVERIFY2(model, model ? "" : model.error().message.c_str());
+        folio::BackendOptions options;
+        options.n_threads = 2;
+        options.max_context = golden.value("n_ctx", 512u);
+        auto backend = folio::create_cpu_backend(*model, options);
+        QVERIFY2(backend, backend ? "" : backend.error().message.c_str());
+        const int32_t n_vocab = (*backend)->n_vocab();
+        QCOMPARE(n_vocab, golden.at("n_vocab").get<int32_t>());
+
+        double worst = 0;
+        int mismatches = 0;
+        std::string report;
+        for (const auto& p : golden.at("prompts")) {
+            const auto prompt = p.at("prompt_ids").get<std::vector<int32_t>>();
+            const auto reference = p.at("continuation_ids").get<std::vector<int32_t>>();
+            const auto top_ids = p.at("top_ids").get<std::vector<std::vector<int32_t>>>();
+            const auto top_logits = p.at("top_logits").get<std::vector<std::vector<double>>>();
+            const auto ref_lse = p.at("logsumexp").get<std::vector<double>>();
+            folio::SequenceRunner seq(**backend, 512);
+            std::vector<float> rows, logits;
+            QVERIFY(seq.append(prompt, rows, true));
+            for (size_t i = 0; i < reference.size(); ++i) {
+                const int32_t ours = argmax(rows.data() + rows.size() - static_cast<size_t>(n_vocab), n_vocab);
+                if (ours != reference[i]) {
+                    ++mismatches;
+                    report += p.at("name").get<std::string>() + " step " + std::to_string(i) + ": ours " +
+                              std::to_string(ours) + ", llama.cpp " + std::to_string(reference[i]) + "; ";
+                }
+                const int32_t one[1] = {reference[i]};
+                QVERIFY(seq.append(one, logits));
+                rows.insert(rows.end(), logits.begin(), logits.end());
+            }
+            QCOMPARE(rows.size(), top_ids.size() * static_cast<size_t>(n_vocab));
+            double prompt_worst = 0;
+            for (size_t r = 0; r < top_ids.size(); ++r) {
+                const float* row = rows.data() + r * static_cast<size_t>(n_vocab);
+                const double lse = logsumexp(row, n_vocab);
+                for (size_t j = 0; j < top_ids[r].size(); ++j) {
+                    const double ours = row[top_ids[r][j]] - lse, theirs = top_logits[r][j] - ref_lse[r];
+                    prompt_worst = std::max(prompt_worst, std::fabs(ours - theirs));
+                }
+            }
+            std::fprintf(stderr, "  %-12s max |logprob diff| over top-16 of %zu rows: %.4f\n",
+                         p.at("name").get<std::string>().c_str(), top_ids.size(), prompt_worst);
+            worst = std::max(worst, prompt_worst);
+        }
+        std::fprintf(stderr, "%s: worst %.4f (tolerance %.2f), greedy mismatches %d\n", golden_file.c_str(), worst,
+                     kLogprobTolerance, mismatches);
+        QVERIFY2(mismatches == 0, ("greedy continuation differs: " + report).c_str());
+        QVERIFY2(worst <= kLogprobTolerance, "logits differ from llama.cpp beyond the tolerance");
+    }
+
+    void check_perplexity(const std::string& model_path, const std::string& reference_file) {
+        nlohmann::json golden;
+        if (!read_json(folio_test::data_path("inference/perplexity.json"), golden))
+            QSKIP("perplexity reference not there yet");
+        const nlohmann::json* ref = nullptr;
+        for (const auto& m : golden.at("models"))
+            if (m.at("model_file") == reference_file) ref = &m;
+        if (!ref) QSKIP("no perplexity reference for this model");
+        const std::string text_path = golden.at("text").get<std::string>();
+        std::ifstream in(text_path, std::ios::binary);
+        if (!in) QSKIP("the reference text is not on this machine");
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+
+        auto model = folio::load_model_description(model_path);
+        QVERIFY(model);
+        auto tokenizer = folio::Tokenizer::create(model->tokenizer);
+        QVERIFY(tokenizer);
+        const int32_t n_ctx = golden.at("n_ctx").get<int32_t>();
+        folio::BackendOptions options;
+        options.n_threads = 2;
+        options.max_context = static_cast<uint32_t>(n_ctx);
+        auto backend = folio::create_cpu_backend(*model, options);
+        QVERIFY(backend);
+        const std::vector<int32_t> tokens = tokenizer->encode(text, true, false);
+        QCOMPARE(static_cast<int64_t>(tokens.size()), ref->at("n_tokens").get<int64_t>());
+        const bool add_bos = ref->at("add_bos").get<bool>();
+        const int32_t n_vocab = (*backend)->n_vocab();
+        const int64_t n_chunks = ref->at("n_chunks").get<int64_t>();
+        folio::SequenceRunner seq(**backend, n_ctx);
+        std::vector<float> logits;
+        double nll = 0;
+        int64_t count = 0;
+        for (int64_t c = 0; c < n_chunks; ++c) {
+            std::vector<int32_t> chunk(tokens.begin() + c * n_ctx, tokens.begin() + (c + 1) * n_ctx);
+            if (add_bos) chunk[0] = tokenizer->bos_id();
+            seq.reset();
+            QVERIFY(seq.append(chunk, logits, true));
+            for (int32_t j = n_ctx / 2; j < n_ctx - 1; ++j) {
+                const float* row = logits.data() + static_cast<size_t>(j) * n_vocab;
+                nll += logsumexp(row, n_vocab) - row[tokens[static_cast<size_t>(c * n_ctx + j + 1)]];
+                ++count;
+            }
+        }
+        const double ppl = std::exp(nll / static_cast<double>(count)), want = ref->at("ppl").get<double>();
+        std::fprintf(stderr, "%s: PPL %.4f, llama.cpp %.4f (%+.3f %%)\n", reference_file.c_str(), ppl, want,
+                     100 * (ppl / want - 1));
+        QVERIFY2(std::fabs(ppl / want - 1) <= kPerplexityTolerance, "perplexity differs from llama.cpp by more than 0.5 %");
+    }
+};
+
+FOLIO_TEST_MAIN(InferenceGoldenTest)
+#include "test_golden.moc"

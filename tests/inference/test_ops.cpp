@@ -1,0 +1,217 @@
+// The CPU forward-pass operations against plain reference formulas: RoPE in
+// both pair layouts, RMSNorm, the GLU activations, and paged attention with
+// block tables spanning several (shuffled) blocks, GQA, a prefix from an
+// earlier step, two sequences in one batch, and a sliding window.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/vec.h"
+#include "cpu/fp16.h"
+#include "folio/backend.h"
+#include "folio_test.h"
+
+using folio::Batch;
+using folio::BatchSequence;
+using folio::RopeStyle;
+
+namespace {
+
+std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-scale, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+float round_f16(float x) { return folio::cpu::fp16_to_fp32(folio::cpu::fp32_to_fp16(x)); }
+
+struct Tokens {
+    std::vector<float> q, k, v;  // per token: [n_head*hd], [n_kv*hd], [n_kv*hd]
+};
+
+}  // namespace
+
+class InferenceOpsTest : public QObject {
+    Q_OBJECT
+private slots:
+    void ropeStylesAgreeUnderTheRowPermutation() {
+        // GGUF llama files permute Q/K rows so that interleaved pairs (2i, 2i+1)
+        // hold what HF's split halves (i, i + d/2) hold: both must rotate alike.
+        folio::cpu::KvCache cache;
+        folio::cpu::CpuOps ops(1, cache, 16);
+        const int n_heads = 3, hd = 16, n_rows = 4;
+        const std::vector<int32_t> positions = {0, 1, 7, 300};
+        std::vector<float> interleaved = random_vector(static_cast<size_t>(n_rows * n_heads * hd), 1);
+        std::vector<float> split(interleaved.size());
+        for (int r = 0; r < n_rows * n_heads; ++r)
+            for (int i = 0; i < hd / 2; ++i) {
+                split[static_cast<size_t>(r * hd + i)] = interleaved[static_cast<size_t>(r * hd + 2 * i)];
+                split[static_cast<size_t>(r * hd + i + hd / 2)] = interleaved[static_cast<size_t>(r * hd + 2 * i + 1)];
+            }
+        const std::vector<float> before = interleaved;
+        ops.rope(interleaved.data(), n_rows, n_heads, hd, positions, 10000.0f, 1.0f, RopeStyle::Interleaved);
+        ops.rope(split.data(), n_rows, n_heads, hd, positions, 10000.0f, 1.0f, RopeStyle::SplitHalf);
+        float max_diff = 0.0f;
+        for (int r = 0; r < n_rows * n_heads; ++r)
+            for (int i = 0; i < hd / 2; ++i) {
+                max_diff = std::max(max_diff, std::fabs(split[static_cast<size_t>(r * hd + i)] -
+                                                        interleaved[static_cast<size_t>(r * hd + 2 * i)]));
+                max_diff = std::max(max_diff, std::fabs(split[static_cast<size_t>(r * hd + i + hd / 2)] -
+                                                        interleaved[static_cast<size_t>(r * hd + 2 * i + 1)]));
+            }
+        QVERIFY2(max_diff < 1e-6f, "interleaved and split-half RoPE disagree");
+        // Position 0 is the identity; position 1 rotates pair 0 by exactly 1 radian.
+        for (int i = 0; i < n_heads * hd; ++i) QCOMPARE(interleaved[static_cast<size_t>(i)], before[static_cast<size_t>(i)]);
+        const size_t row1 = static_cast<size_t>(n_heads * hd);
+        const float x0 = before[row1], x1 = before[row1 + 1];
+        QVERIFY(std::fabs(interleaved[row1] - (x0 * std::cos(1.0f) - x1 * std::sin(1.0f))) < 1e-6f);
+        QVERIFY(std::fabs(interleaved[row1 + 1] - (x0 * std::sin(1.0f) + x1 * std::cos(1.0f))) < 1e-6f);
+    }
+
+    void rmsNormMatchesTheFormula() {
+        for (int64_t n : {7, 64, 640, 1000}) {
+            const std::vector<float> x = random_vector(static_cast<size_t>(n), 2, 3.0f);
+            const std::vector<float> w = random_vector(static_cast<size_t>(n), 3);
+            std::vector<float> out(static_cast<size_t>(n));
+            folio::cpu::vec::rms_norm(x.data(), w.data(), 1e-6f, n, out.data());
+            double ss = 0;
+            for (float v : x) ss += double{v} * v;
+            const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + 1e-6);
+            for (int64_t i = 0; i < n; ++i) {
+                const double want = x[static_cast<size_t>(i)] * inv * w[static_cast<size_t>(i)];
+                QVERIFY2(std::fabs(out[static_cast<size_t>(i)] - want) < 1e-5 * (1 + std::fabs(want)), "rms_norm off");
+            }
+        }
+    }
+
+    void gluActivationsMatchTheFormulas() {
+        const int64_t n = 1003;
+        const std::vector<float> g = random_vector(static_cast<size_t>(n), 4, 12.0f);
+        const std::vector<float> u = random_vector(static_cast<size_t>(n), 5, 2.0f);
+        std::vector<float> silu = g, gelu = g;
+        folio::cpu::vec::silu_mul(silu.data(), u.data(), n);
+        folio::cpu::vec::gelu_mul(gelu.data(), u.data(), n);
+        for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+            const double x = g[i];
+            const double want_silu = x / (1 + std::exp(-x)) * u[i];
+            const double want_gelu = 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) * u[i];
+            QVERIFY2(std::fabs(silu[i] - want_silu) < 1e-5 * (1 + std::fabs(want_silu)), "silu off");
+            QVERIFY2(std::fabs(gelu[i] - want_gelu) < 1e-5 * (1 + std::fabs(want_gelu)), "gelu off");
+        }
+    }
+
+    void pagedAttentionMatchesDenseReference() { check_attention(0); }
+    void slidingWindowAttentionMatchesDenseReference() { check_attention(3); }
+
+    void unknownArchitectureIsAClearError() {
+        folio::ModelDescription model;
+        model.name = "mystery";
+        model.hparams.architecture = "mamba";
+        auto backend = folio::create_cpu_backend(model, {});
+        QVERIFY(!backend);
+        QVERIFY2(backend.error().message.find("'mamba' is not supported") != std::string::npos,
+                 backend.error().message.c_str());
+        QVERIFY(backend.error().message.find("llama") != std::string::npos);
+    }
+
+private:
+    // Two sequences in one step: A has 7 tokens cached from an earlier step
+    // and adds 3; B prefills 5. Blocks of 4 tokens, block tables shuffled.
+    void check_attention(uint32_t window) {
+        const int n_head = 4, n_kv = 2, hd = 16, block = 4;
+        folio::cpu::KvCache cache;
+        cache.allocate(1, n_kv, hd, block, 16);
+        folio::cpu::CpuOps ops(2, cache, 64);
+        folio::model::AttentionParams p;
+        p.n_head = n_head;
+        p.n_head_kv = n_kv;
+        p.head_dim = hd;
+        p.scale = 0.25f;
+        p.sliding_window = window;
+
+        const int len_a = 10, len_b = 5;
+        Tokens a{random_vector(len_a * n_head * hd, 10), random_vector(len_a * n_kv * hd, 11),
+                 random_vector(len_a * n_kv * hd, 12)};
+        Tokens b{random_vector(len_b * n_head * hd, 13), random_vector(len_b * n_kv * hd, 14),
+                 random_vector(len_b * n_kv * hd, 15)};
+        const std::vector<int32_t> table_a = {5, 2, 9}, table_b = {7, 0};
+        auto slot = [&](const std::vector<int32_t>& t, int j) { return int64_t{t[static_cast<size_t>(j / block)]} * block + j % block; };
+
+        // Step 1: A's first 7 tokens.
+        std::vector<int32_t> rows_seq;
+        Batch step1;
+        for (int j = 0; j < 7; ++j) {
+            step1.token_ids.push_back(0);
+            step1.positions.push_back(j);
+            step1.slot_mapping.push_back(slot(table_a, j));
+        }
+        step1.sequences.push_back(BatchSequence{0, 7, 7, table_a});
+        rows_seq.assign(7, 0);
+        ops.set_row_sequences(&rows_seq);
+        std::vector<float> out1(7 * n_head * hd);
+        QVERIFY(ops.attention(p, step1, a.q.data(), a.k.data(), a.v.data(), out1.data()));
+
+        // Step 2: A's last 3 tokens, then B's 5, in one flat batch.
+        Batch step2;
+        std::vector<float> q2, k2, v2;
+        auto add_rows = [&](const Tokens& t, const std::vector<int32_t>& table, int from, int to) {
+            for (int j = from; j < to; ++j) {
+                step2.token_ids.push_back(0);
+                step2.positions.push_back(j);
+                step2.slot_mapping.push_back(slot(table, j));
+                q2.insert(q2.end(), t.q.begin() + j * n_head * hd, t.q.begin() + (j + 1) * n_head * hd);
+                k2.insert(k2.end(), t.k.begin() + j * n_kv * hd, t.k.begin() + (j + 1) * n_kv * hd);
+                v2.insert(v2.end(), t.v.begin() + j * n_kv * hd, t.v.begin() + (j + 1) * n_kv * hd);
+            }
+        };
+        add_rows(a, table_a, 7, 10);
+        add_rows(b, table_b, 0, 5);
+        step2.sequences.push_back(BatchSequence{0, 3, 10, table_a});
+        step2.sequences.push_back(BatchSequence{3, 5, 5, table_b});
+        rows_seq = {0, 0, 0, 1, 1, 1, 1, 1};
+        std::vector<float> out2(8 * n_head * hd);
+        QVERIFY(ops.attention(p, step2, q2.data(), k2.data(), v2.data(), out2.data()));
+
+        // Dense reference over f16-rounded keys and values.
+        auto reference = [&](const Tokens& t, int pos, int head, float* want) {
+            const int kvh = head / (n_head / n_kv);
+            const int first = window ? std::max(0, pos + 1 - static_cast<int>(window)) : 0;
+            std::vector<double> s;
+            double max = -1e30;
+            for (int j = first; j <= pos; ++j) {
+                double dot = 0;
+                for (int d = 0; d < hd; ++d)
+                    dot += double{t.q[static_cast<size_t>((pos * n_head + head) * hd + d)]} *
+                           round_f16(t.k[static_cast<size_t>((j * n_kv + kvh) * hd + d)]);
+                s.push_back(dot * p.scale);
+                max = std::max(max, s.back());
+            }
+            double sum = 0;
+            for (double& x : s) sum += (x = std::exp(x - max));
+            for (int d = 0; d < hd; ++d) {
+                double acc = 0;
+                for (int j = first; j <= pos; ++j)
+                    acc += s[static_cast<size_t>(j - first)] * round_f16(t.v[static_cast<size_t>((j * n_kv + kvh) * hd + d)]);
+                want[d] = static_cast<float>(acc / sum);
+            }
+        };
+        float max_diff = 0;
+        std::vector<float> want(hd);
+        auto compare = [&](const Tokens& t, int pos, const float* got) {
+            for (int h = 0; h < n_head; ++h) {
+                reference(t, pos, h, want.data());
+                for (int d = 0; d < hd; ++d) max_diff = std::max(max_diff, std::fabs(got[h * hd + d] - want[static_cast<size_t>(d)]));
+            }
+        };
+        for (int j = 0; j < 7; ++j) compare(a, j, out1.data() + j * n_head * hd);
+        for (int r = 0; r < 3; ++r) compare(a, 7 + r, out2.data() + r * n_head * hd);
+        for (int r = 0; r < 5; ++r) compare(b, r, out2.data() + (3 + r) * n_head * hd);
+        QVERIFY2(max_diff < 1e-5f, ("paged attention differs from the dense reference by " + std::to_string(max_diff)).c_str());
+    }
+};
+
+FOLIO_TEST_MAIN(InferenceOpsTest)
+#include "test_ops.moc"
