@@ -30,40 +30,66 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, co
         vec::to_f16(v + r * kv_dim, v_cache + slot * kv_dim, kv_dim);
     }
 
+    // Tasks are (block of up to 4 consecutive rows of one sequence, head):
+    // each key and value row is read and converted once for the block.
+    query_blocks_.clear();
+    for (size_t s = 0; s < batch.sequences.size(); ++s) {
+        const BatchSequence& seq = batch.sequences[s];
+        for (int32_t r = seq.query_start; r < seq.query_start + seq.n_query; r += vec::kMaxQueries)
+            query_blocks_.push_back({static_cast<int32_t>(s), r,
+                                     std::min<int32_t>(vec::kMaxQueries, seq.query_start + seq.n_query - r)});
+    }
     const int group = p.n_head / p.n_head_kv;
     const int64_t block = cache_.block_size;
+    const int64_t stride = static_cast<int64_t>(scores_[0].size()) / vec::kMaxQueries;
     auto attend = [&](int64_t task, int thread) {
-        const int64_t row = task / p.n_head;
+        const QueryBlock& qb = query_blocks_[static_cast<size_t>(task / p.n_head)];
         const int head = static_cast<int>(task % p.n_head);
-        const int kv_head = head / group;
-        const BatchSequence& seq = batch.sequences[static_cast<size_t>((*row_sequence_)[static_cast<size_t>(row)])];
-        const int64_t pos = batch.positions[static_cast<size_t>(row)];
-        const int64_t first = p.sliding_window > 0 ? std::max<int64_t>(0, pos + 1 - p.sliding_window) : 0;
-        const int64_t n_keys = pos + 1 - first;
-        const float* q_head = q + row * q_dim + int64_t{head} * p.head_dim;
-        float* scores = scores_[static_cast<size_t>(thread)].data();
+        const int64_t kv_offset = int64_t{head / group} * p.head_dim;
+        const BatchSequence& seq = batch.sequences[static_cast<size_t>(qb.sequence)];
+        const float* q_rows[vec::kMaxQueries];
+        float* o_rows[vec::kMaxQueries];
+        float* scores[vec::kMaxQueries];
+        int64_t first[vec::kMaxQueries], last[vec::kMaxQueries];
+        for (int i = 0; i < qb.n_rows; ++i) {
+            const int64_t row = qb.first_row + i;
+            last[i] = batch.positions[static_cast<size_t>(row)];
+            first[i] = p.sliding_window > 0 ? std::max<int64_t>(0, last[i] + 1 - p.sliding_window) : 0;
+            q_rows[i] = q + row * q_dim + int64_t{head} * p.head_dim;
+            o_rows[i] = out + row * q_dim + int64_t{head} * p.head_dim;
+            scores[i] = scores_[static_cast<size_t>(thread)].data() + i * stride;
+        }
+        const int64_t k_first = *std::min_element(first, first + qb.n_rows);
+        const int64_t k_last = *std::max_element(last, last + qb.n_rows);
         auto slot_of = [&](int64_t j) {
             return int64_t{seq.block_table[static_cast<size_t>(j / block)]} * block + j % block;
         };
 
-        float max_score = -INFINITY;
-        for (int64_t j = 0; j < n_keys; ++j) {
-            const uint16_t* key = k_cache + slot_of(first + j) * kv_dim + int64_t{kv_head} * p.head_dim;
-            float s = vec::dot_f16(q_head, key, p.head_dim) * p.scale;
-            if (p.logit_softcap > 0) s = p.logit_softcap * std::tanh(s / p.logit_softcap);
-            scores[j] = s;
-            max_score = std::max(max_score, s);
+        float dots[vec::kMaxQueries];
+        for (int64_t j = k_first; j <= k_last; ++j) {
+            vec::dot_f16_multi(q_rows, qb.n_rows, k_cache + slot_of(j) * kv_dim + kv_offset, p.head_dim, dots);
+            for (int i = 0; i < qb.n_rows; ++i) scores[i][j - k_first] = dots[i] * p.scale;
         }
-        const float inv_sum = 1.0f / vec::exp_sum(scores, n_keys, max_score);
-
-        float* o = out + row * q_dim + int64_t{head} * p.head_dim;
-        std::memset(o, 0, sizeof(float) * static_cast<size_t>(p.head_dim));
-        for (int64_t j = 0; j < n_keys; ++j) {
-            const uint16_t* value = v_cache + slot_of(first + j) * kv_dim + int64_t{kv_head} * p.head_dim;
-            vec::axpy_f16(o, scores[j] * inv_sum, value, p.head_dim);
+        for (int i = 0; i < qb.n_rows; ++i) {
+            // Softmax over this row's own keys; the block's other keys get weight 0.
+            float* s = scores[i];
+            const int64_t a = first[i] - k_first, b = last[i] - k_first + 1;
+            if (p.logit_softcap > 0)
+                for (int64_t j = a; j < b; ++j) s[j] = p.logit_softcap * std::tanh(s[j] / p.logit_softcap);
+            const float max_score = *std::max_element(s + a, s + b);
+            const float inv_sum = 1.0f / vec::exp_sum(s + a, b - a, max_score);
+            for (int64_t j = a; j < b; ++j) s[j] *= inv_sum;
+            std::fill(s, s + a, 0.0f);
+            std::fill(s + b, s + (k_last - k_first + 1), 0.0f);
+            std::memset(o_rows[i], 0, sizeof(float) * static_cast<size_t>(p.head_dim));
+        }
+        float weights[vec::kMaxQueries];
+        for (int64_t j = k_first; j <= k_last; ++j) {
+            for (int i = 0; i < qb.n_rows; ++i) weights[i] = scores[i][j - k_first];
+            vec::axpy_f16_multi(o_rows, weights, qb.n_rows, v_cache + slot_of(j) * kv_dim + kv_offset, p.head_dim);
         }
     };
-    pool_.parallel_for(n_tokens * p.n_head, attend);
+    pool_.parallel_for(static_cast<int64_t>(query_blocks_.size()) * p.n_head, attend);
     return {};
 }
 

@@ -59,8 +59,12 @@ private:
     ScratchBuffer scratch_;
     KvCache& cache_;
     const std::vector<int32_t>* row_sequence_ = nullptr;
-    std::vector<std::vector<float>> scores_;  // per thread: one query's attention scores
+    std::vector<std::vector<float>> scores_;  // per thread: a query block's attention scores
     std::vector<float> rope_table_;
+    struct QueryBlock {
+        int32_t sequence, first_row, n_rows;
+    };
+    std::vector<QueryBlock> query_blocks_;
 };
 
 }  // namespace folio::cpu

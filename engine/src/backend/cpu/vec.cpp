@@ -135,6 +135,25 @@ FOLIO_VEC_AVX2 void axpy_f16_avx2(float* y, float s, const uint16_t* x, int64_t 
     for (; i < n; ++i) y[i] += s * _cvtsh_ss(x[i]);
 }
 
+FOLIO_VEC_AVX2 void dot_f16_multi_avx2(const float* const* q, int n_q, const uint16_t* k, int64_t n, float* out) {
+    __m256 acc[kMaxQueries] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t d = 0; d < n; d += 8) {
+        const __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + d)));
+        for (int i = 0; i < n_q; ++i) acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(q[i] + d), kv, acc[i]);
+    }
+    for (int i = 0; i < n_q; ++i) out[i] = hsum(acc[i]);
+}
+
+FOLIO_VEC_AVX2 void axpy_f16_multi_avx2(float* const* y, const float* s, int n_q, const uint16_t* x, int64_t n) {
+    __m256 scale[kMaxQueries];
+    for (int i = 0; i < n_q; ++i) scale[i] = _mm256_set1_ps(s[i]);
+    for (int64_t d = 0; d < n; d += 8) {
+        const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + d)));
+        for (int i = 0; i < n_q; ++i)
+            _mm256_storeu_ps(y[i] + d, _mm256_fmadd_ps(scale[i], xv, _mm256_loadu_ps(y[i] + d)));
+    }
+}
+
 FOLIO_VEC_AVX2 void to_f16_avx2(const float* x, uint16_t* out, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -197,6 +216,20 @@ void axpy_f16(float* y, float s, const uint16_t* x, int64_t n) {
     if (use_avx2()) return axpy_f16_avx2(y, s, x, n);
 #endif
     for (int64_t i = 0; i < n; ++i) y[i] += s * fp16_to_fp32(x[i]);
+}
+
+void dot_f16_multi(const float* const* q, int n_q, const uint16_t* k, int64_t n, float* out) {
+#if defined(__x86_64__)
+    if (use_avx2() && n % 8 == 0) return dot_f16_multi_avx2(q, n_q, k, n, out);
+#endif
+    for (int i = 0; i < n_q; ++i) out[i] = dot_f16(q[i], k, n);
+}
+
+void axpy_f16_multi(float* const* y, const float* s, int n_q, const uint16_t* x, int64_t n) {
+#if defined(__x86_64__)
+    if (use_avx2() && n % 8 == 0) return axpy_f16_multi_avx2(y, s, n_q, x, n);
+#endif
+    for (int i = 0; i < n_q; ++i) axpy_f16(y[i], s[i], x, n);
 }
 
 void to_f16(const float* x, uint16_t* out, int64_t n) {
