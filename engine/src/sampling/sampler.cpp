@@ -8,7 +8,9 @@
 // vocabulary are vectorized (softmax_math.h). Every buffer lives in the
 // Sampler and stops growing after the first call at a given vocabulary size.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <exception>
 
 #include "folio/sampling.h"
 #include "sampling/softmax_math.h"
@@ -85,8 +87,13 @@ Result<Sampler> Sampler::create(const SamplingParams& params) {
     if (auto status = params.validate(); !status) return status.error();
     uint64_t seed = params.seed;
     if (seed == kRandomSeed) {
-        std::random_device device;
-        seed = (static_cast<uint64_t>(device()) << 32) ^ device();
+        try {
+            std::random_device device;
+            seed = (static_cast<uint64_t>(device()) << 32) ^ device();
+        } catch (const std::exception&) {
+            // No entropy source: the clock still differs from run to run.
+            seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+        }
     }
     return Sampler(params, seed);
 }
