@@ -33,8 +33,11 @@ Result<float> get_float(const Args& args, const std::string& long_name, float fa
     char* end = nullptr;
     const double value = std::strtod(text->c_str(), &end);
     if (text->empty() || *end != '\0' || !std::isfinite(value) || value < min || value > max)
-        return make_error(long_name + " wants a number between " + std::to_string(min) + " and " +
-                          std::to_string(max) + ", got '" + *text + "'");
+    {
+        char range[64];
+        std::snprintf(range, sizeof range, "%g and %g", static_cast<double>(min), static_cast<double>(max));
+        return make_error(long_name + " wants a number between " + range + ", got '" + *text + "'");
+    }
     return static_cast<float>(value);
 }
 
