@@ -81,10 +81,10 @@ int run_perplexity(int argc, char** argv) {
         std::vector<int32_t> chunk(tokens.begin() + c * n_ctx, tokens.begin() + (c + 1) * n_ctx);
         if (add_bos) chunk[0] = m.tokenizer.bos_id();
         seq.reset();
-        if (Status s = seq.append(chunk, logits, /*all_logits=*/true); !s) return fail("perplexity", s.error().message);
+        if (Status s = seq.append_from(chunk, first, logits); !s) return fail("perplexity", s.error().message);
         for (int32_t j = first; j < n_ctx - 1; ++j) {
             const int32_t target = tokens[static_cast<size_t>(c * n_ctx + j + 1)];
-            nll += negative_log_likelihood(logits.data() + static_cast<size_t>(j) * n_vocab, n_vocab, target);
+            nll += negative_log_likelihood(logits.data() + static_cast<size_t>(j - first) * n_vocab, n_vocab, target);
             ++count;
         }
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

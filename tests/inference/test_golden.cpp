@@ -174,9 +174,9 @@ private:
             std::vector<int32_t> chunk(tokens.begin() + c * n_ctx, tokens.begin() + (c + 1) * n_ctx);
             if (add_bos) chunk[0] = tokenizer->bos_id();
             seq.reset();
-            QVERIFY(seq.append(chunk, logits, true));
+            QVERIFY(seq.append_from(chunk, n_ctx / 2, logits));
             for (int32_t j = n_ctx / 2; j < n_ctx - 1; ++j) {
-                const float* row = logits.data() + static_cast<size_t>(j) * n_vocab;
+                const float* row = logits.data() + static_cast<size_t>(j - n_ctx / 2) * n_vocab;
                 nll += logsumexp(row, n_vocab) - row[tokens[static_cast<size_t>(c * n_ctx + j + 1)]];
                 ++count;
             }

@@ -22,7 +22,12 @@ public:
     // Runs `tokens` after what the sequence holds. logits gets n_vocab floats
     // per token when `all_logits`, else those of the last token only.
     // Errors when the context would overflow (nothing is appended then).
-    Status append(std::span<const int32_t> tokens, std::vector<float>& logits, bool all_logits = false);
+    Status append(std::span<const int32_t> tokens, std::vector<float>& logits, bool all_logits = false) {
+        return append_from(tokens, all_logits ? 0 : static_cast<int32_t>(tokens.size()) - 1, logits);
+    }
+    // Same, with logits for tokens[first_logit_row..] only (perplexity
+    // scores the second half of a chunk: the output head runs for that half).
+    Status append_from(std::span<const int32_t> tokens, int32_t first_logit_row, std::vector<float>& logits);
 
     // Forgets everything after the first n tokens (n <= length()).
     void truncate(int32_t n);

@@ -24,15 +24,18 @@ void SequenceRunner::truncate(int32_t n) {
     }
 }
 
-Status SequenceRunner::append(std::span<const int32_t> tokens, std::vector<float>& logits, bool all_logits) {
+Status SequenceRunner::append_from(std::span<const int32_t> tokens, int32_t first_logit_row,
+                                   std::vector<float>& logits) {
     if (tokens.empty()) return make_error("nothing to run: no tokens");
+    const auto n_tokens = static_cast<int64_t>(tokens.size());
+    if (first_logit_row < 0 || first_logit_row >= n_tokens) return make_error("logits asked for a row outside the tokens");
     const int64_t new_length = int64_t{length()} + static_cast<int64_t>(tokens.size());
     if (new_length > capacity())
         return make_error("the sequence would be " + std::to_string(new_length) + " tokens; the context holds " +
                           std::to_string(capacity()));
     const int32_t n_vocab = backend_.n_vocab();
     const int32_t block = static_cast<int32_t>(backend_.block_size());
-    logits.resize(static_cast<size_t>(all_logits ? tokens.size() : 1) * static_cast<size_t>(n_vocab));
+    logits.resize(static_cast<size_t>(n_tokens - first_logit_row) * static_cast<size_t>(n_vocab));
     const int32_t start_length = length();
 
     for (size_t done = 0; done < tokens.size();) {
@@ -50,15 +53,13 @@ Status SequenceRunner::append(std::span<const int32_t> tokens, std::vector<float
             batch_.slot_mapping.push_back(int64_t{block_table_[static_cast<size_t>(pos / block)]} * block + pos % block);
         }
         batch_.sequences.push_back(BatchSequence{0, n, past + n, block_table_});
-        const bool last_chunk = done + static_cast<size_t>(n) == tokens.size();
-        if (all_logits) {
-            for (int32_t i = 0; i < n; ++i) batch_.logits_rows.push_back(i);
-        } else if (last_chunk) {
-            batch_.logits_rows.push_back(n - 1);
-        }
+        const int64_t first_row = std::max<int64_t>(first_logit_row, static_cast<int64_t>(done));
+        for (int64_t row = first_row; row < static_cast<int64_t>(done) + n; ++row)
+            batch_.logits_rows.push_back(static_cast<int32_t>(row - static_cast<int64_t>(done)));
         std::span<float> out;
-        if (all_logits) out = std::span<float>(logits).subspan(done * static_cast<size_t>(n_vocab));
-        else if (last_chunk) out = logits;
+        if (!batch_.logits_rows.empty())
+            out = std::span<float>(logits).subspan(static_cast<size_t>(first_row - first_logit_row) *
+                                                   static_cast<size_t>(n_vocab));
         if (Status s = backend_.forward(batch_, out); !s) {
             truncate(start_length);
             return s;
