@@ -10,9 +10,10 @@ bash scripts/setup.sh
 export FOLIO_REQUIRE_MODELS=1   # a missing test model fails instead of skipping
 jobs=$(nproc)
 
-# 1. The fuzz build (clang, ASan + UBSan): bounded fuzzing of the GGUF reader.
+# 1. The fuzz build (clang, ASan + UBSan): bounded fuzzing of the GGUF reader
+#    and the chat-template interpreter.
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$jobs"
+cmake --build --preset fuzz -j "$jobs" --target gguf_fuzzer chat_template_fuzzer
 ctest --preset fuzz -L fuzz
 
 # 2. The main build, warnings as errors, and every suite: unit model gui gpu fuzz.

@@ -12,7 +12,6 @@ namespace folio {
 namespace {
 
 constexpr int kQK = 32;    // elements per block of the legacy formats
-constexpr int kQKK = 256;  // elements per K-quant super-block
 
 uint16_t load_u16(const std::byte* p) {
     return uint16_t(std::to_integer<uint16_t>(p[0]) | (std::to_integer<uint16_t>(p[1]) << 8));
