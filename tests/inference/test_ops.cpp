@@ -175,7 +175,7 @@ private:
         std::vector<float> out2(8 * n_head * hd);
         QVERIFY(ops.attention(p, step2, q2.data(), k2.data(), v2.data(), out2.data()));
 
-        // Dense reference over f16-rounded keys and values.
+        // Dense reference over f16-rounded queries, keys, values and probabilities.
         auto reference = [&](const Tokens& t, int pos, int head, float* want) {
             const int kvh = head / (n_head / n_kv);
             const int first = window ? std::max(0, pos + 1 - static_cast<int>(window)) : 0;
@@ -184,18 +184,19 @@ private:
             for (int j = first; j <= pos; ++j) {
                 double dot = 0;
                 for (int d = 0; d < hd; ++d)
-                    dot += double{t.q[static_cast<size_t>((pos * n_head + head) * hd + d)]} *
+                    dot += double{round_f16(t.q[static_cast<size_t>((pos * n_head + head) * hd + d)])} *
                            round_f16(t.k[static_cast<size_t>((j * n_kv + kvh) * hd + d)]);
                 s.push_back(dot * p.scale);
                 max = std::max(max, s.back());
             }
             double sum = 0;
             for (double& x : s) sum += (x = std::exp(x - max));
+            for (double& x : s) x = round_f16(static_cast<float>(x / sum));  // as llama.cpp: probabilities in half
             for (int d = 0; d < hd; ++d) {
                 double acc = 0;
                 for (int j = first; j <= pos; ++j)
                     acc += s[static_cast<size_t>(j - first)] * round_f16(t.v[static_cast<size_t>((j * n_kv + kvh) * hd + d)]);
-                want[d] = static_cast<float>(acc / sum);
+                want[d] = static_cast<float>(acc);
             }
         };
         float max_diff = 0;

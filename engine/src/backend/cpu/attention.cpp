@@ -8,6 +8,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/vec.h"
+#include "cpu/fp16.h"
 
 namespace folio::cpu {
 
@@ -40,6 +41,9 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, co
                                      std::min<int32_t>(vec::kMaxQueries, seq.query_start + seq.n_query - r)});
     }
     const int group = p.n_head / p.n_head_kv;
+    for (auto& buf : q_scratch_)
+        if (buf.size() < static_cast<size_t>(vec::kMaxQueries * p.head_dim))
+            buf.resize(static_cast<size_t>(vec::kMaxQueries * p.head_dim));
     const int64_t block = cache_.block_size;
     const int64_t stride = static_cast<int64_t>(scores_[0].size()) / vec::kMaxQueries;
     auto attend = [&](int64_t task, int thread) {
@@ -55,7 +59,14 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, co
             const int64_t row = qb.first_row + i;
             last[i] = batch.positions[static_cast<size_t>(row)];
             first[i] = p.sliding_window > 0 ? std::max<int64_t>(0, last[i] + 1 - p.sliding_window) : 0;
-            q_rows[i] = q + row * q_dim + int64_t{head} * p.head_dim;
+            // Queries and probabilities are rounded to half precision, as
+            // llama.cpp's F16-cache attention does (its matmuls with an F16
+            // operand convert the other one): the same rounding keeps the two
+            // engines' logits within their own batch-to-batch noise.
+            float* q_half = q_scratch_[static_cast<size_t>(thread)].data() + int64_t{i} * p.head_dim;
+            const float* q_row = q + row * q_dim + int64_t{head} * p.head_dim;
+            for (int d = 0; d < p.head_dim; ++d) q_half[d] = fp16_to_fp32(fp32_to_fp16(q_row[d]));
+            q_rows[i] = q_half;
             o_rows[i] = out + row * q_dim + int64_t{head} * p.head_dim;
             scores[i] = scores_[static_cast<size_t>(thread)].data() + i * stride;
         }
@@ -78,7 +89,7 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, co
                 for (int64_t j = a; j < b; ++j) s[j] = p.logit_softcap * std::tanh(s[j] / p.logit_softcap);
             const float max_score = *std::max_element(s + a, s + b);
             const float inv_sum = 1.0f / vec::exp_sum(s + a, b - a, max_score);
-            for (int64_t j = a; j < b; ++j) s[j] *= inv_sum;
+            for (int64_t j = a; j < b; ++j) s[j] = fp16_to_fp32(fp32_to_fp16(s[j] * inv_sum));
             std::fill(s, s + a, 0.0f);
             std::fill(s + b, s + (k_last - k_first + 1), 0.0f);
             std::memset(o_rows[i], 0, sizeof(float) * static_cast<size_t>(p.head_dim));

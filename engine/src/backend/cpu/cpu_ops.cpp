@@ -32,6 +32,7 @@ uint64_t KvCache::bytes() const {
 
 CpuOps::CpuOps(int n_threads, KvCache& cache, uint32_t max_context) : pool_(n_threads), cache_(cache) {
     scores_.resize(static_cast<size_t>(pool_.size()));
+    q_scratch_.resize(static_cast<size_t>(pool_.size()));
     for (auto& s : scores_) s.resize(static_cast<size_t>(vec::kMaxQueries) * max_context);
 }
 

@@ -60,6 +60,7 @@ private:
     KvCache& cache_;
     const std::vector<int32_t>* row_sequence_ = nullptr;
     std::vector<std::vector<float>> scores_;  // per thread: a query block's attention scores
+    std::vector<std::vector<float>> q_scratch_;  // per thread: a query block rounded to half
     std::vector<float> rope_table_;
     struct QueryBlock {
         int32_t sequence, first_row, n_rows;
