@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cpu/fp16.h"
+#include "cpu/kernels.h"
 #include "folio_test.h"
 
 #if defined(__x86_64__)
@@ -31,7 +32,7 @@ float float_of(uint32_t u) {
 bool is_nan_half(uint16_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0; }
 
 #if defined(__x86_64__)
-bool have_f16c() { return __builtin_cpu_supports("f16c"); }
+bool have_f16c() { return folio::cpu::cpu_has_f16c(); }
 __attribute__((target("f16c"))) float hw_to_float(uint16_t h) { return _cvtsh_ss(h); }
 __attribute__((target("f16c"))) uint16_t hw_to_half(float f) {
     return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));

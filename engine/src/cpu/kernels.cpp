@@ -1,17 +1,31 @@
 #include "cpu/kernels.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include "cpu/kernels_impl.h"
 #include "cpu/quant_blocks.h"
 
 namespace folio::cpu {
+
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+// does not know the "f16c" feature name.
+bool cpu_has_f16c() {
+#if defined(__x86_64__)
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+#else
+    return false;
+#endif
+}
 
 bool isa_supported(Isa isa) {
     switch (isa) {
         case Isa::Scalar: return true;
         case Isa::Avx2:
 #if defined(__x86_64__)
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                   __builtin_cpu_supports("f16c");
+            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
 #else
             return false;
 #endif

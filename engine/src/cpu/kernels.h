@@ -19,6 +19,8 @@ enum class Isa { Scalar, Avx2 };  // Avx2 means AVX2 + FMA + F16C
 // The best instruction set this CPU runs (checked once, at run time).
 Isa best_isa();
 bool isa_supported(Isa isa);
+// Whether the processor converts halves in hardware (F16C).
+bool cpu_has_f16c();
 const char* isa_name(Isa isa);
 
 // float row of n -> activation row. n is a multiple of the format's block.
