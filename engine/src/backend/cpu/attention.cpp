@@ -8,7 +8,6 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/vec.h"
-#include "cpu/fp16.h"
 
 namespace folio::cpu {
 
@@ -31,7 +30,7 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, co
         vec::to_f16(v + r * kv_dim, v_cache + slot * kv_dim, kv_dim);
     }
 
-    // Tasks are (block of up to 4 consecutive rows of one sequence, head):
+    // Tasks are (block of up to 8 consecutive rows of one sequence, head):
     // each key and value row is read and converted once for the block.
     query_blocks_.clear();
     for (size_t s = 0; s < batch.sequences.size(); ++s) {
@@ -65,7 +64,7 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, co
             // engines' logits within their own batch-to-batch noise.
             float* q_half = q_scratch_[static_cast<size_t>(thread)].data() + int64_t{i} * p.head_dim;
             const float* q_row = q + row * q_dim + int64_t{head} * p.head_dim;
-            for (int d = 0; d < p.head_dim; ++d) q_half[d] = fp16_to_fp32(fp32_to_fp16(q_row[d]));
+            vec::round_to_f16(q_row, q_half, p.head_dim);
             q_rows[i] = q_half;
             o_rows[i] = out + row * q_dim + int64_t{head} * p.head_dim;
             scores[i] = scores_[static_cast<size_t>(thread)].data() + i * stride;
@@ -89,7 +88,8 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, co
                 for (int64_t j = a; j < b; ++j) s[j] = p.logit_softcap * std::tanh(s[j] / p.logit_softcap);
             const float max_score = *std::max_element(s + a, s + b);
             const float inv_sum = 1.0f / vec::exp_sum(s + a, b - a, max_score);
-            for (int64_t j = a; j < b; ++j) s[j] = fp16_to_fp32(fp32_to_fp16(s[j] * inv_sum));
+            for (int64_t j = a; j < b; ++j) s[j] *= inv_sum;
+            vec::round_to_f16(s + a, s + a, b - a);
             std::fill(s, s + a, 0.0f);
             std::fill(s + b, s + (k_last - k_first + 1), 0.0f);
             std::memset(o_rows[i], 0, sizeof(float) * static_cast<size_t>(p.head_dim));

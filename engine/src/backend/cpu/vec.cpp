@@ -136,7 +136,8 @@ FOLIO_VEC_AVX2 void axpy_f16_avx2(float* y, float s, const uint16_t* x, int64_t 
 }
 
 FOLIO_VEC_AVX2 void dot_f16_multi_avx2(const float* const* q, int n_q, const uint16_t* k, int64_t n, float* out) {
-    __m256 acc[kMaxQueries] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 acc[kMaxQueries];
+    for (int i = 0; i < kMaxQueries; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t d = 0; d < n; d += 8) {
         const __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + d)));
         for (int i = 0; i < n_q; ++i) acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(q[i] + d), kv, acc[i]);
@@ -152,6 +153,13 @@ FOLIO_VEC_AVX2 void axpy_f16_multi_avx2(float* const* y, const float* s, int n_q
         for (int i = 0; i < n_q; ++i)
             _mm256_storeu_ps(y[i] + d, _mm256_fmadd_ps(scale[i], xv, _mm256_loadu_ps(y[i] + d)));
     }
+}
+
+FOLIO_VEC_AVX2 void round_to_f16_avx2(const float* x, float* out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < n; ++i) out[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
 }
 
 FOLIO_VEC_AVX2 void to_f16_avx2(const float* x, uint16_t* out, int64_t n) {
@@ -230,6 +238,13 @@ void axpy_f16_multi(float* const* y, const float* s, int n_q, const uint16_t* x,
     if (use_avx2() && n % 8 == 0) return axpy_f16_multi_avx2(y, s, n_q, x, n);
 #endif
     for (int i = 0; i < n_q; ++i) axpy_f16(y[i], s[i], x, n);
+}
+
+void round_to_f16(const float* x, float* out, int64_t n) {
+#if defined(__x86_64__)
+    if (use_avx2()) return round_to_f16_avx2(x, out, n);
+#endif
+    for (int64_t i = 0; i < n; ++i) out[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
 }
 
 void to_f16(const float* x, uint16_t* out, int64_t n) {

@@ -22,11 +22,13 @@ float dot_f16(const float* a, const uint16_t* b, int64_t n);
 void axpy_f16(float* y, float s, const uint16_t* x, int64_t n);
 // Up to kMaxQueries rows at once against one half row (the attention of a
 // block of queries: each key or value row is read and converted once).
-inline constexpr int kMaxQueries = 4;
+inline constexpr int kMaxQueries = 8;
 // out[i] = Σ q[i][d] * k[d]  for i < n_q
 void dot_f16_multi(const float* const* q, int n_q, const uint16_t* k, int64_t n, float* out);
 // y[i][d] += s[i] * x[d]  for i < n_q
 void axpy_f16_multi(float* const* y, const float* s, int n_q, const uint16_t* x, int64_t n);
+// out = x rounded to the nearest IEEE half (kept as float); out may be x.
+void round_to_f16(const float* x, float* out, int64_t n);
 // Rounds a float row to IEEE half.
 void to_f16(const float* x, uint16_t* out, int64_t n);
 
