@@ -15,10 +15,13 @@
 // one batch, up to 1.15 in a top logit, and a changed argmax in 8 of 10
 // SmolLM2 prompts. Near-ties (greedy margins down to 0.001) then decide
 // differently. So the test holds Folio to llama.cpp's own noise:
-//   - every top-16 log-probability within kLogprobTolerance (1.5: 1.3x the
-//     largest self-deviation in the goldens; Folio measured 1.18 worst), and
-//     the mean |difference| within kMeanLogprobTolerance (a systematic error,
-//     a wrong RoPE base or norm, moves the mean, not only the tails);
+//   - every top-16 log-probability within 1.3x the largest self-deviation of
+//     the golden file (at least 0.05): 1.5 for the quantized files, where
+//     Folio measured 1.18 (SmolLM2) and 1.34 (Gemma) worst; and the mean
+//     |difference| within 1/7.5 of that (0.2; measured 0.11 and 0.14): a
+//     systematic error, a wrong RoPE base or norm, moves the mean, not only
+//     the tails. The F32 HF-folder file has no activation quantization, so
+//     llama.cpp's self-deviation there is ~0.01 and the bounds are tight;
 //   - greedy tokens equal at >= 90 % of steps, and a differing step only
 //     where llama.cpp's own margin there is below twice its self-deviation
 //     on that prompt (a real near-tie).
@@ -39,8 +42,9 @@
 
 namespace {
 
-constexpr double kLogprobTolerance = 1.5;
-constexpr double kMeanLogprobTolerance = 0.2;  // SmolLM2 Q4_1 measured 0.11
+constexpr double kSelfDeviationFactor = 1.3;
+constexpr double kMinLogprobTolerance = 0.05;
+constexpr double kMeanFraction = 1.0 / 7.5;
 constexpr double kMinGreedyAgreement = 0.9;
 constexpr double kPerplexityTolerance = 0.005;  // relative
 
@@ -108,6 +112,13 @@ private:
         const int32_t n_vocab = (*backend)->n_vocab();
         QCOMPARE(n_vocab, golden.at("n_vocab").get<int32_t>());
 
+        double file_self_deviation = 0;
+        for (const auto& p : golden.at("prompts"))
+            if (p.contains("one_batch_deviation"))
+                file_self_deviation = std::max(file_self_deviation,
+                                               p.at("one_batch_deviation").at("max_abs_top_logit").get<double>());
+        const double kLogprobTolerance = std::max(kMinLogprobTolerance, kSelfDeviationFactor * file_self_deviation);
+        const double kMeanLogprobTolerance = kMeanFraction * kLogprobTolerance;
         double worst = 0, sum_diff = 0;
         int64_t n_diff = 0, steps = 0;
         int mismatches = 0, unexplained = 0;
@@ -157,7 +168,7 @@ private:
             worst = std::max(worst, prompt_worst);
         }
         const double mean = sum_diff / static_cast<double>(std::max<int64_t>(1, n_diff));
-        std::fprintf(stderr, "%s: |logprob diff| worst %.4f (tolerance %.2f), mean %.4f (tolerance %.2f); greedy %lld/%lld steps equal\n  %s\n",
+        std::fprintf(stderr, "%s: |logprob diff| worst %.4f (tolerance %.3f), mean %.4f (tolerance %.3f); greedy %lld/%lld steps equal\n  %s\n",
                      golden_file.c_str(), worst, kLogprobTolerance, mean, kMeanLogprobTolerance,
                      static_cast<long long>(steps - mismatches), static_cast<long long>(steps), report.c_str());
         QVERIFY2(worst <= kLogprobTolerance, "logits differ from llama.cpp beyond the tolerance");
