@@ -9,6 +9,6 @@ bash scripts/setup.sh
 cmake --preset default >/dev/null
 cmake --build --preset default -j "$(nproc)"
 
-model=models/SmolLM2-135M-Instruct.Q4_1.gguf
-./build/app/folio inspect -m "$model" --no-tensors
-./build/app/folio tokenize -m "$model" -p "Hello, Folio! What is a paged KV cache?"
+# The default model answers a prompt through its chat template, on the CPU.
+./build/app/folio run -m models/SmolLM2-135M-Instruct.Q4_1.gguf --chat \
+  -p "${FOLIO_PROMPT:-In two sentences, what is a KV cache in a language model?}" -n 128
