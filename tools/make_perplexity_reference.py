@@ -31,6 +31,18 @@ models/SmolLM2-135M-Instruct-hf.F32.gguf from tools/hf_folder_to_gguf.py):
         models/SmolLM2-135M-Instruct.Q4_1.gguf models/gemma-3-270m-q4_k_m.gguf \
         models/SmolLM2-135M-Instruct-hf.F32.gguf
 
+The committed file was made one model at a time, in parallel, with -t 1 (the
+machine was busy; llama.cpp's threads spin at barriers and crawl when
+oversubscribed), then merged with --merge:
+
+    for m in models/SmolLM2-135M-Instruct.Q4_1.gguf models/gemma-3-270m-q4_k_m.gguf \
+             models/SmolLM2-135M-Instruct-hf.F32.gguf; do
+        .venv/bin/python tools/make_perplexity_reference.py -t 1 /tmp/ppl-$(basename $m).json $m &
+    done; wait
+    .venv/bin/python tools/make_perplexity_reference.py --merge tests/data/inference/perplexity.json \
+        /tmp/ppl-SmolLM2-135M-Instruct.Q4_1.gguf.json /tmp/ppl-gemma-3-270m-q4_k_m.gguf.json \
+        /tmp/ppl-SmolLM2-135M-Instruct-hf.F32.gguf.json
+
 Optionally --llama-perplexity PATH runs the real llama-perplexity binary on
 the same files too and records its "Final estimate" beside ours.
 """
@@ -86,9 +98,9 @@ def uncertainty(nll: np.ndarray) -> float:
     return float(math.exp(mean) * math.sqrt(max(var, 0.0) / (len(nll) - 1)))
 
 
-def perplexity(model: str, text: str) -> dict:
-    llm = Llama(model_path=model, n_ctx=N_CTX, n_batch=N_CTX, n_ubatch=N_CTX, n_threads=N_THREADS,
-                n_threads_batch=N_THREADS, logits_all=True, seed=0, verbose=False)
+def perplexity(model: str, text: str, threads: int) -> dict:
+    llm = Llama(model_path=model, n_ctx=N_CTX, n_batch=N_CTX, n_ubatch=N_CTX, n_threads=threads,
+                n_threads_batch=threads, logits_all=True, seed=0, verbose=False)
     add_bos = llama_cpp.llama_vocab_get_add_bos(llama_cpp.llama_model_get_vocab(llm.model))
     tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
     n_chunk = len(tokens) // N_CTX
@@ -116,7 +128,7 @@ def perplexity(model: str, text: str) -> dict:
 
 
 def run_llama_perplexity(binary: str, model: str) -> dict:
-    cmd = [binary, "-m", model, "-f", TEXT, "-c", str(N_CTX), "-b", str(N_CTX), "-t", str(N_THREADS)]
+    cmd = [binary, "-m", model, "-f", TEXT, "-c", str(N_CTX), "-b", str(N_CTX)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     log = out.stdout + out.stderr
     final = re.search(r"Final estimate: PPL = ([0-9.]+) \+/- ([0-9.]+)", log)
@@ -133,8 +145,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out")
     parser.add_argument("models", nargs="+")
+    parser.add_argument("-t", "--threads", type=int, default=N_THREADS,
+                        help="llama.cpp threads (1 is fastest on a machine busy with other work: its threads "
+                             "spin at barriers)")
     parser.add_argument("--llama-perplexity", help="path of a llama-perplexity binary to run as well")
+    parser.add_argument("--merge", action="store_true",
+                        help="the arguments after OUT are result files of this script: concatenate their models")
     args = parser.parse_args()
+    if args.merge:
+        parts = []
+        for path in args.models:
+            with open(path, encoding="utf-8") as f:
+                parts.append(json.load(f))
+        merged = dict(parts[0], models=[m for p in parts for m in p["models"]])
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(merged, f, indent=1)
+            f.write("\n")
+        return 0
     if sha256_of(TEXT) != TEXT_SHA256:
         raise SystemExit(f"{TEXT} is not the expected file (sha256 differs)")
     with open(TEXT, encoding="utf-8") as f:
@@ -142,7 +169,7 @@ def main() -> int:
     results = []
     for model in args.models:
         print(model, file=sys.stderr)
-        result = perplexity(model, text)
+        result = perplexity(model, text, args.threads)
         if args.llama_perplexity:
             result["llama_perplexity"] = run_llama_perplexity(args.llama_perplexity, model)
         print(f"  PPL = {result['ppl']} over {result['n_chunks']} chunks", file=sys.stderr)
@@ -153,7 +180,7 @@ def main() -> int:
         "text": TEXT,
         "text_sha256": TEXT_SHA256,
         "n_ctx": N_CTX,
-        "n_threads": N_THREADS,
+        "n_threads": args.threads,
         "protocol": "llama-perplexity: chunks of n_ctx tokens, fresh context each, first token -> BOS when the "
                     "model adds BOS, NLL of tokens n_ctx/2+1..n_ctx-1 of each chunk, PPL = exp(mean NLL)",
         "models": results,
