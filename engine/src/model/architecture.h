@@ -4,6 +4,7 @@
 // hparams.architecture.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -21,6 +22,35 @@ struct KvShape {
     int n_layer = 0;
     int n_head_kv = 0;
     int head_dim = 0;
+};
+
+// The activations of one forward step, shared by every architecture: grown
+// to the largest batch seen and then reused, so a warm decode step allocates
+// nothing.
+class ActivationBuffers {
+public:
+    float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr;
+    float *attn_out = nullptr, *gate = nullptr, *up = nullptr;
+
+    void prepare(int64_t n_tokens, int64_t n_embd, int64_t q_dim, int64_t kv_dim, int64_t n_ff) {
+        x = grow(x_, n_tokens * n_embd);
+        h = grow(h_, n_tokens * n_embd);
+        q = grow(q_, n_tokens * q_dim);
+        k = grow(k_, n_tokens * kv_dim);
+        v = grow(v_, n_tokens * kv_dim);
+        attn_out = grow(attn_out_, n_tokens * q_dim);
+        gate = grow(gate_, n_tokens * n_ff);
+        up = grow(up_, n_tokens * n_ff);
+    }
+    // Room for the rows that need logits, gathered before the output head.
+    float* logit_rows(int64_t n_rows, int64_t n_embd) { return grow(final_, n_rows * n_embd); }
+
+private:
+    static float* grow(std::vector<float>& buf, int64_t size) {
+        if (buf.size() < static_cast<size_t>(size)) buf.resize(static_cast<size_t>(size));
+        return buf.data();
+    }
+    std::vector<float> x_, h_, q_, k_, v_, attn_out_, gate_, up_, final_;
 };
 
 class Architecture {

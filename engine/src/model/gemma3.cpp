@@ -41,7 +41,7 @@ private:
     std::vector<float> output_norm_;
     std::vector<Gemma3Layer> layers_;
 
-    std::vector<float> x_, h_, q_, k_, v_, attn_out_, gate_, up_, final_;
+    ActivationBuffers act_;
 };
 
 Status Gemma3::bind(const ModelDescription& model) {
@@ -115,18 +115,9 @@ std::vector<Weight> Gemma3::matrices() const {
 Status Gemma3::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     const int64_t n = batch.n_tokens();
     const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
-    auto grow = [](std::vector<float>& buf, int64_t size) {
-        if (buf.size() < static_cast<size_t>(size)) buf.resize(static_cast<size_t>(size));
-        return buf.data();
-    };
-    float* x = grow(x_, n * n_embd_);
-    float* h = grow(h_, n * n_embd_);
-    float* q = grow(q_, n * q_dim);
-    float* k = grow(k_, n * kv_dim);
-    float* v = grow(v_, n * kv_dim);
-    float* attn_out = grow(attn_out_, n * q_dim);
-    float* gate = grow(gate_, n * n_ff_);
-    float* up = grow(up_, n * n_ff_);
+    act_.prepare(n, n_embd_, q_dim, kv_dim, n_ff_);
+    float *x = act_.x, *h = act_.h, *q = act_.q, *k = act_.k, *v = act_.v;
+    float *attn_out = act_.attn_out, *gate = act_.gate, *up = act_.up;
     const float eps = hp_.rms_norm_eps;
     const float base_local = hp_.rope_freq_base_swa > 0 ? hp_.rope_freq_base_swa : hp_.rope_freq_base;
 
@@ -169,7 +160,7 @@ Status Gemma3::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     }
 
     const int64_t n_out = static_cast<int64_t>(batch.logits_rows.size());
-    float* last = grow(final_, std::max<int64_t>(1, n_out) * n_embd_);
+    float* last = act_.logit_rows(std::max<int64_t>(1, n_out), n_embd_);
     for (int64_t i = 0; i < n_out; ++i)
         std::copy_n(x + batch.logits_rows[static_cast<size_t>(i)] * n_embd_, n_embd_, last + i * n_embd_);
     ops.rms_norm(last, output_norm_.data(), eps, n_out, n_embd_, last);

@@ -39,7 +39,7 @@ private:
     std::vector<LlamaLayer> layers_;
 
     // Activations, grown to the largest batch seen.
-    std::vector<float> x_, h_, q_, k_, v_, attn_out_, gate_, up_, final_;
+    ActivationBuffers act_;
 };
 
 Status Llama::bind(const ModelDescription& model) {
@@ -112,18 +112,9 @@ std::vector<Weight> Llama::matrices() const {
 Status Llama::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     const int64_t n = batch.n_tokens();
     const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
-    auto grow = [](std::vector<float>& buf, int64_t size) {
-        if (buf.size() < static_cast<size_t>(size)) buf.resize(static_cast<size_t>(size));
-        return buf.data();
-    };
-    float* x = grow(x_, n * n_embd_);
-    float* h = grow(h_, n * n_embd_);
-    float* q = grow(q_, n * q_dim);
-    float* k = grow(k_, n * kv_dim);
-    float* v = grow(v_, n * kv_dim);
-    float* attn_out = grow(attn_out_, n * q_dim);
-    float* gate = grow(gate_, n * n_ff_);
-    float* up = grow(up_, n * n_ff_);
+    act_.prepare(n, n_embd_, q_dim, kv_dim, n_ff_);
+    float *x = act_.x, *h = act_.h, *q = act_.q, *k = act_.k, *v = act_.v;
+    float *attn_out = act_.attn_out, *gate = act_.gate, *up = act_.up;
 
     FOLIO_RETURN_IF_ERROR(ops.embed(token_embd_, batch.token_ids, x));
 
@@ -162,7 +153,7 @@ Status Llama::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
 
     // Only the rows that need logits go through the output head.
     const int64_t n_out = static_cast<int64_t>(batch.logits_rows.size());
-    float* last = grow(final_, std::max<int64_t>(1, n_out) * n_embd_);
+    float* last = act_.logit_rows(std::max<int64_t>(1, n_out), n_embd_);
     for (int64_t i = 0; i < n_out; ++i)
         std::copy_n(x + batch.logits_rows[static_cast<size_t>(i)] * n_embd_, n_embd_, last + i * n_embd_);
     ops.rms_norm(last, output_norm_.data(), hp_.rms_norm_eps, n_out, n_embd_, last);
