@@ -1,7 +1,10 @@
 // matmul: for every weight type, ISA, number of activation rows and thread
-// count, each output equals the row-by-row dot product of the same
-// quantized activation; bad shapes and types are errors, not crashes.
+// count, each output is bit for bit the row-by-row dot product of the same
+// quantized activation, and a row's result does not depend on the rows that
+// share its batch; bad shapes and types are errors, not crashes.
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -58,14 +61,27 @@ std::vector<float> row_by_row(const DotKernels& k, const Weights& w, const std::
     return y;
 }
 
-// Tiles reduce their lanes in a different order than a lone dot, so results
-// differ by rounding of partial sums whose size is that of typical outputs
-// (not of one output that happens to cancel to near zero): the tolerance is
-// relative to the outputs' RMS as well as to the value itself.
-double rms(const std::vector<float>& v) {
-    double sum = 0;
-    for (float x : v) sum += static_cast<double>(x) * x;
-    return std::sqrt(sum / static_cast<double>(v.size()));
+std::vector<float> random_activations(int64_t n_rows, int64_t in, uint32_t seed) {
+    BlockFactory factory(seed);
+    std::vector<float> x;
+    for (int64_t c = 0; c < n_rows; ++c) {
+        const std::vector<float> row = factory.activations(in);
+        x.insert(x.end(), row.begin(), row.end());
+    }
+    return x;
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+std::string exact(float v) {  // enough digits to tell neighbouring floats apart
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9g", static_cast<double>(v));
+    return text;
+}
+
+std::string describe(TensorType type, Isa isa, int64_t n_rows, int threads) {
+    return std::string(folio::traits(type).name) + "/" + isa_name(isa) + " rows " + std::to_string(n_rows) +
+           " threads " + std::to_string(threads);
 }
 
 }  // namespace
@@ -86,24 +102,18 @@ private slots:
             const int64_t in = k_quant ? 512 : 96, out = 37;  // odd row count: a partial tile
             const Weights w = random_weights(type, out, in, 11 + static_cast<uint32_t>(type));
             for (int64_t n_rows : {1, 3, 7, 64, 67}) {
-                BlockFactory factory(static_cast<uint32_t>(n_rows));
-                std::vector<float> x;
-                for (int64_t c = 0; c < n_rows; ++c) {
-                    const std::vector<float> row = factory.activations(in);
-                    x.insert(x.end(), row.begin(), row.end());
-                }
+                const std::vector<float> x = random_activations(n_rows, in, static_cast<uint32_t>(n_rows));
                 for (Isa isa : isas()) {
                     const std::vector<float> want = row_by_row(*dot_kernels(type, isa), w, x, n_rows);
                     for (ThreadPool& pool : pools) {
                         std::vector<float> y(want.size(), NAN);
                         const folio::Status status = matmul(w.matrix, x.data(), n_rows, y.data(), pool, scratch, isa);
                         QVERIFY2(status.ok(), (status.ok() ? "" : status.error().message).c_str());
-                        const double scale = 1e-5 * rms(want);
                         for (size_t i = 0; i < y.size(); ++i)
-                            QVERIFY2(std::fabs(y[i] - want[i]) <= 1e-5 * std::fabs(want[i]) + scale, (std::string(folio::traits(type).name) + "/" + isa_name(isa) + " rows " +
-                                         std::to_string(n_rows) + " threads " + std::to_string(pool.size()) +
-                                         " output " + std::to_string(i) + ": " + std::to_string(y[i]) + " vs " +
-                                         std::to_string(want[i])).c_str());
+                            QVERIFY2(same_bits(y[i], want[i]),
+                                     (describe(type, isa, n_rows, pool.size()) + " output " + std::to_string(i) +
+                                      ": " + exact(y[i]) + " vs " + exact(want[i]))
+                                         .c_str());
                     }
                 }
             }
@@ -120,8 +130,42 @@ private slots:
         std::vector<float> y(1536);
         QVERIFY(matmul(w.matrix, x.data(), 1, y.data(), pool, scratch).ok());
         const std::vector<float> want = row_by_row(*dot_kernels(TensorType::Q4_1, best_isa()), w, x, 1);
-        const double scale = 1e-5 * rms(want);
-        for (size_t i = 0; i < y.size(); ++i) QVERIFY(std::fabs(y[i] - want[i]) <= 1e-5 * std::fabs(want[i]) + scale);
+        for (size_t i = 0; i < y.size(); ++i) QVERIFY(same_bits(y[i], want[i]));
+    }
+
+    // Continuous batching puts several sequences' rows through one matmul:
+    // each row of an n-row matmul must be bit-identical to that row
+    // multiplied alone, whatever register tiles and thread split the batch
+    // size brings (every activation-row count of a tile and its remainders,
+    // weight rows in whole and partial tiles, decode and prefill chunking).
+    void rows_are_batch_invariant() {
+        ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+        ScratchBuffer scratch;
+        for (TensorType type : kWeightTypes) {
+            const bool k_quant = folio::traits(type).block_elems == 256;
+            const int64_t in = k_quant ? 512 : 160, out = 45;
+            const Weights w = random_weights(type, out, in, 101 + static_cast<uint32_t>(type));
+            for (int64_t n_rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {
+                const std::vector<float> x = random_activations(n_rows, in, 1000 + static_cast<uint32_t>(n_rows));
+                for (Isa isa : isas())
+                    for (ThreadPool& pool : pools) {
+                        std::vector<float> batched(static_cast<size_t>(n_rows * out), NAN);
+                        QVERIFY(matmul(w.matrix, x.data(), n_rows, batched.data(), pool, scratch, isa).ok());
+                        for (int64_t c = 0; c < n_rows; ++c) {
+                            std::vector<float> alone(static_cast<size_t>(out), NAN);
+                            QVERIFY(matmul(w.matrix, x.data() + c * in, 1, alone.data(), pools[0], scratch, isa).ok());
+                            for (int64_t r = 0; r < out; ++r)
+                                QVERIFY2(same_bits(batched[static_cast<size_t>(c * out + r)],
+                                                   alone[static_cast<size_t>(r)]),
+                                         (describe(type, isa, n_rows, pool.size()) + ": row " + std::to_string(c) +
+                                          " output " + std::to_string(r) + " batched " +
+                                          exact(batched[static_cast<size_t>(c * out + r)]) + " alone " +
+                                          exact(alone[static_cast<size_t>(r)]))
+                                             .c_str());
+                        }
+                    }
+            }
+        }
     }
 
     void rejects_bad_shapes_and_types() {

@@ -10,7 +10,17 @@
 namespace folio::cpu {
 namespace {
 
-// Writes the tile's sums: y[c * ldy + r] = hsum(acc[r][c]) + offset[r][c].
+// One accumulator's horizontal sum in exactly the order of store_tile's
+// four-at-a-time hadd tree: ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)). Every
+// output of every tile shape is reduced the same way, so a row's result does
+// not depend on which rows share its tile (batch invariance).
+FOLIO_AVX2 inline float hsum_tree(__m256 v) {
+    const __m256 pairs = _mm256_hadd_ps(v, v);
+    const __m256 quads = _mm256_hadd_ps(pairs, pairs);
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(quads), _mm256_extractf128_ps(quads, 1)));
+}
+
+// Writes the tile's sums: y[c * ldy + r] = hsum_tree(acc[r][c]) + offset[r][c].
 // Four accumulators at a time go through one hadd tree instead of four
 // horizontal sums: with short rows (576 elements = 18 blocks) the reduction
 // is a visible share of a tile's work.
@@ -34,7 +44,7 @@ FOLIO_AVX2 inline void store_tile(const __m256 (&acc)[NW][NA], const float (&off
     FOLIO_UNROLL
     for (; i < kCount; ++i) {
         const int r = i % NW, c = i / NW;
-        y[c * ldy + r] = hsum(acc[r][c]) + offset[r][c];
+        y[c * ldy + r] = hsum_tree(acc[r][c]) + offset[r][c];
     }
 }
 

@@ -2,6 +2,8 @@
 // Q8_0), plain float rows, and the activation quantizers.
 #include "cpu/kernels_impl.h"
 
+#include <cmath>
+
 #if defined(__x86_64__)
 
 #include "cpu/avx2_common.h"
@@ -170,7 +172,10 @@ struct Block32Tile {
                 for (int r = 0; r < NW; ++r) {
                     const __m256i sum = Format::kHasMin ? dot_u8(q[r], aq) : dot_i8_abs(q_abs[r], q[r], aq);
                     acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(wd[r] * ad), acc[r][c]);
-                    if constexpr (Format::kHasMin) offset[r][c] += wm[r] * half_to_float(arow[c][b].s);
+                    // An explicit fma: the compiler may not contract this
+                    // differently in different tile shapes (batch invariance).
+                    if constexpr (Format::kHasMin)
+                        offset[r][c] = std::fma(wm[r], half_to_float(arow[c][b].s), offset[r][c]);
                 }
             }
         }

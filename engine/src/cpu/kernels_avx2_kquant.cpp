@@ -5,6 +5,8 @@
 // elements. Sub-block offsets (mins, Q6_K's -32) come from Q8_K's bsums.
 #include "cpu/kernels_impl.h"
 
+#include <cmath>
+
 #if defined(__x86_64__)
 
 #include "cpu/avx2_common.h"
@@ -50,11 +52,12 @@ FOLIO_AVX2 inline void unpack_nibble_pairs(const uint8_t* qs, UnpackedK& out) {
     }
 }
 
-// d_a * dmin * sum_j mins[j] * sum(a in sub-block j), to subtract.
-FOLIO_AVX2 inline float mins_term(const UnpackedK& w, const BlockQ8_K& a) {
+// offset - d_a * dmin * sum_j mins[j] * sum(a in sub-block j), as one
+// explicit fma so that every tile shape rounds it the same way.
+FOLIO_AVX2 inline float minus_mins_term(const UnpackedK& w, const BlockQ8_K& a, float offset) {
     const __m256i bsums = load256(a.bsums);
     const __m128i sub_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
-    return a.d * w.dmin * static_cast<float>(hsum_i32(_mm_madd_epi16(w.mins, sub_sums)));
+    return std::fma(-(a.d * w.dmin), static_cast<float>(hsum_i32(_mm_madd_epi16(w.mins, sub_sums))), offset);
 }
 
 struct Q4_K {
@@ -66,7 +69,7 @@ struct Q4_K {
         out.dmin = half_to_float(b.dmin);
     }
     static FOLIO_AVX2 void finish(const UnpackedK& w, const BlockQ8_K& a, __m256i&, float& offset) {
-        offset -= mins_term(w, a);
+        offset = minus_mins_term(w, a, offset);
     }
 };
 
@@ -86,7 +89,7 @@ struct Q5_K {
         out.dmin = half_to_float(b.dmin);
     }
     static FOLIO_AVX2 void finish(const UnpackedK& w, const BlockQ8_K& a, __m256i&, float& offset) {
-        offset -= mins_term(w, a);
+        offset = minus_mins_term(w, a, offset);
     }
 };
 

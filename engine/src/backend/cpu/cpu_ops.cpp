@@ -36,11 +36,17 @@ CpuOps::CpuOps(int n_threads, KvCache& cache, uint32_t max_context) : pool_(n_th
     for (auto& s : scores_) s.resize(static_cast<size_t>(vec::kMaxQueries) * max_context);
 }
 
+// Element-wise kernels handle a chunk's last few elements in scalar code that
+// rounds differently from their vector body: chunks of whole vectors keep an
+// element's result independent of where the batch size puts chunk ends
+// (batch invariance).
+constexpr int64_t kVectorChunk = 64;
+
 template <typename Fn>
-void CpuOps::for_chunks(int64_t n, int64_t min_chunk, Fn&& fn) {
+void CpuOps::for_chunks(int64_t n, int64_t min_chunk, int64_t align, Fn&& fn) {
     const int64_t n_chunks = std::min<int64_t>(pool_.size() * 4, (n + min_chunk - 1) / min_chunk);
     if (n_chunks <= 1) return fn(int64_t{0}, n);
-    const int64_t chunk = (n + n_chunks - 1) / n_chunks;
+    const int64_t chunk = ((n + n_chunks - 1) / n_chunks + align - 1) / align * align;
     pool_.parallel_for(n_chunks, [&](int64_t c, int) {
         const int64_t begin = c * chunk, end = std::min(n, begin + chunk);
         if (begin < end) fn(begin, end);
@@ -62,7 +68,7 @@ Status CpuOps::embed(const model::Weight& table, std::span<const int32_t> ids, f
 }
 
 void CpuOps::rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) {
-    for_chunks(n_rows, std::max<int64_t>(1, 16384 / dim), [&](int64_t r0, int64_t r1) {
+    for_chunks(n_rows, std::max<int64_t>(1, 16384 / dim), 1, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) vec::rms_norm(x + r * dim, weight, eps, dim, out + r * dim);
     });
 }
@@ -76,7 +82,7 @@ void CpuOps::rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span
     const int half = head_dim / 2;
     const float theta_scale = std::pow(base, -2.0f / static_cast<float>(head_dim));
     rope_table_.resize(static_cast<size_t>(n_rows) * head_dim);
-    for_chunks(n_rows, 8, [&](int64_t r0, int64_t r1) {
+    for_chunks(n_rows, 8, 1, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
             // cos/sin of pair i: angle = position / scale * base^(-2i/d), built
             // by repeated multiplication as GGML does.
@@ -102,11 +108,11 @@ void CpuOps::rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span
 }
 
 void CpuOps::silu_mul(float* gate, const float* up, int64_t n) {
-    for_chunks(n, 8192, [&](int64_t a, int64_t b) { vec::silu_mul(gate + a, up + a, b - a); });
+    for_chunks(n, 8192, kVectorChunk, [&](int64_t a, int64_t b) { vec::silu_mul(gate + a, up + a, b - a); });
 }
 
 void CpuOps::gelu_mul(float* gate, const float* up, int64_t n) {
-    for_chunks(n, 8192, [&](int64_t a, int64_t b) { vec::gelu_mul(gate + a, up + a, b - a); });
+    for_chunks(n, 8192, kVectorChunk, [&](int64_t a, int64_t b) { vec::gelu_mul(gate + a, up + a, b - a); });
 }
 
 void CpuOps::add(float* x, const float* y, int64_t n) {

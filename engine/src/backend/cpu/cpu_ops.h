@@ -51,9 +51,10 @@ public:
     void scale(float* x, float s, int64_t n) override;
 
 private:
-    // Splits n elements into chunks for the pool (inline when small).
+    // Splits n elements into chunks of at least min_chunk, each a multiple
+    // of `align` but the last, for the pool (inline when small).
     template <typename Fn>
-    void for_chunks(int64_t n, int64_t min_chunk, Fn&& fn);
+    void for_chunks(int64_t n, int64_t min_chunk, int64_t align, Fn&& fn);
 
     ThreadPool pool_;
     ScratchBuffer scratch_;
