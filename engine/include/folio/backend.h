@@ -18,7 +18,8 @@ namespace folio {
 struct BackendOptions {
     int n_threads = 0;                       // 0 = physical cores
     uint32_t block_size = kDefaultBlockSize; // tokens per KV block
-    uint32_t n_blocks = 0;                   // KV blocks in the pool; 0 = enough for max_context
+    uint32_t n_blocks = 0;                   // KV blocks in the pool; 0 = from kv_budget_bytes
+    uint64_t kv_budget_bytes = 0;            // KV memory when n_blocks is 0; 0 = one max_context sequence
     uint32_t max_context = 4096;             // longest sequence (capped at the trained context)
 };
 
@@ -32,11 +33,16 @@ public:
     // that do not fit (unknown block, position beyond max_context, ...).
     virtual Status forward(const Batch& batch, std::span<float> logits) = 0;
 
+    // Duplicates whole blocks (every layer's K and V), in order: the
+    // copy-on-write the KvCacheManager asks for before a step.
+    virtual Status copy_blocks(std::span<const BlockCopy> copies) = 0;
+
     virtual int32_t n_vocab() const = 0;
     virtual uint32_t block_size() const = 0;
     virtual uint32_t n_blocks() const = 0;
     virtual uint32_t max_context() const = 0;
     virtual uint64_t kv_cache_bytes() const = 0;
+    virtual uint64_t kv_bytes_per_block() const = 0;
     virtual int n_threads() const = 0;
     virtual std::string name() const = 0;  // "cpu (AVX2, 2 threads)"
 };

@@ -12,6 +12,13 @@ namespace folio {
 
 inline constexpr uint32_t kDefaultBlockSize = 16;  // tokens per KV block
 
+// A KV block to duplicate before a step (copy-on-write of a block that
+// forked sequences share): every layer's K and V of block `src` into `dst`.
+struct BlockCopy {
+    int32_t src = -1;
+    int32_t dst = -1;
+};
+
 // One sequence's part of a batch.
 struct BatchSequence {
     int32_t query_start = 0;           // its first row in Batch::token_ids

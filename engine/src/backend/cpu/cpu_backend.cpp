@@ -28,11 +28,27 @@ public:
         return arch_->forward(*ops_, batch, logits);
     }
 
+    Status copy_blocks(std::span<const BlockCopy> copies) override {
+        const size_t block_values = size_t{cache_.block_size} * static_cast<size_t>(cache_.slot_values());
+        for (const BlockCopy& c : copies) {
+            if (c.src < 0 || c.dst < 0 || static_cast<uint32_t>(c.src) >= cache_.n_blocks ||
+                static_cast<uint32_t>(c.dst) >= cache_.n_blocks)
+                return make_error("copy_blocks: block " + std::to_string(c.src) + " -> " + std::to_string(c.dst) +
+                                  " is outside the cache");
+            for (int layer = 0; layer < cache_.n_layer; ++layer)
+                for (auto* kv : {cache_.k[static_cast<size_t>(layer)].get(), cache_.v[static_cast<size_t>(layer)].get()})
+                    std::copy_n(kv + static_cast<size_t>(c.src) * block_values, block_values,
+                                kv + static_cast<size_t>(c.dst) * block_values);
+        }
+        return {};
+    }
+
     int32_t n_vocab() const override { return arch_->n_vocab(); }
     uint32_t block_size() const override { return cache_.block_size; }
     uint32_t n_blocks() const override { return cache_.n_blocks; }
     uint32_t max_context() const override { return max_context_; }
     uint64_t kv_cache_bytes() const override { return cache_.bytes(); }
+    uint64_t kv_bytes_per_block() const override { return cache_.n_blocks ? cache_.bytes() / cache_.n_blocks : 0; }
     int n_threads() const override { return ops_->pool().size(); }
     std::string name() const override {
         return std::string("cpu (") + cpu::isa_name(cpu::best_isa()) + ", " + std::to_string(n_threads()) +
@@ -107,6 +123,17 @@ Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& mode
     uint32_t max_context = options.max_context ? options.max_context : 4096;
     if (model.hparams.n_ctx_train > 0) max_context = std::min(max_context, model.hparams.n_ctx_train);
     uint32_t n_blocks = options.n_blocks;
+    if (n_blocks == 0 && options.kv_budget_bytes > 0) {
+        // K and V, F16, every layer.
+        const model::KvShape kv = (*arch)->kv_shape();
+        const uint64_t per_block = 2ull * 2 * static_cast<uint64_t>(kv.n_layer) * static_cast<uint64_t>(kv.n_head_kv) *
+                                   static_cast<uint64_t>(kv.head_dim) * options.block_size;
+        const uint64_t blocks = options.kv_budget_bytes / per_block;
+        if (blocks == 0)
+            return make_error("a KV budget of " + std::to_string(options.kv_budget_bytes) +
+                              " bytes holds no block; one block takes " + std::to_string(per_block));
+        n_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, 1u << 24));
+    }
     if (n_blocks == 0) n_blocks = (max_context + options.block_size - 1) / options.block_size;
     return std::unique_ptr<Backend>(
         std::make_unique<CpuBackend>(std::move(*arch), options.block_size, n_blocks, max_context, options.n_threads));

@@ -1,0 +1,180 @@
+// The engine facade: a Backend, a KvCacheManager and a Scheduler driven by
+// one thread of their own. Any thread may submit, abort and subscribe; none
+// of these waits for a step. Each step the engine thread plans a batch,
+// runs the forward pass, samples, streams every request's new text to its
+// callback, and publishes an immutable StepEvent (timings, counts, KV usage
+// and a block map a GUI can draw) to the step subscribers.
+//
+// Callbacks run on the engine thread: keep them short (post the value to
+// your own thread, e.g. a queued Qt signal). They may call submit/abort.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "folio/backend.h"
+#include "folio/error.h"
+#include "folio/kv_cache_manager.h"
+#include "folio/metrics.h"
+#include "folio/model.h"
+#include "folio/sampling.h"
+#include "folio/scheduler.h"
+#include "folio/tokenizer.h"
+
+namespace folio {
+
+using RequestId = SeqId;
+
+struct EngineConfig {
+    SchedulerConfig scheduler;
+    bool enable_prefix_caching = true;
+};
+
+struct GenerationRequest {
+    std::vector<int32_t> prompt_tokens;  // used as given when not empty
+    std::string prompt;                  // else tokenized (BOS as the model adds it, special tokens parsed)
+    SamplingParams sampling;
+    int32_t max_tokens = 256;            // tokens to generate at most
+    std::vector<std::string> stop;       // stop strings (never shown)
+    bool ignore_eos = false;             // keep going past end-of-generation tokens
+    int32_t priority = 0;                // lower first: an interactive chat before background work
+    int32_t max_context = 0;             // 0 = the engine's
+    OverflowPolicy overflow = OverflowPolicy::Stop;
+    int32_t keep_tokens = 0;             // what TruncateMiddle keeps at the start (the system prompt)
+};
+
+// Per-request timings, in seconds from submit(). Rates are cumulative over
+// the whole prefill / decode, not per chunk.
+struct RequestTimings {
+    double queue_s = 0;        // submit -> first scheduled
+    double ttft_s = 0;         // submit -> first token
+    double e2e_s = 0;          // submit -> finish
+    int32_t prompt_tokens = 0;
+    int32_t cached_prompt_tokens = 0;  // supplied by the prefix cache
+    int32_t generated_tokens = 0;
+    int32_t preemptions = 0;
+    double prefill_tokens_per_s() const;
+    double decode_tokens_per_s() const;
+};
+
+// One streamed update of a request: what is new since the last one.
+struct RequestOutput {
+    RequestId id = -1;
+    std::string text;                   // new text, whole UTF-8 characters, stop strings withheld
+    std::vector<int32_t> token_ids;     // new tokens
+    std::vector<SampleInfo> logprobs;   // per new token when sampling.n_logprobs > 0
+    bool finished = false;
+    FinishReason reason = FinishReason::Length;
+    std::string error;                  // when reason == Error
+    RequestTimings timings;             // so far; complete when finished
+};
+
+// One KV block as the block map shows it.
+struct BlockCell {
+    RequestId owner = -1;    // the request whose table holds it first; -1 when no table does
+    uint16_t ref_count = 0;
+    uint16_t tokens = 0;     // tokens it holds for its owner
+    bool cached = false;     // registered in the prefix cache (free cached blocks can be revived)
+};
+
+struct StepEvent {
+    uint64_t step = 0;
+    double time_s = 0;            // since the engine started
+    double duration_s = 0;        // plan + forward + sampling
+    int32_t prefill_tokens = 0;
+    int32_t decode_tokens = 0;
+    int32_t running = 0;
+    int32_t waiting = 0;
+    int32_t preempted = 0;        // this step
+    double kv_usage = 0;          // share of blocks in use
+    uint32_t block_size = 0;
+    std::vector<BlockCell> blocks;
+};
+
+using OutputCallback = std::function<void(const RequestOutput&)>;
+using StepCallback = std::function<void(std::shared_ptr<const StepEvent>)>;
+
+class Engine {
+public:
+    // Starts the engine thread. The model, tokenizer and backend must outlive the engine.
+    static Result<std::unique_ptr<Engine>> start(const ModelDescription& model, const Tokenizer& tokenizer,
+                                                 Backend& backend, const EngineConfig& config);
+    ~Engine();  // aborts what is left and joins the thread
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Queues a request; `on_output` gets its stream (finished last, exactly
+    // once, errors included). Never blocks on a step.
+    RequestId submit(GenerationRequest request, OutputCallback on_output);
+    // Ends a request wherever it is (waiting, mid-prefill, mid-decode); its
+    // callback gets finished with FinishReason::Abort. Unknown ids are ignored.
+    void abort(RequestId id);
+    // Step events for `fn` until unsubscribe(); returns its handle.
+    int subscribe(StepCallback fn);
+    void unsubscribe(int handle);
+
+    // The counters and histograms so far (a copy).
+    EngineMetrics metrics() const;
+    std::string prometheus_text() const;
+
+    // Blocks the caller until no request is left (CLI and tests).
+    void wait_idle();
+
+    const Tokenizer& tokenizer() const { return tokenizer_; }
+    Backend& backend() { return backend_; }
+    uint32_t n_blocks() const { return backend_.n_blocks(); }
+
+private:
+    Engine(const ModelDescription& model, const Tokenizer& tokenizer, Backend& backend, const EngineConfig& config);
+    struct Request;
+    struct Inbox;
+    void run();
+    void take_inbox();
+    void step();
+    // Ends a request: flushes its held-back text, records its metrics, sends
+    // the last output (with `pending`'s new tokens and text when given) and forgets it.
+    void finish(Request& r, FinishReason reason, std::string error = {}, RequestOutput* pending = nullptr);
+    void publish_step(const StepPlan& plan, double duration_s);
+    double now_s() const;
+
+    const ModelDescription& model_;
+    const Tokenizer& tokenizer_;
+    Backend& backend_;
+    EngineConfig config_;
+    KvCacheManager kv_;
+    Scheduler scheduler_;
+    std::chrono::steady_clock::time_point started_;
+    std::vector<int32_t> end_of_generation_;  // stop tokens unless a request ignores EOS
+
+    // Shared with callers, under mutex_.
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::condition_variable idle_;
+    std::vector<std::pair<RequestId, std::unique_ptr<Request>>> submitted_;
+    std::vector<RequestId> aborted_;
+    std::vector<std::pair<int, StepCallback>> step_subscribers_;
+    EngineMetrics metrics_;
+    size_t in_flight_ = 0;
+    bool stopping_ = false;
+    int next_subscriber_ = 1;
+    std::atomic<RequestId> next_id_{1};
+
+    // Engine thread only.
+    std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
+    Batch batch_;
+    std::vector<float> logits_;
+    uint64_t step_count_ = 0;
+    std::thread thread_;
+};
+
+}  // namespace folio

@@ -1,0 +1,170 @@
+// Iteration-level scheduling (Orca, vLLM): every step decides afresh which
+// sequences run and how many of their tokens, under a token budget
+// (max_num_batched_tokens) and a sequence budget (max_num_seqs).
+//
+// A step takes, in priority order (lower value first, then arrival):
+//   1. running sequences — a decode needs one token, a sequence still in
+//      prefill gets its next chunk (chunked prefill), so prefill and decode
+//      rows mix in one step;
+//   2. then, if nothing was preempted, waiting sequences, admitted only when
+//      their blocks fit (after the prefix cache has supplied what it holds).
+// When a running sequence needs a block and none is free, the lowest-priority
+// running sequence is preempted: its blocks are freed and it goes back to
+// the waiting queue to be recomputed (its full blocks stay in the prefix
+// cache, so recomputation is often cheap). A waiting sequence of strictly
+// higher priority than a running one may preempt it to get in.
+//
+// Two baselines of the literature live here too, so that the benchmark can
+// compare in one engine: static batching (no admission until the whole batch
+// has finished) and contiguous reservation (a sequence reserves blocks for
+// its maximum length when admitted).
+//
+// The scheduler sees only token ids. Sampling, detokenization and stop
+// conditions belong to the runtime, which reports back through commit().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "folio/batch.h"
+#include "folio/error.h"
+#include "folio/kv_cache_manager.h"
+#include "folio/sampling.h"
+
+namespace folio {
+
+// What happens when a sequence reaches its maximum context.
+enum class OverflowPolicy {
+    Stop,            // finish with FinishReason::Length (a prompt that does not fit is an error)
+    TruncateMiddle,  // keep the first keep_tokens (the system prompt) and the latest half of the rest
+    RollingWindow,   // keep the latest three quarters of the context, nothing pinned
+};
+
+enum class BatchingMode {
+    Continuous,  // admit whenever blocks and budgets allow
+    Static,      // admit only when every running sequence has finished
+};
+
+struct SchedulerConfig {
+    uint32_t max_num_seqs = 64;
+    uint32_t max_num_batched_tokens = 512;
+    bool enable_chunked_prefill = true;  // else a prompt waits until all of it fits in one step
+    BatchingMode batching = BatchingMode::Continuous;
+    bool reserve_full_length = false;    // contiguous-reservation baseline
+};
+
+// One sequence as the scheduler knows it.
+struct Sequence {
+    SeqId id = -1;
+    int32_t priority = 0;          // lower runs first (an interactive chat before background work)
+    uint64_t arrival = 0;          // set by add(): FCFS among equal priorities
+    std::vector<int32_t> tokens;   // prompt then generated, all verified
+    int32_t num_computed = 0;      // tokens whose K/V are in the cache
+    int32_t max_new_tokens = 256;  // generation budget
+    int32_t max_context = 0;       // 0 = the scheduler's
+    OverflowPolicy overflow = OverflowPolicy::Stop;
+    int32_t keep_tokens = 0;       // TruncateMiddle keeps these first tokens
+
+    // Filled in by the scheduler.
+    int32_t n_generated = 0;
+    int32_t n_prefix_cached = 0;   // tokens the prefix cache supplied at the last admission
+    int32_t n_preemptions = 0;
+    int32_t n_truncated = 0;       // tokens dropped by the overflow policy
+    bool running = false;
+};
+
+// One sequence's share of a step.
+struct ScheduledSequence {
+    SeqId id = -1;
+    int32_t first = 0;   // first token index computed this step (= num_computed before it)
+    int32_t count = 0;   // tokens computed this step
+    bool sample = false; // the step reaches the end of its tokens: the runtime samples one
+};
+
+struct StepPlan {
+    std::vector<ScheduledSequence> sequences;
+    std::vector<BlockCopy> copies;   // copy-on-write, to carry out before the forward pass
+    std::vector<SeqId> preempted;    // sent back to waiting this step
+    int32_t n_prefill_tokens = 0;
+    int32_t n_decode_tokens = 0;
+    bool empty() const { return sequences.empty(); }
+};
+
+// What the runtime did with a planned sequence after the forward pass.
+struct StepResult {
+    int32_t token = -1;     // the sampled token, where the plan asked for one
+    bool finished = false;  // the runtime ends it (stop token or string, abort): the token is kept
+};
+
+struct FinishedSequence {
+    SeqId id = -1;
+    FinishReason reason = FinishReason::Length;
+    std::string message;  // for FinishReason::Error
+};
+
+class Scheduler {
+public:
+    // `max_context`: the backend's longest sequence.
+    Scheduler(const SchedulerConfig& config, KvCacheManager& kv, int32_t max_context);
+
+    // Queues a sequence (its tokens are the prompt). An error, and nothing
+    // queued, for an empty prompt, a duplicate id, or a prompt that cannot
+    // fit under the Stop policy; the other policies truncate it.
+    Status add(Sequence seq);
+    // Removes a sequence wherever it is, freeing its blocks. False if unknown.
+    bool abort(SeqId id);
+    // Ends a sequence the runtime has finished (stop token, stop string,
+    // length): its verified full blocks go to the prefix cache, the rest is freed.
+    void finish(SeqId id);
+
+    StepPlan schedule();
+    // After the forward pass: every planned sequence has its tokens computed;
+    // results[i] tells what became of plan.sequences[i]. Sequences the
+    // runtime finished are removed; returns those the scheduler itself ended
+    // (generation budget, or the context under the Stop policy).
+    std::vector<FinishedSequence> commit(const StepPlan& plan, std::span<const StepResult> results);
+
+    const Sequence* find(SeqId id) const;
+    bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+    size_t num_running() const { return running_.size(); }
+    size_t num_waiting() const { return waiting_.size(); }
+    uint64_t num_preemptions() const { return num_preemptions_; }
+    const std::vector<SeqId>& running() const { return running_; }
+    const std::deque<SeqId>& waiting() const { return waiting_; }
+    const SchedulerConfig& config() const { return config_; }
+    int32_t max_context() const { return max_context_; }
+    KvCacheManager& kv() { return kv_; }
+
+    // Every invariant the randomized tests check; empty when all hold.
+    std::string check_invariants() const;
+
+private:
+    Sequence& seq(SeqId id) { return sequences_.at(id); }
+    bool before(SeqId a, SeqId b) const;  // priority order
+    void enqueue_waiting(SeqId id);
+    void preempt(SeqId id, StepPlan& plan);
+    bool schedule_running(SeqId id, int32_t& budget, StepPlan& plan);
+    bool try_admit(SeqId id, int32_t& budget, StepPlan& plan);
+    int32_t chunk(const Sequence& s, int32_t budget) const;
+    int32_t reserve_tokens(const Sequence& s) const;
+    // Applies the overflow policy to a sequence at its context limit:
+    // true when it was shortened (and must recompute), false under Stop.
+    bool shorten(Sequence& s);
+    void remove(SeqId id);
+
+    SchedulerConfig config_;
+    KvCacheManager& kv_;
+    int32_t max_context_;
+    std::unordered_map<SeqId, Sequence> sequences_;
+    std::vector<SeqId> running_;   // kept in priority order
+    std::deque<SeqId> waiting_;    // in priority order
+    uint64_t next_arrival_ = 0;
+    uint64_t num_preemptions_ = 0;
+};
+
+}  // namespace folio

@@ -1,0 +1,389 @@
+#include "folio/engine.h"
+
+#include <algorithm>
+
+namespace folio {
+
+// A request's state on the engine thread: its sampler, detokenizer and stop
+// conditions, what it has streamed, and its clock readings.
+struct Engine::Request {
+    RequestId id = -1;
+    GenerationRequest params;
+    OutputCallback on_output;
+    Sampler sampler;
+    StreamingDecoder decoder;
+    StopChecker stop;
+    std::vector<int32_t> history;  // prompt and generated tokens, for the penalties
+    SampleInfo info;
+    RequestTimings timings;
+    std::string rejected;  // why submit() could not accept it (reported from the engine thread)
+    double submitted_s = 0, scheduled_s = -1, first_token_s = -1, last_token_s = -1;
+    bool done = false;
+
+    Request(RequestId rid, GenerationRequest p, OutputCallback cb, Sampler s, const Tokenizer& tok)
+        : id(rid),
+          params(std::move(p)),
+          on_output(std::move(cb)),
+          sampler(std::move(s)),
+          decoder(tok, /*skip_control=*/true) {}
+};
+
+double RequestTimings::prefill_tokens_per_s() const {
+    const double t = ttft_s - queue_s;
+    return t > 0 ? (prompt_tokens - cached_prompt_tokens) / t : 0.0;
+}
+
+double RequestTimings::decode_tokens_per_s() const {
+    const double t = e2e_s - ttft_s;
+    return t > 0 && generated_tokens > 1 ? (generated_tokens - 1) / t : 0.0;
+}
+
+Engine::Engine(const ModelDescription& model, const Tokenizer& tokenizer, Backend& backend, const EngineConfig& config)
+    : model_(model),
+      tokenizer_(tokenizer),
+      backend_(backend),
+      config_(config),
+      kv_(backend.n_blocks(), backend.block_size(), config.enable_prefix_caching,
+          std::hash<std::string>{}(model.name + "/" + model.hparams.architecture)),
+      scheduler_(config.scheduler, kv_, static_cast<int32_t>(backend.max_context())),
+      started_(std::chrono::steady_clock::now()),
+      metrics_(backend.max_context()) {
+    for (int32_t t = 0; t < tokenizer.vocab_size(); ++t)
+        if (tokenizer.is_end_of_generation(t)) end_of_generation_.push_back(t);
+}
+
+Result<std::unique_ptr<Engine>> Engine::start(const ModelDescription& model, const Tokenizer& tokenizer,
+                                              Backend& backend, const EngineConfig& config) {
+    if (backend.n_blocks() == 0) return make_error("engine: the KV cache has no blocks (raise the KV budget)");
+    std::unique_ptr<Engine> engine(new Engine(model, tokenizer, backend, config));
+    engine->thread_ = std::thread([e = engine.get()] { e->run(); });
+    return engine;
+}
+
+Engine::~Engine() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+double Engine::now_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+RequestId Engine::submit(GenerationRequest request, OutputCallback on_output) {
+    const RequestId id = next_id_++;
+    auto sampler = Sampler::create(request.sampling);
+    std::string rejected;
+    if (!sampler) {
+        rejected = sampler.error().message;
+        sampler = Sampler::create(SamplingParams{});
+    }
+    auto r = std::make_unique<Request>(id, std::move(request), std::move(on_output), std::move(*sampler), tokenizer_);
+    r->rejected = std::move(rejected);
+    r->submitted_s = now_s();
+    {
+        std::lock_guard lock(mutex_);
+        submitted_.emplace_back(id, std::move(r));
+        ++in_flight_;
+    }
+    wake_.notify_one();
+    return id;
+}
+
+void Engine::abort(RequestId id) {
+    {
+        std::lock_guard lock(mutex_);
+        aborted_.push_back(id);
+    }
+    wake_.notify_one();
+}
+
+int Engine::subscribe(StepCallback fn) {
+    std::lock_guard lock(mutex_);
+    step_subscribers_.emplace_back(next_subscriber_, std::move(fn));
+    return next_subscriber_++;
+}
+
+void Engine::unsubscribe(int handle) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(step_subscribers_, [handle](const auto& s) { return s.first == handle; });
+}
+
+EngineMetrics Engine::metrics() const {
+    std::lock_guard lock(mutex_);
+    return metrics_;
+}
+
+std::string Engine::prometheus_text() const { return folio::prometheus_text(metrics(), model_.name); }
+
+void Engine::wait_idle() {
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [this] { return in_flight_ == 0; });
+}
+
+void Engine::run() {
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [this] {
+                return stopping_ || !submitted_.empty() || !aborted_.empty() || scheduler_.has_work();
+            });
+            if (stopping_) break;
+        }
+        take_inbox();
+        if (scheduler_.has_work()) step();
+    }
+    // Shutting down: everything left ends as aborted.
+    take_inbox();
+    std::vector<RequestId> left;
+    for (const auto& [id, r] : requests_) left.push_back(id);
+    for (RequestId id : left) {
+        scheduler_.abort(id);
+        finish(*requests_.at(id), FinishReason::Abort);
+    }
+}
+
+void Engine::take_inbox() {
+    std::vector<std::pair<RequestId, std::unique_ptr<Request>>> submitted;
+    std::vector<RequestId> aborted;
+    {
+        std::lock_guard lock(mutex_);
+        submitted.swap(submitted_);
+        aborted.swap(aborted_);
+    }
+    for (auto& [id, owned] : submitted) {
+        Request& r = *owned;
+        requests_.emplace(id, std::move(owned));
+        if (!r.rejected.empty()) {
+            finish(r, FinishReason::Error, r.rejected);
+            continue;
+        }
+        std::vector<int32_t> prompt = r.params.prompt_tokens;
+        if (prompt.empty() && !r.params.prompt.empty())
+            prompt = tokenizer_.encode(r.params.prompt, /*add_special=*/true, /*parse_special=*/true);
+        r.stop = StopChecker(r.params.ignore_eos ? std::vector<int32_t>{} : end_of_generation_, r.params.stop);
+        r.timings.prompt_tokens = static_cast<int32_t>(prompt.size());
+        r.history = prompt;
+        Sequence s;
+        s.id = id;
+        s.tokens = std::move(prompt);
+        s.priority = r.params.priority;
+        s.max_new_tokens = r.params.max_tokens;
+        s.max_context = r.params.max_context;
+        s.overflow = r.params.overflow;
+        s.keep_tokens = r.params.keep_tokens;
+        for (int32_t t : s.tokens)
+            if (t < 0 || t >= backend_.n_vocab()) {
+                finish(r, FinishReason::Error, "token id " + std::to_string(t) + " is outside the vocabulary");
+                break;
+            }
+        if (r.done) continue;
+        if (Status st = scheduler_.add(std::move(s)); !st) finish(r, FinishReason::Error, st.error().message);
+    }
+    for (RequestId id : aborted) {
+        const auto it = requests_.find(id);
+        if (it == requests_.end() || it->second->done) continue;
+        scheduler_.abort(id);
+        finish(*it->second, FinishReason::Abort);
+    }
+}
+
+void Engine::step() {
+    const double t0 = now_s();
+    StepPlan plan = scheduler_.schedule();
+    if (plan.empty()) {
+        // Nothing can run: the first waiting request needs more KV blocks
+        // than the whole cache has. It cannot ever run; say so.
+        if (scheduler_.num_running() == 0 && scheduler_.num_waiting() > 0) {
+            const RequestId id = scheduler_.waiting().front();
+            scheduler_.abort(id);
+            finish(*requests_.at(id), FinishReason::Error,
+                   "the request needs more KV cache blocks than the engine has (" +
+                       std::to_string(backend_.n_blocks()) + " of " + std::to_string(backend_.block_size()) +
+                       " tokens); raise the KV budget or shorten the prompt");
+        }
+        publish_step(plan, now_s() - t0);
+        return;
+    }
+    for (const ScheduledSequence& ss : plan.sequences) {
+        Request& r = *requests_.at(ss.id);
+        if (r.scheduled_s < 0) {
+            r.scheduled_s = now_s();
+            r.timings.queue_s = r.scheduled_s - r.submitted_s;
+            r.timings.cached_prompt_tokens = scheduler_.find(ss.id)->n_prefix_cached;
+        }
+    }
+
+    batch_.clear();
+    for (const ScheduledSequence& ss : plan.sequences) {
+        const Sequence& s = *scheduler_.find(ss.id);
+        const std::vector<int32_t>& table = kv_.table(ss.id);
+        const auto query_start = batch_.n_tokens();
+        const int32_t bs = static_cast<int32_t>(kv_.block_size());
+        for (int32_t i = ss.first; i < ss.first + ss.count; ++i) {
+            batch_.token_ids.push_back(s.tokens[static_cast<size_t>(i)]);
+            batch_.positions.push_back(i);
+            batch_.slot_mapping.push_back(int64_t{table[static_cast<size_t>(i / bs)]} * bs + i % bs);
+        }
+        batch_.sequences.push_back(BatchSequence{query_start, ss.count, ss.first + ss.count, table});
+        if (ss.sample) batch_.logits_rows.push_back(batch_.n_tokens() - 1);
+    }
+    const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
+    logits_.resize(batch_.logits_rows.size() * n_vocab);
+    Status status = backend_.copy_blocks(plan.copies);
+    if (status) status = backend_.forward(batch_, logits_);
+    if (!status) {
+        for (const ScheduledSequence& ss : plan.sequences) {
+            scheduler_.abort(ss.id);
+            finish(*requests_.at(ss.id), FinishReason::Error, "forward pass failed: " + status.error().message);
+        }
+        publish_step(plan, now_s() - t0);
+        return;
+    }
+
+    // Sample, detokenize, check stops; then let the scheduler move on.
+    std::vector<StepResult> results(plan.sequences.size());
+    std::vector<RequestOutput> outputs(plan.sequences.size());
+    std::vector<FinishReason> reasons(plan.sequences.size(), FinishReason::Length);
+    size_t logits_row = 0;
+    const double t_sampled = now_s();
+    for (size_t i = 0; i < plan.sequences.size(); ++i) {
+        const ScheduledSequence& ss = plan.sequences[i];
+        if (!ss.sample) continue;
+        Request& r = *requests_.at(ss.id);
+        const std::span<const float> row(logits_.data() + logits_row++ * n_vocab, n_vocab);
+        const int32_t token = r.sampler.sample(row, r.history, r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);
+        results[i].token = token;
+        RequestOutput& out = outputs[i];
+        out.id = r.id;
+        if (r.first_token_s < 0) {
+            r.first_token_s = t_sampled;
+            r.timings.ttft_s = t_sampled - r.submitted_s;
+        } else {
+            std::lock_guard lock(mutex_);
+            metrics_.inter_token_latency_seconds.observe(t_sampled - r.last_token_s);
+        }
+        r.last_token_s = t_sampled;
+        ++r.timings.generated_tokens;
+        if (r.stop.is_stop_token(token)) {
+            results[i].finished = true;
+            reasons[i] = FinishReason::Stop;
+            continue;
+        }
+        r.history.push_back(token);
+        out.token_ids.push_back(token);
+        if (r.params.sampling.n_logprobs > 0) out.logprobs.push_back(r.info);
+        StopUpdate update = r.stop.push(r.decoder.push(token));
+        out.text = std::move(update.text);
+        if (update.stopped) {
+            results[i].finished = true;
+            reasons[i] = FinishReason::StopString;
+        }
+    }
+    const std::vector<FinishedSequence> ended = scheduler_.commit(plan, results);
+    {
+        std::lock_guard lock(mutex_);
+        metrics_.prompt_tokens_total += static_cast<uint64_t>(plan.n_prefill_tokens);
+        metrics_.generation_tokens_total += static_cast<uint64_t>(logits_row);
+    }
+    for (size_t i = 0; i < plan.sequences.size(); ++i) {
+        if (!plan.sequences[i].sample) continue;
+        Request& r = *requests_.at(plan.sequences[i].id);
+        if (results[i].finished) finish(r, reasons[i], {}, &outputs[i]);
+        else if (!outputs[i].text.empty() || !outputs[i].token_ids.empty()) {
+            outputs[i].timings = r.timings;
+            if (r.on_output) r.on_output(outputs[i]);
+        }
+    }
+    for (const FinishedSequence& f : ended) finish(*requests_.at(f.id), f.reason, f.message);
+    publish_step(plan, now_s() - t0);
+}
+
+void Engine::finish(Request& r, FinishReason reason, std::string error, RequestOutput* pending) {
+    RequestOutput out;
+    if (pending) out = std::move(*pending);
+    out.id = r.id;
+    out.finished = true;
+    out.reason = reason;
+    out.error = std::move(error);
+    if (reason != FinishReason::StopString && reason != FinishReason::Error) {
+        // Whatever the decoder and the stop checker held back is text after all.
+        StopUpdate tail = r.stop.push(r.decoder.flush());
+        out.text += tail.text;
+        if (!tail.stopped) out.text += r.stop.flush();
+    }
+    const double t = now_s();
+    r.timings.e2e_s = t - r.submitted_s;
+    if (r.scheduled_s < 0) r.timings.queue_s = r.timings.e2e_s;
+    out.timings = r.timings;
+    {
+        std::lock_guard lock(mutex_);
+        metrics_.count_request_success(to_string(reason));
+        if (r.first_token_s >= 0) metrics_.time_to_first_token_seconds.observe(r.timings.ttft_s);
+        metrics_.e2e_request_latency_seconds.observe(r.timings.e2e_s);
+        metrics_.request_queue_time_seconds.observe(r.timings.queue_s);
+        metrics_.request_prompt_tokens.observe(r.timings.prompt_tokens);
+        metrics_.request_generation_tokens.observe(r.timings.generated_tokens);
+    }
+    OutputCallback callback = std::move(r.on_output);
+    requests_.erase(r.id);  // r is gone from here on
+    if (callback) callback(out);
+    {
+        std::lock_guard lock(mutex_);
+        --in_flight_;
+    }
+    idle_.notify_all();
+}
+
+void Engine::publish_step(const StepPlan& plan, double duration_s) {
+    for (SeqId id : plan.preempted)
+        if (auto it = requests_.find(id); it != requests_.end()) ++it->second->timings.preemptions;
+    auto event = std::make_shared<StepEvent>();
+    event->step = ++step_count_;
+    event->time_s = now_s();
+    event->duration_s = duration_s;
+    event->prefill_tokens = plan.n_prefill_tokens;
+    event->decode_tokens = plan.n_decode_tokens;
+    event->running = static_cast<int32_t>(scheduler_.num_running());
+    event->waiting = static_cast<int32_t>(scheduler_.num_waiting());
+    event->preempted = static_cast<int32_t>(plan.preempted.size());
+    event->kv_usage = kv_.pool().usage();
+    event->block_size = kv_.block_size();
+    const BlockPool& pool = kv_.pool();
+    event->blocks.resize(pool.n_blocks());
+    for (uint32_t b = 0; b < pool.n_blocks(); ++b) {
+        const KvBlock& kb = pool.block(static_cast<int32_t>(b));
+        event->blocks[b].ref_count = static_cast<uint16_t>(std::min<int32_t>(kb.ref_count, 0xFFFF));
+        event->blocks[b].cached = kb.cached;
+        if (kb.cached) event->blocks[b].tokens = static_cast<uint16_t>(pool.block_size());
+    }
+    for (SeqId id : scheduler_.running()) {
+        const Sequence* s = scheduler_.find(id);
+        const std::vector<int32_t>& table = kv_.table(id);
+        for (size_t i = 0; i < table.size(); ++i) {
+            BlockCell& cell = event->blocks[static_cast<size_t>(table[i])];
+            if (cell.owner >= 0) continue;
+            cell.owner = id;
+            const int64_t held = std::clamp<int64_t>(s->num_computed - static_cast<int64_t>(i) * pool.block_size(), 0,
+                                                     pool.block_size());
+            cell.tokens = static_cast<uint16_t>(held);
+        }
+    }
+    std::vector<StepCallback> subscribers;
+    {
+        std::lock_guard lock(mutex_);
+        metrics_.num_preemptions_total = scheduler_.num_preemptions();
+        metrics_.prefix_cache_queries_total = kv_.prefix_queries();
+        metrics_.prefix_cache_hits_total = kv_.prefix_hits();
+        metrics_.num_requests_running = scheduler_.num_running();
+        metrics_.num_requests_waiting = scheduler_.num_waiting();
+        metrics_.kv_cache_usage_perc = event->kv_usage;
+        for (const auto& sub : step_subscribers_) subscribers.push_back(sub.second);
+    }
+    for (const StepCallback& fn : subscribers) fn(event);
+}
+
+}  // namespace folio

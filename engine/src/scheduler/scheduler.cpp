@@ -1,0 +1,262 @@
+#include "folio/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace folio {
+
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, int32_t max_context)
+    : config_(config), kv_(kv), max_context_(max_context) {
+    config_.max_num_seqs = std::max<uint32_t>(1, config_.max_num_seqs);
+    config_.max_num_batched_tokens = std::max<uint32_t>(1, config_.max_num_batched_tokens);
+}
+
+bool Scheduler::before(SeqId a, SeqId b) const {
+    const Sequence& x = sequences_.at(a);
+    const Sequence& y = sequences_.at(b);
+    return x.priority != y.priority ? x.priority < y.priority : x.arrival < y.arrival;
+}
+
+void Scheduler::enqueue_waiting(SeqId id) {
+    const auto at = std::upper_bound(waiting_.begin(), waiting_.end(), id,
+                                     [this](SeqId a, SeqId b) { return before(a, b); });
+    waiting_.insert(at, id);
+}
+
+Status Scheduler::add(Sequence s) {
+    if (s.tokens.empty()) return make_error("the prompt is empty: there is nothing to continue");
+    if (sequences_.contains(s.id)) return make_error("request " + std::to_string(s.id) + " is already queued");
+    if (s.max_new_tokens < 1) return make_error("max_new_tokens must be at least 1");
+    s.max_context = s.max_context > 0 ? std::min(s.max_context, max_context_) : max_context_;
+    if (s.max_context < 2) return make_error("the context must hold at least 2 tokens");
+    s.keep_tokens = std::clamp(s.keep_tokens, 0, static_cast<int32_t>(s.tokens.size()));
+    if (static_cast<int32_t>(s.tokens.size()) >= s.max_context) {
+        if (s.overflow == OverflowPolicy::Stop)
+            return make_error("the prompt is " + std::to_string(s.tokens.size()) + " tokens; the context holds " +
+                              std::to_string(s.max_context) + " (with room for at least one token of reply)");
+        shorten(s);
+    }
+    if (!config_.enable_chunked_prefill && s.tokens.size() > config_.max_num_batched_tokens)
+        return make_error("the prompt is " + std::to_string(s.tokens.size()) +
+                          " tokens; without chunked prefill a step takes at most " +
+                          std::to_string(config_.max_num_batched_tokens));
+    s.arrival = next_arrival_++;
+    s.num_computed = 0;
+    s.n_generated = 0;
+    s.running = false;
+    const SeqId id = s.id;
+    sequences_.emplace(id, std::move(s));
+    enqueue_waiting(id);
+    return {};
+}
+
+bool Scheduler::shorten(Sequence& s) {
+    const auto n = static_cast<int32_t>(s.tokens.size());
+    int32_t keep_head = 0, keep_tail = 0;
+    switch (s.overflow) {
+        case OverflowPolicy::Stop: return false;
+        case OverflowPolicy::TruncateMiddle:
+            keep_head = std::min(s.keep_tokens, s.max_context / 2);
+            keep_tail = (s.max_context - keep_head) / 2;
+            break;
+        case OverflowPolicy::RollingWindow: keep_tail = std::max(1, s.max_context * 3 / 4); break;
+    }
+    keep_tail = std::max(1, std::min(keep_tail, n - keep_head));
+    s.tokens.erase(s.tokens.begin() + keep_head, s.tokens.end() - keep_tail);
+    s.n_truncated += n - static_cast<int32_t>(s.tokens.size());
+    s.num_computed = 0;  // positions moved: everything is recomputed
+    return true;
+}
+
+int32_t Scheduler::chunk(const Sequence& s, int32_t budget) const {
+    const int32_t remaining = static_cast<int32_t>(s.tokens.size()) - s.num_computed;
+    if (remaining <= budget) return remaining;
+    return config_.enable_chunked_prefill ? budget : 0;
+}
+
+int32_t Scheduler::reserve_tokens(const Sequence& s) const {
+    const int64_t full = static_cast<int64_t>(s.tokens.size()) + (s.max_new_tokens - s.n_generated);
+    return static_cast<int32_t>(std::min<int64_t>(full, s.max_context));
+}
+
+void Scheduler::preempt(SeqId id, StepPlan& plan) {
+    Sequence& s = seq(id);
+    kv_.free(id);
+    s.num_computed = 0;
+    s.running = false;
+    ++s.n_preemptions;
+    ++num_preemptions_;
+    running_.erase(std::find(running_.begin(), running_.end(), id));
+    enqueue_waiting(id);
+    plan.preempted.push_back(id);
+}
+
+bool Scheduler::schedule_running(SeqId id, int32_t& budget, StepPlan& plan) {
+    Sequence& s = seq(id);
+    const int32_t n = chunk(s, budget);
+    if (n <= 0) return true;
+    const int32_t end = s.num_computed + n;
+    const int32_t target = config_.reserve_full_length ? std::max(end, reserve_tokens(s)) : end;
+    while (!(kv_.allocate(id, target) && kv_.prepare_write(id, s.num_computed, end, plan.copies))) {
+        const SeqId victim = running_.back();
+        preempt(victim, plan);
+        if (victim == id) return false;
+    }
+    const bool sample = end == static_cast<int32_t>(s.tokens.size());
+    plan.sequences.push_back({id, s.num_computed, n, sample});
+    (n == 1 && s.n_generated > 0 ? plan.n_decode_tokens : plan.n_prefill_tokens) += n;
+    budget -= n;
+    return true;
+}
+
+bool Scheduler::try_admit(SeqId id, int32_t& budget, StepPlan& plan) {
+    Sequence& s = seq(id);
+    const PrefixHit hit = kv_.find_prefix(s.tokens);
+    s.num_computed = hit.tokens;
+    const int32_t n = chunk(s, budget);
+    if (n <= 0) {
+        s.num_computed = 0;
+        return false;
+    }
+    const int32_t end = hit.tokens + n;
+    const int32_t target = config_.reserve_full_length ? std::max(end, reserve_tokens(s)) : end;
+    if (!kv_.allocate(id, target, hit)) {
+        s.num_computed = 0;
+        return false;
+    }
+    kv_.count_query(static_cast<int32_t>(s.tokens.size()), hit.tokens);
+    s.n_prefix_cached = hit.tokens;
+    s.running = true;
+    waiting_.pop_front();
+    running_.push_back(id);
+    const bool sample = end == static_cast<int32_t>(s.tokens.size());
+    plan.sequences.push_back({id, hit.tokens, n, sample});
+    plan.n_prefill_tokens += n;
+    budget -= n;
+    return true;
+}
+
+StepPlan Scheduler::schedule() {
+    StepPlan plan;
+    std::sort(running_.begin(), running_.end(), [this](SeqId a, SeqId b) { return before(a, b); });
+
+    // A waiting sequence that outranks the lowest running one takes its
+    // place when it could not get in otherwise.
+    while (!waiting_.empty() && !running_.empty() && config_.batching == BatchingMode::Continuous) {
+        const Sequence& w = seq(waiting_.front());
+        const Sequence& low = seq(running_.back());
+        if (w.priority >= low.priority) break;
+        const PrefixHit hit = kv_.find_prefix(w.tokens);
+        const int32_t first_chunk = std::min<int32_t>(static_cast<int32_t>(w.tokens.size()),
+                                                      hit.tokens + static_cast<int32_t>(config_.max_num_batched_tokens));
+        const int32_t target = config_.reserve_full_length ? std::max(first_chunk, reserve_tokens(w)) : first_chunk;
+        const bool fits = running_.size() < config_.max_num_seqs &&
+                          kv_.blocks_needed(w.id, target, hit) <= kv_.pool().num_free();
+        if (fits) break;
+        preempt(running_.back(), plan);
+    }
+    const bool batch_done = running_.empty();
+
+    int32_t budget = static_cast<int32_t>(config_.max_num_batched_tokens);
+    const size_t preempted_before = plan.preempted.size();
+    for (size_t i = 0; i < running_.size() && budget > 0;)
+        if (schedule_running(running_[i], budget, plan)) ++i;
+
+    // vLLM's rule: no admission in a step that had to preempt (it would thrash).
+    const bool may_admit = plan.preempted.size() == preempted_before &&
+                           (config_.batching == BatchingMode::Continuous || batch_done);
+    while (may_admit && !waiting_.empty() && budget > 0 && running_.size() < config_.max_num_seqs)
+        if (!try_admit(waiting_.front(), budget, plan)) break;
+    return plan;
+}
+
+std::vector<FinishedSequence> Scheduler::commit(const StepPlan& plan, std::span<const StepResult> results) {
+    std::vector<FinishedSequence> ended;
+    for (size_t i = 0; i < plan.sequences.size(); ++i) {
+        const ScheduledSequence& ss = plan.sequences[i];
+        const auto it = sequences_.find(ss.id);
+        if (it == sequences_.end()) continue;
+        Sequence& s = it->second;
+        const StepResult r = i < results.size() ? results[i] : StepResult{};
+        s.num_computed = ss.first + ss.count;
+        kv_.cache_blocks(s.id, s.tokens, s.num_computed);
+        if (!ss.sample) continue;
+        if (r.token >= 0) {
+            s.tokens.push_back(r.token);
+            ++s.n_generated;
+        }
+        if (r.finished) {
+            remove(s.id);
+        } else if (s.n_generated >= s.max_new_tokens) {
+            ended.push_back({s.id, FinishReason::Length, {}});
+            remove(s.id);
+        } else if (static_cast<int32_t>(s.tokens.size()) >= s.max_context) {
+            if (s.overflow == OverflowPolicy::Stop) {
+                ended.push_back({s.id, FinishReason::Length, {}});
+                remove(s.id);
+            } else {
+                // Shortened sequences recompute from the waiting queue, where
+                // the prefix cache can give back what they kept at the start.
+                kv_.free(s.id);
+                shorten(s);
+                s.running = false;
+                running_.erase(std::find(running_.begin(), running_.end(), s.id));
+                enqueue_waiting(s.id);
+            }
+        }
+    }
+    return ended;
+}
+
+void Scheduler::finish(SeqId id) {
+    const auto it = sequences_.find(id);
+    if (it == sequences_.end()) return;
+    kv_.cache_blocks(id, it->second.tokens, it->second.num_computed);
+    remove(id);
+}
+
+bool Scheduler::abort(SeqId id) {
+    if (!sequences_.contains(id)) return false;
+    remove(id);
+    return true;
+}
+
+void Scheduler::remove(SeqId id) {
+    kv_.free(id);
+    if (auto r = std::find(running_.begin(), running_.end(), id); r != running_.end()) running_.erase(r);
+    if (auto w = std::find(waiting_.begin(), waiting_.end(), id); w != waiting_.end()) waiting_.erase(w);
+    sequences_.erase(id);
+}
+
+const Sequence* Scheduler::find(SeqId id) const {
+    const auto it = sequences_.find(id);
+    return it != sequences_.end() ? &it->second : nullptr;
+}
+
+std::string Scheduler::check_invariants() const {
+    if (std::string e = kv_.check_invariants(); !e.empty()) return e;
+    if (running_.size() + waiting_.size() != sequences_.size()) return "a sequence is lost or listed twice";
+    if (running_.size() > config_.max_num_seqs) return "more running sequences than max_num_seqs";
+    const uint32_t bs = kv_.block_size();
+    for (SeqId id : running_) {
+        const Sequence& s = sequences_.at(id);
+        if (!s.running) return "sequence " + std::to_string(id) + " is in the running list but not marked running";
+        if (static_cast<int64_t>(kv_.table(id).size()) * bs < s.num_computed)
+            return "sequence " + std::to_string(id) + "'s block table does not cover its computed tokens";
+        if (s.num_computed > static_cast<int32_t>(s.tokens.size()) || s.num_computed > s.max_context)
+            return "sequence " + std::to_string(id) + " computed more tokens than it has";
+    }
+    for (SeqId id : waiting_) {
+        const Sequence& s = sequences_.at(id);
+        if (s.running || kv_.has(id) || !kv_.table(id).empty())
+            return "waiting sequence " + std::to_string(id) + " holds blocks";
+    }
+    for (const auto& [id, table] : kv_.tables())
+        if (!sequences_.contains(id) || !sequences_.at(id).running)
+            return "blocks held by " + std::to_string(id) + ", which is not running";
+    for (size_t i = 1; i < waiting_.size(); ++i)
+        if (before(waiting_[i], waiting_[i - 1])) return "the waiting queue is out of priority order";
+    return {};
+}
+
+}  // namespace folio
