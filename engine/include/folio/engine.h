@@ -139,7 +139,7 @@ private:
     struct Request;
     struct Inbox;
     void run();
-    void take_inbox();
+    bool take_inbox();  // true when anything came in
     void step();
     // Ends a request: flushes its held-back text, records its metrics, sends
     // the last output (with `pending`'s new tokens and text when given) and forgets it.
@@ -174,6 +174,7 @@ private:
     Batch batch_;
     std::vector<float> logits_;
     uint64_t step_count_ = 0;
+    size_t finished_since_publish_ = 0;
     std::thread thread_;
 };
 

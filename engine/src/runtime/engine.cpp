@@ -18,7 +18,6 @@ struct Engine::Request {
     RequestTimings timings;
     std::string rejected;  // why submit() could not accept it (reported from the engine thread)
     double submitted_s = 0, scheduled_s = -1, first_token_s = -1, last_token_s = -1;
-    bool done = false;
 
     Request(RequestId rid, GenerationRequest p, OutputCallback cb, Sampler s, const Tokenizer& tok)
         : id(rid),
@@ -133,8 +132,17 @@ void Engine::run() {
             });
             if (stopping_) break;
         }
-        take_inbox();
+        const bool changed = take_inbox();
         if (scheduler_.has_work()) step();
+        else if (changed) publish_step(StepPlan{}, 0.0);  // views see the aborts and errors too
+        if (finished_since_publish_ > 0) {
+            {
+                std::lock_guard lock(mutex_);
+                in_flight_ -= finished_since_publish_;
+            }
+            finished_since_publish_ = 0;
+            idle_.notify_all();
+        }
     }
     // Shutting down: everything left ends as aborted.
     take_inbox();
@@ -144,9 +152,14 @@ void Engine::run() {
         scheduler_.abort(id);
         finish(*requests_.at(id), FinishReason::Abort);
     }
+    {
+        std::lock_guard lock(mutex_);
+        in_flight_ = 0;
+    }
+    idle_.notify_all();
 }
 
-void Engine::take_inbox() {
+bool Engine::take_inbox() {
     std::vector<std::pair<RequestId, std::unique_ptr<Request>>> submitted;
     std::vector<RequestId> aborted;
     {
@@ -175,20 +188,21 @@ void Engine::take_inbox() {
         s.max_context = r.params.max_context;
         s.overflow = r.params.overflow;
         s.keep_tokens = r.params.keep_tokens;
-        for (int32_t t : s.tokens)
-            if (t < 0 || t >= backend_.n_vocab()) {
-                finish(r, FinishReason::Error, "token id " + std::to_string(t) + " is outside the vocabulary");
-                break;
-            }
-        if (r.done) continue;
+        const auto bad = std::find_if(s.tokens.begin(), s.tokens.end(),
+                                      [this](int32_t t) { return t < 0 || t >= backend_.n_vocab(); });
+        if (bad != s.tokens.end()) {
+            finish(r, FinishReason::Error, "token id " + std::to_string(*bad) + " is outside the vocabulary");
+            continue;
+        }
         if (Status st = scheduler_.add(std::move(s)); !st) finish(r, FinishReason::Error, st.error().message);
     }
     for (RequestId id : aborted) {
         const auto it = requests_.find(id);
-        if (it == requests_.end() || it->second->done) continue;
+        if (it == requests_.end()) continue;
         scheduler_.abort(id);
         finish(*it->second, FinishReason::Abort);
     }
+    return !submitted.empty() || !aborted.empty();
 }
 
 void Engine::step() {
@@ -331,11 +345,7 @@ void Engine::finish(Request& r, FinishReason reason, std::string error, RequestO
     OutputCallback callback = std::move(r.on_output);
     requests_.erase(r.id);  // r is gone from here on
     if (callback) callback(out);
-    {
-        std::lock_guard lock(mutex_);
-        --in_flight_;
-    }
-    idle_.notify_all();
+    ++finished_since_publish_;  // wait_idle() returns once the step event showing it is out
 }
 
 void Engine::publish_step(const StepPlan& plan, double duration_s) {

@@ -27,7 +27,11 @@ Status Scheduler::add(Sequence s) {
     if (s.tokens.empty()) return make_error("the prompt is empty: there is nothing to continue");
     if (sequences_.contains(s.id)) return make_error("request " + std::to_string(s.id) + " is already queued");
     if (s.max_new_tokens < 1) return make_error("max_new_tokens must be at least 1");
-    s.max_context = s.max_context > 0 ? std::min(s.max_context, max_context_) : max_context_;
+    // A sequence longer than the whole pool could never be scheduled: the
+    // pool's capacity is a context limit like the model's.
+    const auto pool_tokens = static_cast<int64_t>(kv_.pool().n_blocks()) * kv_.block_size();
+    const auto limit = static_cast<int32_t>(std::min<int64_t>(max_context_, pool_tokens));
+    s.max_context = s.max_context > 0 ? std::min(s.max_context, limit) : limit;
     if (s.max_context < 2) return make_error("the context must hold at least 2 tokens");
     s.keep_tokens = std::clamp(s.keep_tokens, 0, static_cast<int32_t>(s.tokens.size()));
     if (static_cast<int32_t>(s.tokens.size()) >= s.max_context) {

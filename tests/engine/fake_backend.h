@@ -1,0 +1,68 @@
+// A Backend for engine tests that computes nothing heavy but depends on
+// everything the real one does: each KV slot holds the token written there,
+// and a row's logits are a one-hot vector at a hash of the tokens its
+// sequence's block table makes it read (positions 0..its own). A wrong block
+// table, a stale prefix-cache hit or a missed copy-on-write changes what it
+// generates, so "same output" tests mean something. Batch-invariant by
+// construction; ~2 % of continuations are the tokenizer's EOS.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "folio/backend.h"
+
+class FakeBackend final : public folio::Backend {
+public:
+    FakeBackend(int32_t n_vocab, int32_t eos, uint32_t n_blocks, uint32_t block_size = 4, uint32_t max_context = 256)
+        : n_vocab_(n_vocab), eos_(eos), n_blocks_(n_blocks), block_size_(block_size), max_context_(max_context),
+          slots_(size_t{n_blocks} * block_size, -1) {}
+
+    folio::Status forward(const folio::Batch& batch, std::span<float> logits) override {
+        ++steps;
+        rows += static_cast<uint64_t>(batch.n_tokens());
+        for (int32_t r = 0; r < batch.n_tokens(); ++r)
+            slots_[static_cast<size_t>(batch.slot_mapping[static_cast<size_t>(r)])] = batch.token_ids[static_cast<size_t>(r)];
+        std::fill(logits.begin(), logits.end(), 0.0f);
+        for (size_t i = 0; i < batch.logits_rows.size(); ++i) {
+            const int32_t row = batch.logits_rows[i];
+            const folio::BatchSequence* seq = nullptr;
+            for (const auto& s : batch.sequences)
+                if (row >= s.query_start && row < s.query_start + s.n_query) seq = &s;
+            if (!seq) return folio::make_error("fake: logits row without a sequence");
+            const int32_t pos = batch.positions[static_cast<size_t>(row)];
+            uint64_t h = 1469598103934665603ULL;
+            for (int32_t p = 0; p <= pos; ++p) {
+                const int64_t slot = int64_t{seq->block_table[static_cast<size_t>(p) / block_size_]} * block_size_ +
+                                     p % static_cast<int32_t>(block_size_);
+                h = (h ^ static_cast<uint32_t>(slots_[static_cast<size_t>(slot)] + 1)) * 1099511628211ULL;
+            }
+            h ^= h >> 29;
+            const int32_t next = h % 50 == 0 ? eos_ : static_cast<int32_t>('a' + (h >> 8) % 26);
+            logits[i * static_cast<size_t>(n_vocab_) + static_cast<size_t>(next)] = 1.0f;
+        }
+        return {};
+    }
+    folio::Status copy_blocks(std::span<const folio::BlockCopy> copies) override {
+        for (const auto& c : copies)
+            std::copy_n(slots_.begin() + c.src * static_cast<int64_t>(block_size_), block_size_,
+                        slots_.begin() + c.dst * static_cast<int64_t>(block_size_));
+        return {};
+    }
+    int32_t n_vocab() const override { return n_vocab_; }
+    uint32_t block_size() const override { return block_size_; }
+    uint32_t n_blocks() const override { return n_blocks_; }
+    uint32_t max_context() const override { return max_context_; }
+    uint64_t kv_cache_bytes() const override { return slots_.size() * sizeof(int32_t); }
+    uint64_t kv_bytes_per_block() const override { return block_size_ * sizeof(int32_t); }
+    int n_threads() const override { return 1; }
+    std::string name() const override { return "fake"; }
+
+    uint64_t steps = 0, rows = 0;
+
+private:
+    int32_t n_vocab_, eos_;
+    uint32_t n_blocks_, block_size_, max_context_;
+    std::vector<int32_t> slots_;
+};

@@ -1,0 +1,280 @@
+// The Engine thread on a FakeBackend (see fake_backend.h): requests run
+// together give what they give alone in every scheduling mode, the prefix
+// cache supplies repeated prompts, aborts at any point and 10,000 short
+// requests leave every block free, bad requests end with clear errors.
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../tokenizer/tiny_vocab.h"
+#include "engine_collector.h"
+#include "fake_backend.h"
+#include "folio/engine.h"
+#include "folio_test.h"
+
+namespace {
+
+constexpr int32_t kEos = 265;
+
+std::vector<std::vector<int32_t>> make_prompts(int n, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<int32_t> system(21);
+    for (auto& t : system) t = static_cast<int32_t>('a' + rng() % 26);
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < n; ++i) {
+        std::vector<int32_t> p;
+        if (i % 2 == 0) p = system;  // half share a "system prompt": prefix-cache hits
+        const int extra = 1 + static_cast<int>(rng() % 40);
+        for (int k = 0; k < extra; ++k) p.push_back(static_cast<int32_t>('a' + rng() % 26));
+        prompts.push_back(p);
+    }
+    return prompts;
+}
+
+folio::GenerationRequest greedy(const std::vector<int32_t>& prompt, int32_t max_tokens) {
+    folio::GenerationRequest r;
+    r.prompt_tokens = prompt;
+    r.sampling.temperature = 0;
+    r.max_tokens = max_tokens;
+    return r;
+}
+
+bool all_free(const folio::StepEvent& e) {
+    return std::all_of(e.blocks.begin(), e.blocks.end(), [](const folio::BlockCell& c) { return c.ref_count == 0; });
+}
+
+}  // namespace
+
+class EngineUnitTest : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        auto tok = folio::Tokenizer::create(tiny_vocab::byte_level());
+        QVERIFY(tok);
+        tokenizer_ = std::make_unique<folio::Tokenizer>(std::move(*tok));
+        model_.name = "fake";
+        model_.hparams.architecture = "fake";
+    }
+
+    void concurrentRequestsGenerateWhatTheyGenerateAlone() {
+        const auto prompts = make_prompts(24, 5);
+        std::vector<std::vector<int32_t>> alone;
+        {
+            FakeBackend backend(267, kEos, 256);
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
+            QVERIFY(engine);
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                EngineCollector c;
+                (*engine)->submit(greedy(prompts[i], 24), c.callback(0));
+                (*engine)->wait_idle();
+                alone.push_back(c.get(0).tokens);
+                QCOMPARE(c.get(0).n_finished, 1);
+            }
+        }
+        struct Mode {
+            const char* name;
+            folio::EngineConfig config;
+            uint32_t n_blocks;
+        };
+        std::vector<Mode> modes;
+        modes.push_back({"continuous, prefix cache", folio::EngineConfig{}, 256});
+        folio::EngineConfig no_prefix;
+        no_prefix.enable_prefix_caching = false;
+        modes.push_back({"no prefix cache", no_prefix, 256});
+        folio::EngineConfig chunked;
+        chunked.scheduler.max_num_batched_tokens = 7;
+        modes.push_back({"7-token steps (chunked prefill)", chunked, 256});
+        modes.push_back({"tiny pool (preemption)", folio::EngineConfig{}, 26});
+        folio::EngineConfig statik;
+        statik.scheduler.batching = folio::BatchingMode::Static;
+        statik.scheduler.max_num_seqs = 5;
+        modes.push_back({"static batching", statik, 256});
+        folio::EngineConfig reserve;
+        reserve.scheduler.reserve_full_length = true;
+        modes.push_back({"contiguous reservation", reserve, 256});
+        for (const Mode& mode : modes) {
+            FakeBackend backend(267, kEos, mode.n_blocks);
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, mode.config);
+            QVERIFY(engine);
+            StepRecorder steps;
+            (*engine)->subscribe(steps.callback());
+            EngineCollector c;
+            for (size_t i = 0; i < prompts.size(); ++i)
+                (*engine)->submit(greedy(prompts[i], 24), c.callback(static_cast<int>(i)));
+            (*engine)->wait_idle();
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                const CollectedRequest r = c.get(static_cast<int>(i));
+                const std::string what = std::string(mode.name) + ": request " + std::to_string(i);
+                QVERIFY2(r.n_finished == 1, what.c_str());
+                QVERIFY2(r.tokens == alone[i], (what + " differs from its run alone").c_str());
+            }
+            QVERIFY2(steps.max_running() > 1, mode.name);
+            if (mode.n_blocks < 100) QVERIFY2(steps.preempted() > 0, "the tiny pool never preempted");
+            QVERIFY(all_free(*steps.last()));
+        }
+    }
+
+    void prefixCacheComputesOnlyTheLastPartialBlock() {
+        FakeBackend backend(267, kEos, 64);
+        auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
+        QVERIFY(engine);
+        std::vector<int32_t> prompt(30);
+        for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>('a' + i % 26);
+        EngineCollector c;
+        (*engine)->submit(greedy(prompt, 1), c.callback(0));
+        (*engine)->wait_idle();
+        const uint64_t rows_first = backend.rows;
+        (*engine)->submit(greedy(prompt, 1), c.callback(1));
+        (*engine)->wait_idle();
+        QCOMPARE(rows_first, uint64_t{30});
+        QCOMPARE(backend.rows - rows_first, uint64_t{2});  // 28 of 30 tokens from 7 cached blocks of 4
+        QCOMPARE(c.get(1).timings.cached_prompt_tokens, 28);
+        QCOMPARE(c.get(1).tokens, c.get(0).tokens);
+        const folio::EngineMetrics m = (*engine)->metrics();
+        QCOMPARE(m.prefix_cache_queries_total, uint64_t{60});
+        QCOMPARE(m.prefix_cache_hits_total, uint64_t{28});
+    }
+
+    void abortMidPrefillAndMidDecodeFreesEverything() {
+        for (int when : {1, 3, 12}) {  // after 1 and 3 steps the prompt is still prefilling; 12 is mid-decode
+            FakeBackend backend(267, kEos, 64);
+            folio::EngineConfig config;
+            config.scheduler.max_num_batched_tokens = 8;
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
+            QVERIFY(engine);
+            folio::Engine* e = engine->get();
+            StepRecorder steps;
+            EngineCollector c;
+            folio::GenerationRequest r = greedy(std::vector<int32_t>(40, 'x'), 200);
+            r.ignore_eos = true;
+            std::atomic<folio::RequestId> id{-1};
+            e->subscribe([&id, e, when](std::shared_ptr<const folio::StepEvent> ev) {
+                if (ev->step != static_cast<uint64_t>(when)) return;
+                while (id.load() < 0) std::this_thread::yield();
+                e->abort(id.load());
+            });
+            e->subscribe(steps.callback());
+            id = e->submit(r, c.callback(0));
+            e->wait_idle();
+            const CollectedRequest got = c.get(0);
+            QCOMPARE(got.n_finished, 1);
+            QVERIFY(got.reason == folio::FinishReason::Abort);
+            QCOMPARE(got.tokens.empty(), when < 6);
+            QVERIFY(all_free(*steps.last()));
+            QCOMPARE(steps.last()->running, 0);
+        }
+    }
+
+    void tenThousandShortRequestsLeaveNothingBehind() {
+        FakeBackend backend(267, kEos, 32);
+        folio::EngineConfig config;
+        config.scheduler.max_num_seqs = 16;
+        auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
+        QVERIFY(engine);
+        StepRecorder steps;
+        (*engine)->subscribe(steps.callback());
+        EngineCollector c;
+        std::mt19937_64 rng(3);
+        for (int i = 0; i < 10000; ++i) {
+            std::vector<int32_t> p(1 + rng() % 6);
+            for (auto& t : p) t = static_cast<int32_t>('a' + rng() % 26);
+            (*engine)->submit(greedy(p, 1 + static_cast<int32_t>(rng() % 4)), c.callback(i));
+            if (i % 97 == 0) (*engine)->abort(i);  // some aborts, of requests done or not
+        }
+        (*engine)->wait_idle();
+        QCOMPARE(c.size(), size_t{10000});
+        for (int i = 0; i < 10000; ++i) QCOMPARE(c.get(i).n_finished, 1);
+        QVERIFY(all_free(*steps.last()));
+        const folio::EngineMetrics m = (*engine)->metrics();
+        uint64_t finished = 0;
+        for (const auto& [reason, n] : m.request_success_total) finished += n;
+        QCOMPARE(finished, uint64_t{10000});
+        QCOMPARE(m.num_requests_running, uint64_t{0});
+        QCOMPARE(m.num_requests_waiting, uint64_t{0});
+    }
+
+    void badRequestsEndWithClearErrors() {
+        FakeBackend backend(267, kEos, 16, 4, 32);
+        auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
+        QVERIFY(engine);
+        EngineCollector c;
+        (*engine)->submit(greedy({}, 4), c.callback(0));
+        (*engine)->submit(greedy(std::vector<int32_t>(40, 'a'), 4), c.callback(1));
+        folio::GenerationRequest bad = greedy({'a'}, 4);
+        bad.sampling.top_p = 2;
+        (*engine)->submit(bad, c.callback(2));
+        (*engine)->submit(greedy({'a', 9999}, 4), c.callback(3));
+        folio::GenerationRequest zero = greedy({'a'}, 0);
+        (*engine)->submit(zero, c.callback(4));
+        folio::GenerationRequest truncated = greedy(std::vector<int32_t>(40, 'a'), 4);
+        truncated.overflow = folio::OverflowPolicy::TruncateMiddle;
+        (*engine)->submit(truncated, c.callback(5));
+        (*engine)->wait_idle();
+        for (int i = 0; i < 5; ++i) {
+            const CollectedRequest r = c.get(i);
+            QCOMPARE(r.n_finished, 1);
+            QVERIFY2(r.reason == folio::FinishReason::Error, std::to_string(i).c_str());
+            QVERIFY(!r.error.empty());
+        }
+        QVERIFY2(c.get(0).error.find("empty") != std::string::npos, c.get(0).error.c_str());
+        QVERIFY2(c.get(1).error.find("context holds 32") != std::string::npos, c.get(1).error.c_str());
+        QVERIFY2(c.get(2).error.find("top_p") != std::string::npos, c.get(2).error.c_str());
+        QVERIFY2(c.get(3).error.find("9999") != std::string::npos, c.get(3).error.c_str());
+        QVERIFY(c.get(5).reason != folio::FinishReason::Error);
+        QVERIFY(!c.get(5).tokens.empty());
+    }
+
+    void contextFullStopsOrSlides() {
+        for (auto policy : {folio::OverflowPolicy::Stop, folio::OverflowPolicy::RollingWindow}) {
+            FakeBackend backend(267, kEos, 16, 4, 32);
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
+            QVERIFY(engine);
+            EngineCollector c;
+            folio::GenerationRequest r = greedy(std::vector<int32_t>(20, 'a'), 100);
+            r.ignore_eos = true;
+            r.overflow = policy;
+            (*engine)->submit(r, c.callback(0));
+            (*engine)->wait_idle();
+            const CollectedRequest got = c.get(0);
+            QVERIFY(got.reason == folio::FinishReason::Length);
+            if (policy == folio::OverflowPolicy::Stop) QCOMPARE(got.tokens.size(), size_t{12});  // 20 + 12 = 32
+            else QCOMPARE(got.tokens.size(), size_t{100});
+        }
+    }
+
+    void destroyingTheEngineAbortsWhatIsLeft() {
+        FakeBackend backend(267, kEos, 64);
+        EngineCollector c;
+        {
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
+            QVERIFY(engine);
+            folio::GenerationRequest r = greedy({'a', 'b'}, 1000000);
+            r.ignore_eos = true;
+            (*engine)->submit(r, c.callback(0));
+        }
+        QCOMPARE(c.get(0).n_finished, 1);
+        QVERIFY(c.get(0).reason == folio::FinishReason::Abort);
+    }
+
+    void prometheusTextCarriesTheCounts() {
+        FakeBackend backend(267, kEos, 64);
+        auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
+        QVERIFY(engine);
+        EngineCollector c;
+        (*engine)->submit(greedy({'a', 'b', 'c'}, 5), c.callback(0));
+        (*engine)->wait_idle();
+        const std::string text = (*engine)->prometheus_text();
+        QVERIFY2(text.find("folio:prompt_tokens_total{model_name=\"fake\"} 3") != std::string::npos, text.c_str());
+        QVERIFY(text.find("folio:time_to_first_token_seconds_count{model_name=\"fake\"} 1") != std::string::npos);
+    }
+
+private:
+    std::unique_ptr<folio::Tokenizer> tokenizer_;
+    folio::ModelDescription model_;
+};
+
+FOLIO_TEST_MAIN(EngineUnitTest)
+#include "test_engine_unit.moc"
