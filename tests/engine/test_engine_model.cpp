@@ -1,0 +1,159 @@
+// The Engine on the real CPU backend with SmolLM2: greedy continuations of
+// eight chat prompts run together equal each one run alone — with and
+// without the prefix cache, in 16-token steps (chunked prefill, prefill and
+// decode rows mixed) and in a pool small enough to force preemption — and a
+// chat's second turn reuses the blocks of the first.
+#include <string>
+#include <vector>
+
+#include "engine_collector.h"
+#include "folio/backend.h"
+#include "folio/chat_template.h"
+#include "folio/engine.h"
+#include "folio/model.h"
+#include "folio/tokenizer.h"
+#include "folio_test.h"
+
+namespace {
+
+const char* kQuestions[] = {
+    "What is the capital of France?",
+    "Write a haiku about the sea.",
+    "Explain photosynthesis in one sentence.",
+    "List three prime numbers.",
+    "Who wrote Hamlet?",
+    "What does a compiler do?",
+    "Give me a synonym for happy.",
+    "How many legs does a spider have?",
+};
+
+}  // namespace
+
+class EngineModelTest : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
+        auto model = folio::load_model_description(path);
+        QVERIFY2(model, model ? "" : model.error().message.c_str());
+        model_ = std::make_unique<folio::ModelDescription>(std::move(*model));
+        auto tok = folio::Tokenizer::create(model_->tokenizer);
+        QVERIFY(tok);
+        tokenizer_ = std::make_unique<folio::Tokenizer>(std::move(*tok));
+        for (const char* q : kQuestions) prompts_.push_back(chat({{"system", "You are a concise assistant.", ""}, {"user", q, ""}}));
+    }
+
+    void concurrentGreedyEqualsAlone() {
+        if (!model_) QSKIP("no model");
+        std::vector<std::vector<int32_t>> alone;
+        {
+            auto backend = make_backend(0);
+            auto engine = folio::Engine::start(*model_, *tokenizer_, *backend, folio::EngineConfig{});
+            QVERIFY(engine);
+            for (const auto& p : prompts_) {
+                EngineCollector c;
+                (*engine)->submit(greedy(p), c.callback(0));
+                (*engine)->wait_idle();
+                QCOMPARE(c.get(0).n_finished, 1);
+                alone.push_back(c.get(0).tokens);
+            }
+        }
+        struct Mode {
+            const char* name;
+            folio::EngineConfig config;
+            uint32_t n_blocks;
+        };
+        folio::EngineConfig no_prefix;
+        no_prefix.enable_prefix_caching = false;
+        folio::EngineConfig small_steps;
+        small_steps.scheduler.max_num_batched_tokens = 16;
+        const Mode modes[] = {
+            {"prefix cache on", folio::EngineConfig{}, 0},
+            {"prefix cache off", no_prefix, 0},
+            {"16-token steps", small_steps, 0},
+            {"tiny pool", folio::EngineConfig{}, 20},
+        };
+        for (const Mode& mode : modes) {
+            auto backend = make_backend(mode.n_blocks);
+            auto engine = folio::Engine::start(*model_, *tokenizer_, *backend, mode.config);
+            QVERIFY(engine);
+            StepRecorder steps;
+            (*engine)->subscribe(steps.callback());
+            EngineCollector c;
+            for (size_t i = 0; i < prompts_.size(); ++i) (*engine)->submit(greedy(prompts_[i]), c.callback(int(i)));
+            (*engine)->wait_idle();
+            for (size_t i = 0; i < prompts_.size(); ++i) {
+                const CollectedRequest r = c.get(int(i));
+                const std::string what = std::string(mode.name) + ", prompt " + std::to_string(i) + ": " +
+                                         tokenizer_->decode(r.tokens) + " | alone: " + tokenizer_->decode(alone[i]);
+                QVERIFY2(r.n_finished == 1 && r.error.empty(), (what + " " + r.error).c_str());
+                QVERIFY2(r.tokens == alone[i], what.c_str());
+            }
+            QVERIFY2(steps.max_running() > 1, mode.name);
+            if (mode.n_blocks) QVERIFY2(steps.preempted() > 0, "the tiny pool never preempted");
+        }
+    }
+
+    void repeatedPromptAndNextChatTurnReuseBlocks() {
+        if (!model_) QSKIP("no model");
+        auto backend = make_backend(0);
+        auto engine = folio::Engine::start(*model_, *tokenizer_, *backend, folio::EngineConfig{});
+        QVERIFY(engine);
+        EngineCollector c;
+        const std::vector<int32_t>& first = prompts_[0];
+        (*engine)->submit(greedy(first), c.callback(0));
+        (*engine)->wait_idle();
+        (*engine)->submit(greedy(first), c.callback(1));
+        (*engine)->wait_idle();
+        const int32_t full_blocks = static_cast<int32_t>((first.size() - 1) / 16 * 16);
+        QCOMPARE(c.get(1).timings.cached_prompt_tokens, full_blocks);
+        QCOMPARE(c.get(1).tokens, c.get(0).tokens);
+
+        const std::string reply = c.get(0).text;
+        const std::vector<int32_t> second = chat({{"system", "You are a concise assistant.", ""},
+                                                  {"user", kQuestions[0], ""},
+                                                  {"assistant", reply, ""},
+                                                  {"user", "And of Italy?", ""}});
+        (*engine)->submit(greedy(second), c.callback(2));
+        (*engine)->wait_idle();
+        const int32_t cached = c.get(2).timings.cached_prompt_tokens;
+        const std::string msg = "second turn reused " + std::to_string(cached) + " of " +
+                                std::to_string(second.size()) + " tokens; first turn prompt " +
+                                std::to_string(first.size());
+        QVERIFY2(cached >= full_blocks, msg.c_str());
+        QVERIFY(!c.get(2).tokens.empty());
+    }
+
+private:
+    std::vector<int32_t> chat(const std::vector<folio::ChatMessage>& messages) {
+        folio::ChatTemplateChoice choice = folio::ChatTemplate::for_model(model_->chat_template, "llama");
+        folio::ChatTemplateInputs inputs;
+        inputs.messages = messages;
+        inputs.add_generation_prompt = true;
+        auto text = choice.chat_template.render(inputs);
+        if (!text) return {};
+        return tokenizer_->encode(*text, /*add_special=*/false, /*parse_special=*/true);
+    }
+    std::unique_ptr<folio::Backend> make_backend(uint32_t n_blocks) {
+        folio::BackendOptions options;
+        options.n_threads = 2;
+        options.max_context = 512;
+        options.n_blocks = n_blocks ? n_blocks : 256;
+        auto backend = folio::create_cpu_backend(*model_, options);
+        return backend ? std::move(*backend) : nullptr;
+    }
+    static folio::GenerationRequest greedy(const std::vector<int32_t>& prompt) {
+        folio::GenerationRequest r;
+        r.prompt_tokens = prompt;
+        r.sampling.temperature = 0;
+        r.max_tokens = 24;
+        return r;
+    }
+
+    std::unique_ptr<folio::ModelDescription> model_;
+    std::unique_ptr<folio::Tokenizer> tokenizer_;
+    std::vector<std::vector<int32_t>> prompts_;
+};
+
+FOLIO_TEST_MAIN(EngineModelTest)
+#include "test_engine_model.moc"
