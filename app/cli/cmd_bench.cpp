@@ -1,14 +1,15 @@
-// folio bench: throughput like llama-bench. pp: one prompt of -p random
-// tokens as one batch from an empty cache; tg: -n tokens generated one at a
-// time from an empty cache. Each is run once to warm up, then -r times;
-// reported as mean ± sd tokens/s.
+// folio bench: throughput like llama-bench, through the engine. pp: one
+// prompt of -p random tokens as one step from an empty cache (first
+// scheduled -> first token); tg: -n tokens generated one at a time after a
+// one-token prompt (first token -> last). Each is run once to warm up, then
+// -r times; reported as mean ± sd tokens/s. --workload replays a trace of
+// many requests instead (cmd_bench_workload.cpp).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
 
 #include "commands.h"
-#include "folio/generate.h"
 #include "inference_common.h"
 
 namespace folio::cli {
@@ -20,6 +21,8 @@ std::vector<FlagSpec> bench_flags() {
     flags.push_back({"-n", "--n-gen", "N", "generated tokens (default 128, 0 = skip)"});
     flags.push_back({"-r", "--repetitions", "N", "timed runs of each test (default 5)"});
     flags.push_back({"", "--json", "", "print the result as JSON"});
+    for (const FlagSpec& f : workload_flags()) flags.push_back(f);
+    for (const FlagSpec& f : engine_flags()) flags.push_back(f);
     flags.push_back({"-h", "--help", "", "this help"});
     return flags;
 }
@@ -62,50 +65,57 @@ int run_bench(int argc, char** argv) {
     auto args = Args::parse(argc, argv, 2, flags);
     if (!args) return fail("bench", args.error().message);
     if (args->has("--help")) {
-        std::printf("%s", usage("bench", "-m MODEL [-p 512] [-n 128] [-r 5] [-t THREADS] [--json]", flags).c_str());
+        std::printf("%s", usage("bench", "-m MODEL [-p 512] [-n 128] [-r 5] [-t THREADS] [--json] | --workload ...",
+                                flags).c_str());
         return 0;
     }
+    if (args->has("--workload")) return run_bench_workload(*args);
     auto n_prompt = args->get_int("--n-prompt", 512, 0, 1 << 20);
     auto n_gen = args->get_int("--n-gen", 128, 0, 1 << 20);
     auto reps = args->get_int("--repetitions", 5, 1, 1000);
     if (!n_prompt || !n_gen || !reps)
         return fail("bench", (!n_prompt ? n_prompt.error() : !n_gen ? n_gen.error() : reps.error()).message);
-    const int64_t context = std::max<int64_t>(*n_prompt, *n_gen) + 1;
+    const int64_t context = std::max<int64_t>(*n_prompt, *n_gen) + 2;
     auto loaded = load_for_inference(*args, static_cast<uint32_t>(std::max<int64_t>(context, 512)));
     if (!loaded) return fail("bench", loaded.error().message);
     LoadedModel& m = **loaded;
-    SequenceRunner seq(*m.backend, static_cast<int32_t>(std::max<int64_t>(1, *n_prompt)));
-    if (context > seq.capacity()) return fail("bench", "the test needs a context of " + std::to_string(context) +
-                                                           " tokens; the model allows " + std::to_string(seq.capacity()));
+    if (context > m.backend->max_context())
+        return fail("bench", "the test needs a context of " + std::to_string(context) + " tokens; the model allows " +
+                                 std::to_string(m.backend->max_context()));
+    EngineConfig config;
+    config.scheduler.max_num_batched_tokens = static_cast<uint32_t>(std::max<int64_t>(*n_prompt, 1));
+    config.enable_prefix_caching = false;
+    auto engine = Engine::start(m.model, m.tokenizer, *m.backend, config);
+    if (!engine) return fail("bench", engine.error().message);
+    m.engine = std::move(*engine);
 
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> any_token(0, m.backend->n_vocab() - 1);
-    const int32_t bos = m.tokenizer.bos_id();
-    std::vector<float> logits;
-    using clock = std::chrono::steady_clock;
+    const int32_t bos = m.tokenizer.bos_id() >= 0 && m.tokenizer.add_bos() ? m.tokenizer.bos_id() : -1;
+    auto run = [&](std::vector<int32_t> prompt, int32_t max_tokens) -> Result<RequestTimings> {
+        GenerationRequest r;
+        r.prompt_tokens = std::move(prompt);
+        r.sampling.temperature = 0;
+        r.max_tokens = max_tokens;
+        r.ignore_eos = true;
+        const Completion c = complete(*m.engine, std::move(r), /*stream=*/false);
+        if (c.last.reason == FinishReason::Error) return make_error(c.last.error);
+        return c.last.timings;
+    };
 
     std::vector<double> pp_seconds, tg_seconds;
-    for (int64_t run = 0; run <= *reps && *n_prompt > 0; ++run) {
+    for (int64_t rep = 0; rep <= *reps && *n_prompt > 0; ++rep) {
         std::vector<int32_t> prompt(static_cast<size_t>(*n_prompt));
         for (auto& t : prompt) t = any_token(rng);
-        if (bos >= 0 && m.tokenizer.add_bos()) prompt[0] = bos;
-        seq.reset();
-        const auto t0 = clock::now();
-        if (Status s = seq.append(prompt, logits); !s) return fail("bench", s.error().message);
-        const double dt = std::chrono::duration<double>(clock::now() - t0).count();
-        if (run > 0) pp_seconds.push_back(dt);  // run 0 warms up
+        if (bos >= 0) prompt[0] = bos;
+        auto t = run(std::move(prompt), 1);
+        if (!t) return fail("bench", t.error().message);
+        if (rep > 0) pp_seconds.push_back(t->ttft_s - t->queue_s);  // rep 0 warms up
     }
-    for (int64_t run = 0; run <= *reps && *n_gen > 0; ++run) {
-        seq.reset();
-        int32_t token = bos >= 0 && m.tokenizer.add_bos() ? bos : any_token(rng);
-        const auto t0 = clock::now();
-        for (int64_t i = 0; i < *n_gen; ++i) {
-            const int32_t one[1] = {token};
-            if (Status s = seq.append(one, logits); !s) return fail("bench", s.error().message);
-            token = any_token(rng);
-        }
-        const double dt = std::chrono::duration<double>(clock::now() - t0).count();
-        if (run > 0) tg_seconds.push_back(dt);
+    for (int64_t rep = 0; rep <= *reps && *n_gen > 0; ++rep) {
+        auto t = run({bos >= 0 ? bos : any_token(rng)}, static_cast<int32_t>(*n_gen) + 1);
+        if (!t) return fail("bench", t.error().message);
+        if (rep > 0) tg_seconds.push_back(t->e2e_s - t->ttft_s);
     }
     const Throughput pp = summarize(*n_prompt, pp_seconds), tg = summarize(*n_gen, tg_seconds);
     const int threads = m.backend->n_threads();

@@ -1,13 +1,13 @@
-// folio chat: a multi-turn conversation in the terminal. Each turn renders
-// the whole conversation through the chat template; the tokens the cache
-// already holds (the earlier turns) are kept and only the new suffix runs.
-// Reads lines from stdin (a pipe works too); /reset starts over, /exit ends.
+// folio chat: a multi-turn conversation in the terminal, through the engine.
+// Each turn renders the whole conversation through the chat template and
+// submits it; the engine's prefix cache finds the earlier turns' blocks, so
+// only the new suffix is computed. Reads lines from stdin (a pipe works
+// too); /reset starts over, /exit ends.
 #include <cstdio>
 #include <iostream>
 #include <string>
 
 #include "commands.h"
-#include "folio/generate.h"
 #include "inference_common.h"
 
 namespace folio::cli {
@@ -19,6 +19,7 @@ std::vector<FlagSpec> chat_flags() {
     flags.push_back({"", "--system", "TEXT", "a system message"});
     flags.push_back({"-h", "--help", "", "this help"});
     for (const FlagSpec& f : sampling_flags()) flags.push_back(f);
+    for (const FlagSpec& f : engine_flags()) flags.push_back(f);
     return flags;
 }
 
@@ -36,17 +37,13 @@ int run_chat(int argc, char** argv) {
     if (!n_predict) return fail("chat", n_predict.error().message);
     SamplingParams params;
     if (Status s = read_sampling_flags(*args, params); !s) return fail("chat", s.error().message);
-    auto sampler = Sampler::create(params);
-    if (!sampler) return fail("chat", sampler.error().message);
-    auto loaded = load_for_inference(*args, 4096);
+    auto loaded = start_engine(*args, 4096);
     if (!loaded) return fail("chat", loaded.error().message);
     LoadedModel& m = **loaded;
 
     std::vector<ChatMessage> messages;
     if (auto system = args->get("--system")) messages.push_back({"system", *system, ""});
     const size_t n_fixed = messages.size();
-    SequenceRunner seq(*m.backend);
-    std::vector<float> logits;
     bool announced = false;
     std::fprintf(stderr, "folio chat: type a message; /reset starts over, /exit ends\n");
     std::string line;
@@ -55,7 +52,6 @@ int run_chat(int argc, char** argv) {
         if (!std::getline(std::cin, line) || line == "/exit") break;
         if (line == "/reset") {
             messages.resize(n_fixed);
-            seq.reset();
             std::fprintf(stderr, "(conversation cleared)\n");
             continue;
         }
@@ -64,43 +60,28 @@ int run_chat(int argc, char** argv) {
         auto text = render_chat(m, messages, !announced);
         announced = true;
         if (!text) return fail("chat", "chat template: " + text.error().message);
-        std::vector<int32_t> ids = tokenize_chat(m, *text);
-        if (static_cast<int64_t>(ids.size()) + 1 >= seq.capacity()) {
-            std::fprintf(stderr, "folio chat: the conversation no longer fits the context (%d tokens); /reset\n",
-                         seq.capacity());
+        GenerationRequest request;
+        request.prompt_tokens = tokenize_chat(m, *text);
+        request.sampling = params;
+        request.max_tokens = static_cast<int32_t>(*n_predict);
+        if (static_cast<int64_t>(request.prompt_tokens.size()) + 1 >= m.backend->max_context()) {
+            std::fprintf(stderr, "folio chat: the conversation no longer fits the context (%u tokens); /reset\n",
+                         m.backend->max_context());
             messages.pop_back();
             continue;
         }
-        // Keep the cached tokens the new prompt starts with; run only the rest.
-        size_t common = 0;
-        const std::vector<int32_t>& cached = seq.tokens();
-        while (common < cached.size() && common < ids.size() && cached[common] == ids[common]) ++common;
-        if (common == ids.size()) --common;  // at least one token runs, to get logits
-        seq.truncate(static_cast<int32_t>(common));
-        const std::vector<int32_t> suffix(ids.begin() + static_cast<std::ptrdiff_t>(common), ids.end());
-        if (Status s = seq.append(suffix, logits); !s) return fail("chat", s.error().message);
-
-        StreamingDecoder decoder(m.tokenizer, /*skip_control=*/true);
-        std::vector<int32_t> history = ids;
-        std::string reply;
-        for (int64_t i = 0; i < *n_predict; ++i) {
-            const int32_t token = sampler->sample(logits, history);
-            if (m.tokenizer.is_end_of_generation(token)) break;
-            history.push_back(token);
-            const std::string piece = decoder.push(token);
-            reply += piece;
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-            if (seq.length() >= seq.capacity()) break;
-            const int32_t one[1] = {token};
-            if (Status s = seq.append(one, logits); !s) return fail("chat", s.error().message);
-        }
-        const std::string tail = decoder.flush();
-        reply += tail;
-        std::fwrite(tail.data(), 1, tail.size(), stdout);
+        const Completion reply = complete(*m.engine, std::move(request), /*stream=*/true);
         std::fputc('\n', stdout);
         std::fflush(stdout);
-        messages.push_back({"assistant", reply, ""});
+        if (reply.last.reason == FinishReason::Error) {
+            std::fprintf(stderr, "folio chat: %s\n", reply.last.error.c_str());
+            messages.pop_back();
+            continue;
+        }
+        const RequestTimings& t = reply.last.timings;
+        std::fprintf(stderr, "(%d prompt tokens, %d from the cache; %d tokens at %.1f tok/s)\n", t.prompt_tokens,
+                     t.cached_prompt_tokens, t.generated_tokens, t.decode_tokens_per_s());
+        messages.push_back({"assistant", reply.text, ""});
     }
     return 0;
 }

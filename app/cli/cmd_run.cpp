@@ -1,12 +1,14 @@
-// folio run: generate from a prompt, streaming only the generated text to
-// stdout; logs and timings go to stderr.
+// folio run: generate from a prompt through the engine, streaming only the
+// generated text to stdout; logs and timings go to stderr. --parallel N or
+// -f FILE runs several prompts at once (continuous batching, from the terminal).
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <string>
 
 #include "commands.h"
 #include "folio/chat_template.h"
-#include "folio/generate.h"
 #include "inference_common.h"
 
 namespace folio::cli {
@@ -16,6 +18,8 @@ std::vector<FlagSpec> run_flags() {
     std::vector<FlagSpec> flags = model_flags();
     const std::vector<FlagSpec> own = {
         {"-p", "--prompt", "TEXT", "the prompt"},
+        {"-f", "--file", "FILE", "prompts, one per line, run at once (continuous batching)"},
+        {"", "--parallel", "N", "run N copies of the prompt at once (default 1)"},
         {"-n", "--n-predict", "N", "tokens to generate (default 128)"},
         {"", "--ignore-eos", "", "keep generating past end-of-generation tokens"},
         {"", "--chat", "", "wrap the prompt in the model's chat template as one user message"},
@@ -23,6 +27,7 @@ std::vector<FlagSpec> run_flags() {
     };
     flags.insert(flags.end(), own.begin(), own.end());
     for (const FlagSpec& f : sampling_flags()) flags.push_back(f);
+    for (const FlagSpec& f : engine_flags()) flags.push_back(f);
     return flags;
 }
 
@@ -50,83 +55,135 @@ std::vector<int32_t> tokenize_chat(const LoadedModel& m, const std::string& text
     return ids;
 }
 
+// One prompt per line of a file (blank lines skipped).
+static Result<std::vector<std::string>> read_prompt_lines(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return make_error("cannot open " + path);
+    std::vector<std::string> lines;
+    std::string line;
+    for (int c; (c = std::fgetc(f)) != EOF;) {
+        if (c == '\n') {
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            if (!line.empty()) lines.push_back(line);
+            line.clear();
+        } else {
+            line += static_cast<char>(c);
+        }
+    }
+    std::fclose(f);
+    if (!line.empty()) lines.push_back(line);
+    if (lines.empty()) return make_error(path + " has no prompts (one per line)");
+    return lines;
+}
+
 int run_run(int argc, char** argv) {
     const std::vector<FlagSpec> flags = run_flags();
     auto args = Args::parse(argc, argv, 2, flags);
     if (!args) return fail("run", args.error().message);
     if (args->has("--help")) {
-        std::printf("%s", usage("run", "-m MODEL -p PROMPT [-n N] [--temp T] [--chat]", flags).c_str());
+        std::printf("%s", usage("run", "-m MODEL (-p PROMPT | -f FILE) [-n N] [--temp T] [--chat] [--parallel N]", flags).c_str());
         return 0;
     }
-    auto prompt = args->get("--prompt");
-    if (!prompt) return fail("run", "no prompt given (-p TEXT)");
-    if (prompt->empty()) return fail("run", "the prompt is empty");
+    std::vector<std::string> prompts;
+    if (auto file = args->get("--file")) {
+        auto lines = read_prompt_lines(*file);
+        if (!lines) return fail("run", lines.error().message);
+        prompts = std::move(*lines);
+    } else {
+        auto prompt = args->get("--prompt");
+        if (!prompt) return fail("run", "no prompt given (-p TEXT or -f FILE)");
+        if (prompt->empty()) return fail("run", "the prompt is empty");
+        auto parallel = args->get_int("--parallel", 1, 1, 4096);
+        if (!parallel) return fail("run", parallel.error().message);
+        prompts.assign(static_cast<size_t>(*parallel), *prompt);
+    }
     auto n_predict = args->get_int("--n-predict", 128, -1, 1 << 24);
     if (!n_predict) return fail("run", n_predict.error().message);
     SamplingParams params;
     if (Status s = read_sampling_flags(*args, params); !s) return fail("run", s.error().message);
-    auto sampler = Sampler::create(params);
-    if (!sampler) return fail("run", sampler.error().message);
 
-    auto loaded = load_for_inference(*args, 4096);
+    auto loaded = start_engine(*args, 4096, static_cast<uint32_t>(std::min<size_t>(prompts.size(), 64)));
     if (!loaded) return fail("run", loaded.error().message);
     LoadedModel& m = **loaded;
 
-    std::vector<int32_t> prompt_ids;
-    if (args->has("--chat")) {
-        auto text = render_chat(m, {ChatMessage{"user", *prompt, ""}}, true);
-        if (!text) return fail("run", "chat template: " + text.error().message);
-        prompt_ids = tokenize_chat(m, *text);
-    } else {
-        prompt_ids = m.tokenizer.encode(*prompt, /*add_special=*/true, /*parse_special=*/true);
-    }
-    if (prompt_ids.empty()) return fail("run", "the prompt has no tokens");
-    SequenceRunner seq(*m.backend);
-    if (static_cast<int64_t>(prompt_ids.size()) >= seq.capacity())
-        return fail("run", "the prompt is " + std::to_string(prompt_ids.size()) + " tokens; the context holds " +
-                               std::to_string(seq.capacity()) + " (raise -c)");
-
-    const auto t_prompt = std::chrono::steady_clock::now();
-    std::vector<float> logits;
-    if (Status s = seq.append(prompt_ids, logits); !s) return fail("run", s.error().message);
-    const double prompt_seconds = seconds_since(t_prompt);
-
-    const bool ignore_eos = args->has("--ignore-eos");
-    StreamingDecoder decoder(m.tokenizer, /*skip_control=*/true);
-    std::vector<int32_t> history = prompt_ids;
-    int64_t generated = 0;
-    std::string stop_reason = "length";
-    const auto t_gen = std::chrono::steady_clock::now();
-    const int64_t limit = *n_predict < 0 ? int64_t{1} << 40 : *n_predict;
-    while (generated < limit) {
-        const int32_t token = sampler->sample(logits, history);
-        if (!ignore_eos && m.tokenizer.is_end_of_generation(token)) {
-            stop_reason = "end of generation";
-            break;
+    std::vector<GenerationRequest> requests;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        GenerationRequest r;
+        if (args->has("--chat")) {
+            auto text = render_chat(m, {ChatMessage{"user", prompts[i], ""}}, i == 0);
+            if (!text) return fail("run", "chat template: " + text.error().message);
+            r.prompt_tokens = tokenize_chat(m, *text);
+        } else {
+            r.prompt_tokens = m.tokenizer.encode(prompts[i], /*add_special=*/true, /*parse_special=*/true);
         }
-        ++generated;
-        history.push_back(token);
-        const std::string text = decoder.push(token);
-        std::fwrite(text.data(), 1, text.size(), stdout);
+        if (r.prompt_tokens.empty()) return fail("run", "the prompt has no tokens");
+        if (static_cast<int64_t>(r.prompt_tokens.size()) >= m.backend->max_context())
+            return fail("run", "the prompt is " + std::to_string(r.prompt_tokens.size()) +
+                                   " tokens; the context holds " + std::to_string(m.backend->max_context()) +
+                                   " (raise -c)");
+        r.sampling = params;
+        // Parallel copies of one prompt draw different samples: seed, seed + 1, ...
+        if (params.seed != kRandomSeed) r.sampling.seed = params.seed + i;
+        r.max_tokens = *n_predict < 0 ? m.backend->max_context() : static_cast<int32_t>(*n_predict);
+        r.ignore_eos = args->has("--ignore-eos");
+        requests.push_back(std::move(r));
+    }
+
+    const auto t0 = std::chrono::steady_clock::now();
+    if (requests.size() == 1) {
+        const Completion c = complete(*m.engine, std::move(requests[0]), /*stream=*/true);
+        std::fputc('\n', stdout);
         std::fflush(stdout);
-        if (generated == limit) break;
-        if (seq.length() >= seq.capacity()) {
-            stop_reason = "context full";
-            break;
-        }
-        const int32_t one[1] = {token};
-        if (Status s = seq.append(one, logits); !s) return fail("run", s.error().message);
+        if (c.last.reason == FinishReason::Error) return fail("run", c.last.error);
+        const RequestTimings& t = c.last.timings;
+        std::fprintf(stderr,
+                     "folio: prompt %d tokens (%d from the prefix cache), %.1f tok/s; generated %d tokens, %.1f tok/s; "
+                     "time to first token %.3f s; stop: %s\n",
+                     t.prompt_tokens, t.cached_prompt_tokens, t.prefill_tokens_per_s(), t.generated_tokens,
+                     t.decode_tokens_per_s(), t.ttft_s, std::string(to_string(c.last.reason)).c_str());
+        return 0;
     }
-    const std::string tail = decoder.flush();
-    std::fwrite(tail.data(), 1, tail.size(), stdout);
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
-    const double gen_seconds = seconds_since(t_gen);
-    std::fprintf(stderr, "folio: prompt %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens in %.3f s (%.1f tok/s); stop: %s\n",
-                 prompt_ids.size(), prompt_seconds, static_cast<double>(prompt_ids.size()) / prompt_seconds,
-                 static_cast<long long>(generated), gen_seconds,
-                 gen_seconds > 0 ? static_cast<double>(generated) / gen_seconds : 0.0, stop_reason.c_str());
-    return 0;
+
+    // Several at once: continuous batching. Results print in order as each is complete.
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<Completion> results(requests.size());
+    std::vector<bool> done(requests.size(), false);
+    for (size_t i = 0; i < requests.size(); ++i)
+        m.engine->submit(std::move(requests[i]), [&, i](const RequestOutput& out) {
+            std::lock_guard lock(mutex);
+            results[i].text += out.text;
+            if (out.finished) {
+                results[i].last = out;
+                done[i] = true;
+                changed.notify_one();
+            }
+        });
+    int failures = 0;
+    int64_t generated = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return done[i]; });
+        const Completion& c = results[i];
+        std::printf("--- [%zu] %s\n%s\n", i + 1, std::string(to_string(c.last.reason)).c_str(), c.text.c_str());
+        std::fflush(stdout);
+        if (c.last.reason == FinishReason::Error) {
+            ++failures;
+            std::fprintf(stderr, "folio run: [%zu] %s\n", i + 1, c.last.error.c_str());
+        }
+        generated += c.last.timings.generated_tokens;
+    }
+    const double seconds = seconds_since(t0);
+    const EngineMetrics metrics = m.engine->metrics();
+    std::fprintf(stderr,
+                 "folio: %zu sequences, %lld tokens generated in %.2f s (%.1f tok/s overall); "
+                 "time to first token p50 %.3f s; %llu preemptions; prefix cache %llu of %llu prompt tokens\n",
+                 requests.size(), static_cast<long long>(generated), seconds, static_cast<double>(generated) / seconds,
+                 metrics.time_to_first_token_seconds.quantile(0.5),
+                 static_cast<unsigned long long>(metrics.num_preemptions_total),
+                 static_cast<unsigned long long>(metrics.prefix_cache_hits_total),
+                 static_cast<unsigned long long>(metrics.prefix_cache_queries_total));
+    return failures ? 1 : 0;
 }
 
 }  // namespace folio::cli

@@ -1,9 +1,12 @@
 #include "inference_common.h"
 
+#include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 
 namespace folio::cli {
 
@@ -24,6 +27,16 @@ std::vector<FlagSpec> sampling_flags() {
         {"", "--min-p", "P", "min-p, 0 = off (default 0.05)"},
         {"", "--repeat-penalty", "X", "repetition penalty, 1 = off (default 1.0)"},
         {"", "--repeat-last-n", "N", "tokens the penalty looks back over (default 64, -1 = all)"},
+    };
+}
+
+std::vector<FlagSpec> engine_flags() {
+    return {
+        {"-b", "--batch-size", "N", "most tokens per engine step, prefill chunks included (default 256)"},
+        {"", "--max-seqs", "N", "most sequences per step (default 64)"},
+        {"", "--block-size", "N", "tokens per KV block (default 16)"},
+        {"", "--kv-budget", "MIB", "KV cache memory in MiB (default: the context times the parallel sequences)"},
+        {"", "--no-prefix-cache", "", "do not reuse the KV blocks of earlier identical prefixes"},
     };
 }
 
@@ -68,30 +81,94 @@ Status read_sampling_flags(const Args& args, SamplingParams& params) {
     return params.validate();
 }
 
-Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32_t default_context) {
+Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32_t default_context,
+                                                        uint32_t kv_sequences) {
     auto path = args.get("--model");
     if (!path) return make_error("no model given (-m PATH)");
     auto threads = args.get_int("--threads", 0, 0, 1024);
     if (!threads) return threads.error();
     auto ctx = args.get_int("--ctx-size", default_context, 1, 1 << 24);
     if (!ctx) return ctx.error();
+    auto block_size = args.get_int("--block-size", kDefaultBlockSize, 1, 1024);
+    if (!block_size) return block_size.error();
+    auto kv_budget = args.get_int("--kv-budget", 0, 1, int64_t{1} << 30);
+    if (!kv_budget) return kv_budget.error();
 
     auto model = load_model_description(*path);
     if (!model) return model.error();
     auto tokenizer = Tokenizer::create(model->tokenizer);
     if (!tokenizer) return tokenizer.error();
-    auto loaded = std::make_unique<LoadedModel>(LoadedModel{std::move(*model), std::move(*tokenizer), nullptr});
+    auto loaded = std::make_unique<LoadedModel>(LoadedModel{std::move(*model), std::move(*tokenizer), nullptr, nullptr});
     BackendOptions options;
     options.n_threads = static_cast<int>(*threads);
     options.max_context = static_cast<uint32_t>(*ctx);
+    options.block_size = static_cast<uint32_t>(*block_size);
+    if (args.has("--kv-budget")) {
+        options.kv_budget_bytes = static_cast<uint64_t>(*kv_budget) << 20;
+    } else {
+        const uint64_t context = std::min<uint64_t>(options.max_context, loaded->model.hparams.n_ctx_train
+                                                                             ? loaded->model.hparams.n_ctx_train
+                                                                             : options.max_context);
+        options.n_blocks = static_cast<uint32_t>((context + options.block_size - 1) / options.block_size *
+                                                 std::max<uint32_t>(1, kv_sequences));
+    }
     // The backend keeps a reference to the description: it lives in `loaded`, which does not move.
     auto backend = create_cpu_backend(loaded->model, options);
     if (!backend) return backend.error();
     loaded->backend = std::move(*backend);
-    std::fprintf(stderr, "folio: %s (%s), %s, context %u\n", loaded->model.name.c_str(),
-                 loaded->model.hparams.architecture.c_str(), loaded->backend->name().c_str(),
-                 loaded->backend->max_context());
+    std::fprintf(stderr, "folio: %s (%s), %s, context %u, KV cache %u blocks of %u tokens (%.1f MiB)\n",
+                 loaded->model.name.c_str(), loaded->model.hparams.architecture.c_str(),
+                 loaded->backend->name().c_str(), loaded->backend->max_context(), loaded->backend->n_blocks(),
+                 loaded->backend->block_size(), static_cast<double>(loaded->backend->kv_cache_bytes()) / (1 << 20));
     return loaded;
+}
+
+Result<EngineConfig> read_engine_flags(const Args& args) {
+    EngineConfig config;
+    auto batch = args.get_int("--batch-size", config.scheduler.max_num_batched_tokens, 1, 1 << 20);
+    if (!batch) return batch.error();
+    auto seqs = args.get_int("--max-seqs", config.scheduler.max_num_seqs, 1, 1 << 16);
+    if (!seqs) return seqs.error();
+    config.scheduler.max_num_batched_tokens = static_cast<uint32_t>(*batch);
+    config.scheduler.max_num_seqs = static_cast<uint32_t>(*seqs);
+    config.enable_prefix_caching = !args.has("--no-prefix-cache");
+    return config;
+}
+
+Result<std::unique_ptr<LoadedModel>> start_engine(const Args& args, uint32_t default_context, uint32_t kv_sequences) {
+    auto config = read_engine_flags(args);
+    if (!config) return config.error();
+    auto loaded = load_for_inference(args, default_context, kv_sequences);
+    if (!loaded) return loaded.error();
+    LoadedModel& m = **loaded;
+    auto engine = Engine::start(m.model, m.tokenizer, *m.backend, *config);
+    if (!engine) return engine.error();
+    m.engine = std::move(*engine);
+    return loaded;
+}
+
+Completion complete(Engine& engine, GenerationRequest request, bool stream) {
+    Completion result;
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    engine.submit(std::move(request), [&](const RequestOutput& out) {
+        if (stream && !out.text.empty()) {
+            std::fwrite(out.text.data(), 1, out.text.size(), stdout);
+            std::fflush(stdout);
+        }
+        std::lock_guard lock(mutex);
+        result.text += out.text;
+        result.tokens.insert(result.tokens.end(), out.token_ids.begin(), out.token_ids.end());
+        if (out.finished) {
+            result.last = out;
+            done = true;
+            done_cv.notify_one();
+        }
+    });
+    std::unique_lock lock(mutex);
+    done_cv.wait(lock, [&] { return done; });
+    return result;
 }
 
 }  // namespace folio::cli

@@ -9,6 +9,7 @@
 #include "args.h"
 #include "folio/backend.h"
 #include "folio/chat_template.h"
+#include "folio/engine.h"
 #include "folio/model.h"
 #include "folio/sampling.h"
 #include "folio/tokenizer.h"
@@ -19,10 +20,28 @@ struct LoadedModel {
     ModelDescription model;
     Tokenizer tokenizer;
     std::unique_ptr<Backend> backend;
+    std::unique_ptr<Engine> engine;  // last: stops before the backend goes
 };
 
-// -m, -t, -c from `args`; `default_context` when -c is absent.
-Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32_t default_context);
+// -m, -t, -c, --block-size, --kv-budget from `args`; `default_context` when
+// -c is absent. Without --kv-budget the KV cache holds `kv_sequences` full contexts.
+Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32_t default_context,
+                                                        uint32_t kv_sequences = 1);
+
+// -b, --max-seqs, --no-prefix-cache into an EngineConfig.
+Result<EngineConfig> read_engine_flags(const Args& args);
+// Loads (as load_for_inference) and starts the engine on the model.
+Result<std::unique_ptr<LoadedModel>> start_engine(const Args& args, uint32_t default_context,
+                                                  uint32_t kv_sequences = 1);
+
+// What one request produced, when it finished.
+struct Completion {
+    std::string text;
+    std::vector<int32_t> tokens;
+    RequestOutput last;  // finish reason, error, timings
+};
+// Runs one request to the end, writing its text to stdout as it streams when `stream`.
+Completion complete(Engine& engine, GenerationRequest request, bool stream);
 
 // A float flag within [min, max]; the error names the flag.
 Result<float> get_float(const Args& args, const std::string& long_name, float fallback, float min, float max);
@@ -39,5 +58,10 @@ std::vector<int32_t> tokenize_chat(const LoadedModel& m, const std::string& text
 // The flags above, for a verb's flag table.
 std::vector<FlagSpec> model_flags();
 std::vector<FlagSpec> sampling_flags();
+std::vector<FlagSpec> engine_flags();
+
+// folio bench --workload (cmd_bench_workload.cpp): its flags and the run.
+std::vector<FlagSpec> workload_flags();
+int run_bench_workload(const Args& args);
 
 }  // namespace folio::cli

@@ -97,6 +97,48 @@ private slots:
         QVERIFY(j["pp"]["mean_tps"].get<double>() > 0 && j["tg"]["mean_tps"].get<double>() > 0);
     }
 
+    void runParallelBatchesSeveralPrompts() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
+        // Greedy copies of one prompt, batched, all continue as the prompt alone does.
+        auto r = run_folio("run -m " + shell_quote(path) + " -p 'The capital of France is' -n 8 --temp 0 -t 2 --parallel 3");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        for (const char* header : {"--- [1] length\n Paris.", "--- [2] length\n Paris.", "--- [3] length\n Paris."})
+            QVERIFY2(r.out.find(header) != std::string::npos, r.out.c_str());
+        QVERIFY2(r.err.find("3 sequences") != std::string::npos, r.err.c_str());
+        const std::string prompts = temp_file("prompts.txt", "The capital of France is\n\nOne, two, three,\n");
+        auto f = run_folio("run -m " + shell_quote(path) + " -f " + shell_quote(prompts) + " -n 4 --temp 0 -t 2");
+        QVERIFY2(f.exit_code == 0, f.err.c_str());
+        QVERIFY2(f.out.find("--- [1]") != std::string::npos && f.out.find("--- [2]") != std::string::npos &&
+                     f.out.find("--- [3]") == std::string::npos,
+                 f.out.c_str());
+        auto missing = run_folio("run -m " + shell_quote(path) + " -f /nonexistent/prompts.txt");
+        QCOMPARE(missing.exit_code, 1);
+        QVERIFY2(missing.err.find("cannot open") != std::string::npos, missing.err.c_str());
+    }
+
+    void benchWorkloadComparesTheModes() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
+        auto r = run_folio("bench -m " + shell_quote(path) +
+                           " --workload synthetic --requests 6 --rate inf --prompt-len 8:16 --output-len 4:8 -t 2 --json");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        const auto j = nlohmann::json::parse(r.out);
+        QCOMPARE(j["modes"].size(), size_t{3});
+        for (const auto& mode : j["modes"]) {
+            QCOMPARE(mode["failures"].get<int>(), 0);
+            QVERIFY(mode["output_tokens"].get<int>() >= 6 * 4);
+            QVERIFY(mode["kv_holding"].get<double>() > 0.0);
+        }
+        // Reserving whole contexts leaves most of the reserved KV empty.
+        QVERIFY(j["modes"][0]["kv_holding"].get<double>() > j["modes"][2]["kv_holding"].get<double>());
+        auto bad = run_folio("bench -m " + shell_quote(path) + " --workload synthetic --modes paged,fast");
+        QCOMPARE(bad.exit_code, 1);
+        QVERIFY2(bad.err.find("unknown mode 'fast'") != std::string::npos, bad.err.c_str());
+        const std::string trace = temp_file("trace.jsonl", "{\"prompt\": \"Hello\", \"output_tokens\": 3}\n{oops\n");
+        auto broken = run_folio("bench -m " + shell_quote(path) + " --workload " + shell_quote(trace));
+        QCOMPARE(broken.exit_code, 1);
+        QVERIFY2(broken.err.find(":2:") != std::string::npos, broken.err.c_str());
+    }
+
     void chatTakesTurnsFromAPipe() {
         FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
         const std::string input = temp_file("chat_in.txt", "What is 2+2?\n/reset\nWhat is 2+2?\n/exit\n");

@@ -17,7 +17,7 @@
 // Two baselines of the literature live here too, so that the benchmark can
 // compare in one engine: static batching (no admission until the whole batch
 // has finished) and contiguous reservation (a sequence reserves blocks for
-// its maximum length when admitted).
+// its maximum length, its context, when admitted).
 //
 // The scheduler sees only token ids. Sampling, detokenization and stop
 // conditions belong to the runtime, which reports back through commit().
@@ -52,10 +52,11 @@ enum class BatchingMode {
 
 struct SchedulerConfig {
     uint32_t max_num_seqs = 64;
-    uint32_t max_num_batched_tokens = 512;
+    uint32_t max_num_batched_tokens = 256;  // a CPU prefills ~100-1000 tok/s: bounds a step that mixes in a prefill chunk
     bool enable_chunked_prefill = true;  // else a prompt waits until all of it fits in one step
     BatchingMode batching = BatchingMode::Continuous;
-    bool reserve_full_length = false;    // contiguous-reservation baseline
+    bool reserve_full_length = false;    // contiguous-reservation baseline: blocks for the
+                                         // sequence's whole context at admission
 };
 
 // One sequence as the scheduler knows it.

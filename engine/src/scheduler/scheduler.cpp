@@ -79,8 +79,9 @@ int32_t Scheduler::chunk(const Sequence& s, int32_t budget) const {
 }
 
 int32_t Scheduler::reserve_tokens(const Sequence& s) const {
-    const int64_t full = static_cast<int64_t>(s.tokens.size()) + (s.max_new_tokens - s.n_generated);
-    return static_cast<int32_t>(std::min<int64_t>(full, s.max_context));
+    // The longest the sequence may grow, its context: a server cannot know
+    // where the output will end (Orca's "Max" reservation in the vLLM paper).
+    return s.max_context;
 }
 
 void Scheduler::preempt(SeqId id, StepPlan& plan) {

@@ -1,0 +1,287 @@
+// folio bench --workload: replays a trace of requests (seeded synthetic
+// Poisson arrivals, or a JSONL file) against the engine in several modes, one
+// after the other on the same model and KV budget, and compares them:
+//   paged     continuous batching over paged KV blocks (the engine as built)
+//   static    static batching: a batch runs until all its sequences finish
+//   reserve   continuous batching, but each request reserves KV for its whole
+//             context up front (contiguous reservation)
+// For each: output throughput, TTFT / inter-token latency / end-to-end p50 and
+// p99, and the share of reserved KV memory that holds tokens (averaged over
+// the run, weighted by step time). Requests ignore EOS and generate exactly
+// their output length, as vLLM's benchmark_serving does.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "commands.h"
+#include "folio/workload.h"
+#include "inference_common.h"
+
+namespace folio::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ModeResult {
+    std::string mode;
+    double seconds = 0;
+    int64_t output_tokens = 0;
+    LatencySummary ttft, itl, e2e;
+    double kv_holding = 0;  // tokens held / (blocks in use * block size), step-time weighted
+    uint64_t preemptions = 0;
+    int failures = 0;
+    double throughput() const { return seconds > 0 ? static_cast<double>(output_tokens) / seconds : 0.0; }
+};
+
+// Per-request clock readings, filled from the engine thread.
+struct Tracker {
+    std::mutex mutex;
+    std::condition_variable all_done;
+    size_t remaining = 0;
+    std::vector<Clock::time_point> submitted;
+    std::vector<std::vector<Clock::time_point>> token_times;
+    std::vector<Clock::time_point> finished;
+    int failures = 0;
+    std::string first_error;
+    // KV holding: sum of (holding * step duration) and of durations.
+    double kv_weighted = 0, kv_time = 0;
+};
+
+Result<std::pair<int32_t, int32_t>> get_range(const Args& args, const std::string& name, int32_t lo, int32_t hi) {
+    auto text = args.get(name);
+    if (!text) return std::make_pair(lo, hi);
+    const size_t colon = text->find(':');
+    try {
+        const int a = std::stoi(text->substr(0, colon));
+        const int b = colon == std::string::npos ? a : std::stoi(text->substr(colon + 1));
+        if (a < 1 || b < a) throw std::invalid_argument("range");
+        return std::make_pair(a, b);
+    } catch (const std::exception&) {
+        return make_error(name + " wants MIN:MAX (or N) with 1 <= MIN <= MAX, got '" + *text + "'");
+    }
+}
+
+Result<ModeResult> run_mode(LoadedModel& m, const std::string& mode, const EngineConfig& base,
+                            const std::vector<WorkloadRequest>& trace,
+                            const std::vector<std::vector<int32_t>>& prompts) {
+    EngineConfig config = base;
+    if (mode == "static") config.scheduler.batching = BatchingMode::Static;
+    if (mode == "reserve") config.scheduler.reserve_full_length = true;
+    if (mode != "paged") config.enable_prefix_caching = false;
+    auto started = Engine::start(m.model, m.tokenizer, *m.backend, config);
+    if (!started) return started.error();
+    std::unique_ptr<Engine> engine = std::move(*started);
+
+    Tracker t;
+    const size_t n = trace.size();
+    t.remaining = n;
+    t.submitted.resize(n);
+    t.token_times.resize(n);
+    t.finished.resize(n);
+    const double block = m.backend->block_size();
+    engine->subscribe([&t, block](std::shared_ptr<const StepEvent> e) {
+        uint64_t used = 0, held = 0;
+        for (const BlockCell& c : e->blocks) {
+            used += c.ref_count > 0;
+            if (c.owner >= 0) held += c.tokens;
+        }
+        if (used == 0 || e->duration_s <= 0) return;
+        std::lock_guard lock(t.mutex);
+        t.kv_weighted += e->duration_s * static_cast<double>(held) / (static_cast<double>(used) * block);
+        t.kv_time += e->duration_s;
+    });
+
+    const Clock::time_point start = Clock::now();
+    for (size_t i = 0; i < n; ++i) {
+        std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(trace[i].arrival_s)));
+        GenerationRequest r;
+        r.prompt_tokens = prompts[i];
+        r.sampling.temperature = 0;
+        r.max_tokens = trace[i].output_tokens;
+        r.ignore_eos = true;
+        {
+            std::lock_guard lock(t.mutex);
+            t.submitted[i] = Clock::now();
+        }
+        engine->submit(std::move(r), [&t, i](const RequestOutput& out) {
+            const Clock::time_point now = Clock::now();
+            std::lock_guard lock(t.mutex);
+            for (size_t k = 0; k < out.token_ids.size(); ++k) t.token_times[i].push_back(now);
+            if (!out.finished) return;
+            t.finished[i] = now;
+            if (out.reason == FinishReason::Error && t.failures++ == 0) t.first_error = out.error;
+            if (--t.remaining == 0) t.all_done.notify_one();
+        });
+    }
+    std::unique_lock lock(t.mutex);
+    t.all_done.wait(lock, [&t] { return t.remaining == 0; });
+
+    ModeResult result;
+    result.mode = mode;
+    Clock::time_point last = start;
+    std::vector<double> ttft, itl, e2e;
+    for (size_t i = 0; i < n; ++i) {
+        last = std::max(last, t.finished[i]);
+        const auto& times = t.token_times[i];
+        result.output_tokens += static_cast<int64_t>(times.size());
+        e2e.push_back(std::chrono::duration<double>(t.finished[i] - t.submitted[i]).count());
+        if (times.empty()) continue;
+        ttft.push_back(std::chrono::duration<double>(times[0] - t.submitted[i]).count());
+        for (size_t k = 1; k < times.size(); ++k) itl.push_back(std::chrono::duration<double>(times[k] - times[k - 1]).count());
+    }
+    result.seconds = std::chrono::duration<double>(last - start).count();
+    result.ttft = summarize(ttft);
+    result.itl = summarize(itl);
+    result.e2e = summarize(e2e);
+    result.kv_holding = t.kv_time > 0 ? t.kv_weighted / t.kv_time : 0.0;
+    result.failures = t.failures;
+    lock.unlock();
+    result.preemptions = engine->metrics().num_preemptions_total;
+    if (result.failures) std::fprintf(stderr, "folio bench: %s: %d requests failed: %s\n", mode.c_str(),
+                                      result.failures, t.first_error.c_str());
+    return result;
+}
+
+}  // namespace
+
+std::vector<FlagSpec> workload_flags() {
+    return {
+        {"", "--workload", "SPEC", "replay a trace instead: 'synthetic' or a JSONL file"},
+        {"", "--requests", "N", "synthetic: requests (default 48)"},
+        {"", "--seed", "N", "synthetic: the trace's seed (default 0)"},
+        {"", "--rate", "R", "synthetic: arrivals per second, Poisson; 'inf' = all at once (default 4)"},
+        {"", "--prompt-len", "MIN:MAX", "synthetic: prompt tokens, uniform (default 32:256)"},
+        {"", "--output-len", "MIN:MAX", "synthetic: output tokens, uniform (default 16:128)"},
+        {"", "--modes", "LIST", "compare these of paged,static,reserve (default all three)"},
+    };
+}
+
+int run_bench_workload(const Args& args) {
+    const std::string spec = *args.get("--workload");
+    std::vector<WorkloadRequest> trace;
+    SyntheticWorkload synthetic;
+    synthetic.n_requests = 48;
+    if (spec == "synthetic") {
+        auto requests = args.get_int("--requests", synthetic.n_requests, 1, 1 << 20);
+        if (!requests) return fail("bench", requests.error().message);
+        synthetic.n_requests = static_cast<int32_t>(*requests);
+        const std::string rate = args.get_or("--rate", "4");
+        synthetic.request_rate = rate == "inf" ? std::numeric_limits<double>::infinity() : std::atof(rate.c_str());
+        auto seed = args.get_int("--seed", 0, 0, std::numeric_limits<int64_t>::max());
+        auto prompt_len = get_range(args, "--prompt-len", synthetic.prompt_min, synthetic.prompt_max);
+        auto output_len = get_range(args, "--output-len", synthetic.output_min, synthetic.output_max);
+        if (!seed || !prompt_len || !output_len)
+            return fail("bench", (!seed ? seed.error() : !prompt_len ? prompt_len.error() : output_len.error()).message);
+        synthetic.seed = static_cast<uint64_t>(*seed);
+        std::tie(synthetic.prompt_min, synthetic.prompt_max) = *prompt_len;
+        std::tie(synthetic.output_min, synthetic.output_max) = *output_len;
+        if (Status s = validate(synthetic); !s) return fail("bench", s.error().message);
+        trace = generate_workload(synthetic);
+    } else {
+        auto read = read_workload_jsonl(spec);
+        if (!read) return fail("bench", read.error().message);
+        trace = std::move(*read);
+    }
+    std::vector<std::string> modes;
+    {
+        const std::string list = args.get_or("--modes", "paged,static,reserve");
+        size_t pos = 0;
+        while (pos <= list.size()) {
+            const size_t comma = std::min(list.find(',', pos), list.size());
+            const std::string mode = list.substr(pos, comma - pos);
+            if (mode != "paged" && mode != "static" && mode != "reserve")
+                return fail("bench", "--modes: unknown mode '" + mode + "' (paged, static, reserve)");
+            modes.push_back(mode);
+            pos = comma + 1;
+        }
+    }
+    auto config = read_engine_flags(args);
+    if (!config) return fail("bench", config.error().message);
+
+    // The context: the longest request, so that every one fits in every mode.
+    int64_t longest = 0;
+    for (const WorkloadRequest& r : trace) longest = std::max<int64_t>(longest, r.prompt_tokens + r.output_tokens);
+    auto loaded = load_for_inference(args, static_cast<uint32_t>(std::max<int64_t>(longest, 512)), 8);
+    if (!loaded) return fail("bench", loaded.error().message);
+    LoadedModel& m = **loaded;
+
+    // Prompts: the trace's text tokenized, or seeded random ids of its length.
+    std::mt19937_64 rng(synthetic.seed ^ 0x5eed);
+    std::vector<std::vector<int32_t>> prompts;
+    for (WorkloadRequest& r : trace) {
+        std::vector<int32_t> ids;
+        if (!r.prompt.empty()) ids = m.tokenizer.encode(r.prompt, /*add_special=*/true);
+        else
+            for (int32_t k = 0; k < r.prompt_tokens; ++k)
+                ids.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(m.backend->n_vocab())));
+        if (ids.empty() || r.output_tokens < 1) return fail("bench", "the trace has a request without prompt or output");
+        if (static_cast<int64_t>(ids.size()) + r.output_tokens > m.backend->max_context())
+            return fail("bench", "a request of " + std::to_string(ids.size() + static_cast<size_t>(r.output_tokens)) +
+                                     " tokens does not fit the context (" + std::to_string(m.backend->max_context()) +
+                                     "; raise -c)");
+        r.prompt_tokens = static_cast<int32_t>(ids.size());
+        prompts.push_back(std::move(ids));
+    }
+    int64_t prompt_total = 0, output_total = 0;
+    for (const WorkloadRequest& r : trace) {
+        prompt_total += r.prompt_tokens;
+        output_total += r.output_tokens;
+    }
+    std::fprintf(stderr, "folio bench: %zu requests, %lld prompt and %lld output tokens, over %.1f s of arrivals\n",
+                 trace.size(), static_cast<long long>(prompt_total), static_cast<long long>(output_total),
+                 trace.back().arrival_s);
+
+    std::vector<ModeResult> results;
+    for (const std::string& mode : modes) {
+        std::fprintf(stderr, "folio bench: running %s ...\n", mode.c_str());
+        auto r = run_mode(m, mode, *config, trace, prompts);
+        if (!r) return fail("bench", r.error().message);
+        results.push_back(*r);
+    }
+
+    const bool json = args.has("--json");
+    if (json) {
+        std::printf("{\"model\": \"%s\", \"requests\": %zu, \"kv_blocks\": %u, \"block_size\": %u, \"modes\": [",
+                    m.model.name.c_str(), trace.size(), m.backend->n_blocks(), m.backend->block_size());
+        for (size_t i = 0; i < results.size(); ++i) {
+            const ModeResult& r = results[i];
+            std::printf("%s{\"mode\": \"%s\", \"seconds\": %.3f, \"output_tokens\": %lld, \"output_tps\": %.2f, "
+                        "\"ttft_p50\": %.4f, \"ttft_p99\": %.4f, \"itl_p50\": %.5f, \"itl_p99\": %.5f, "
+                        "\"e2e_p50\": %.3f, \"e2e_p99\": %.3f, \"kv_holding\": %.4f, \"preemptions\": %llu, "
+                        "\"failures\": %d}",
+                        i ? ", " : "", r.mode.c_str(), r.seconds, static_cast<long long>(r.output_tokens),
+                        r.throughput(), r.ttft.p50, r.ttft.p99, r.itl.p50, r.itl.p99, r.e2e.p50, r.e2e.p99,
+                        r.kv_holding, static_cast<unsigned long long>(r.preemptions), r.failures);
+        }
+        std::printf("]}\n");
+    } else {
+        std::printf("| mode | output tok/s | TTFT p50 / p99 s | ITL p50 / p99 ms | e2e p50 / p99 s | KV holding tokens | preemptions |\n");
+        std::printf("|---|---|---|---|---|---|---|\n");
+        for (const ModeResult& r : results)
+            std::printf("| %s | %.1f | %.2f / %.2f | %.1f / %.1f | %.2f / %.2f | %.1f %% | %llu |\n", r.mode.c_str(),
+                        r.throughput(), r.ttft.p50, r.ttft.p99, r.itl.p50 * 1e3, r.itl.p99 * 1e3, r.e2e.p50,
+                        r.e2e.p99, r.kv_holding * 100, static_cast<unsigned long long>(r.preemptions));
+        const auto paged = std::find_if(results.begin(), results.end(), [](const ModeResult& r) { return r.mode == "paged"; });
+        if (paged != results.end())
+            for (const ModeResult& r : results)
+                if (r.mode != "paged" && r.throughput() > 0)
+                    std::printf("paged / %s: output throughput %.2fx, TTFT p50 %.2fx, KV holding %.1f %% vs %.1f %%\n",
+                                r.mode.c_str(), paged->throughput() / r.throughput(),
+                                r.ttft.p50 > 0 ? paged->ttft.p50 / r.ttft.p50 : 0.0, paged->kv_holding * 100,
+                                r.kv_holding * 100);
+    }
+    int failures = 0;
+    for (const ModeResult& r : results) failures += r.failures;
+    return failures ? 1 : 0;
+}
+
+}  // namespace folio::cli
