@@ -16,7 +16,14 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$jobs" --target gguf_fuzzer chat_template_fuzzer
 ctest --preset fuzz -L fuzz
 
-# 2. The main build, warnings as errors, and every suite: unit model gui gpu fuzz.
+# 2. The serving engine's unit tests (BlockPool, scheduler, Engine thread,
+#    metrics) under AddressSanitizer + UndefinedBehaviorSanitizer.
+engine_units="test_kv_cache test_scheduler test_engine_unit histogram_test prometheus_text_test workload_test workload_jsonl_test"
+cmake --preset sanitize >/dev/null
+cmake --build --preset sanitize -j "$jobs" --target $engine_units
+ctest --preset sanitize -R "^(${engine_units// /|})\$"
+
+# 3. The main build, warnings as errors, and every suite: unit model gui gpu fuzz.
 cmake --preset ci >/dev/null
 cmake --build --preset ci -j "$jobs"
 ctest --preset ci
