@@ -53,31 +53,32 @@ FOLIO_AVX2 inline void store_tile(const __m256 (&acc)[NW][NA], const float (&off
 // independent accumulators), two for prefill tiles.
 template <typename Kernel, int NA>
 FOLIO_AVX2 void tile_rows(int64_t n, const char* w, size_t w_stride, int n_w, const void* a, size_t a_stride,
-                          float* y, size_t ldy) {
+                          const float* a_scales, float* y, size_t ldy) {
     constexpr int kWide = NA == 1 ? 4 : 2;
     int r = 0;
     for (; r + kWide <= n_w; r += kWide)
-        Kernel::template run<kWide, NA>(n, w + r * w_stride, w_stride, a, a_stride, y + r, ldy);
-    for (; r < n_w; ++r) Kernel::template run<1, NA>(n, w + r * w_stride, w_stride, a, a_stride, y + r, ldy);
+        Kernel::template run<kWide, NA>(n, w + r * w_stride, w_stride, a, a_stride, a_scales, y + r, ldy);
+    for (; r < n_w; ++r)
+        Kernel::template run<1, NA>(n, w + r * w_stride, w_stride, a, a_stride, a_scales, y + r, ldy);
 }
 
 template <typename Kernel>
 FOLIO_AVX2 void tile_dispatch(int64_t n, const void* w, size_t w_stride, int n_w, const void* a, size_t a_stride,
-                              int n_a, float* y, size_t ldy) {
+                              const float* a_scales, int n_a, float* y, size_t ldy) {
     static_assert(kTileActRows == 4);
     const char* wb = static_cast<const char*>(w);
     switch (n_a) {
-        case 1: tile_rows<Kernel, 1>(n, wb, w_stride, n_w, a, a_stride, y, ldy); break;
-        case 2: tile_rows<Kernel, 2>(n, wb, w_stride, n_w, a, a_stride, y, ldy); break;
-        case 3: tile_rows<Kernel, 3>(n, wb, w_stride, n_w, a, a_stride, y, ldy); break;
-        default: tile_rows<Kernel, 4>(n, wb, w_stride, n_w, a, a_stride, y, ldy); break;
+        case 1: tile_rows<Kernel, 1>(n, wb, w_stride, n_w, a, a_stride, a_scales, y, ldy); break;
+        case 2: tile_rows<Kernel, 2>(n, wb, w_stride, n_w, a, a_stride, a_scales, y, ldy); break;
+        case 3: tile_rows<Kernel, 3>(n, wb, w_stride, n_w, a, a_stride, a_scales, y, ldy); break;
+        default: tile_rows<Kernel, 4>(n, wb, w_stride, n_w, a, a_stride, a_scales, y, ldy); break;
     }
 }
 
 template <typename Kernel>
 FOLIO_AVX2 float dot_by_tile(int64_t n, const void* w, const void* a) {
     float y;
-    Kernel::template run<1, 1>(n, w, 0, a, 0, &y, 1);
+    Kernel::template run<1, 1>(n, w, 0, a, 0, nullptr, &y, 1);
     return y;
 }
 

@@ -23,12 +23,17 @@ bool cpu_has_f16c() {
 bool isa_supported(Isa isa) {
     switch (isa) {
         case Isa::Scalar: return true;
-        case Isa::Avx2:
+        case Isa::Avx2: {
 #if defined(__x86_64__)
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+            // Checked once: CPUID traps to the hypervisor in a VM (microseconds),
+            // and matmul asks on every call.
+            static const bool avx2 =
+                __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+            return avx2;
 #else
             return false;
 #endif
+        }
     }
     return false;
 }

@@ -33,10 +33,16 @@ using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
 // for r < n_w (any count), c < n_a (<= kTileActRows); rows are w_stride /
 // a_stride bytes apart. The vector kernels load each weight block once for
 // all n_a activation rows (register tiles of 2 weight x 4 activation rows),
-// which is what makes prefill fast.
+// which is what makes prefill fast. a_scales: null, or (kernels whose
+// `tile_scales` is set) the activation rows' block scales as floats, see
+// kActScalesPerBlock. Each y is bit-identical to dot() of its two rows.
 using TileFn = void (*)(int64_t n, const void* w, size_t w_stride, int n_w, const void* a,
-                        size_t a_stride, int n_a, float* y, size_t ldy);
+                        size_t a_stride, const float* a_scales, int n_a, float* y, size_t ldy);
 inline constexpr int kTileActRows = 4;
+// Scales of a group of kTileActRows activation rows (Q8_0 / Q8_1), per
+// block: d0, s0, d1, s1, d2, s2, d3, s3 (s = 0 for Q8_0 and for rows past the
+// end). Converted from halves once per matmul instead of once per weight row.
+inline constexpr int kActScalesPerBlock = 2 * kTileActRows;
 
 struct DotKernels {
     TensorType weight = TensorType::F32;
@@ -46,6 +52,7 @@ struct DotKernels {
     QuantizeRowFn quantize = nullptr;  // null for F32 activations: x is used as is
     VecDotFn dot = nullptr;
     TileFn tile = nullptr;
+    bool tile_scales = false;  // tile reads a_scales (may still be given null)
 };
 
 // Kernels for a weight type on an instruction set, or nullptr when the type

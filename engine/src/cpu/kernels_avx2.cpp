@@ -2,8 +2,6 @@
 // Q8_0), plain float rows, and the activation quantizers.
 #include "cpu/kernels_impl.h"
 
-#include <cmath>
-
 #if defined(__x86_64__)
 
 #include "cpu/avx2_common.h"
@@ -130,14 +128,30 @@ struct Q5_1 {
     }
 };
 
+// The scale of a weight block as a float, and for formats with an offset
+// its m (d and m are adjacent halves: one conversion for both).
+template <typename Format>
+FOLIO_AVX2 inline __m128 weight_scales(const typename Format::Block& b) {
+    if constexpr (Format::kHasMin) return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load_u32(
+                                         reinterpret_cast<const uint8_t*>(&b.d)))));
+    else return _mm_cvtph_ps(_mm_cvtsi32_si128(b.d));
+}
+
 template <typename Format>
 struct Block32Tile {
     using Block = typename Format::Block;
     using Act = typename Format::Act;
 
+    // Per block: the weight rows' quants are unpacked once for all NA
+    // activation rows; each (weight, activation) pair adds
+    // float(sum of products) * (d_w * d_a) to its own 8-lane accumulator.
+    // Formats with an offset m also add m * s_a: one 8-lane fma per weight
+    // row covers all the tile's activation rows (lane 2c + 1, see
+    // kActScalesPerBlock). Every output is computed by the same operations
+    // in the same order whatever NW and NA are: batch invariance.
     template <int NW, int NA>
-    static FOLIO_AVX2 void run(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
-                               size_t ldy) {
+    static FOLIO_AVX2 void run(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride,
+                               const float* a_scales, float* y, size_t ldy) {
         const Block* wrow[NW];
         const Act* arow[NA];
         FOLIO_UNROLL
@@ -145,38 +159,58 @@ struct Block32Tile {
         FOLIO_UNROLL
         for (int c = 0; c < NA; ++c) arow[c] = reinterpret_cast<const Act*>(static_cast<const char*>(a) + c * a_stride);
         __m256 acc[NW][NA];
-        float offset[NW][NA];
+        __m256 offsets[NW];
         FOLIO_UNROLL
-        for (int r = 0; r < NW; ++r)
+        for (int r = 0; r < NW; ++r) {
+            offsets[r] = _mm256_setzero_ps();
             FOLIO_UNROLL
-            for (int c = 0; c < NA; ++c) {
-                acc[r][c] = _mm256_setzero_ps();
-                offset[r][c] = 0.0f;
-            }
+            for (int c = 0; c < NA; ++c) acc[r][c] = _mm256_setzero_ps();
+        }
+        // Without a table (a lone dot), the scales are converted here, to the same floats.
+        alignas(32) float converted[kActScalesPerBlock] = {};
         const int64_t nb = n / kBlock32;
         for (int64_t b = 0; b < nb; ++b) {
+            const float* ds = converted;
+            if (a_scales) {
+                ds = a_scales + b * kActScalesPerBlock;
+            } else {
+                FOLIO_UNROLL
+                for (int c = 0; c < NA; ++c) {
+                    converted[2 * c] = half_to_float(arow[c][b].d);
+                    if constexpr (Format::kHasMin) converted[2 * c + 1] = half_to_float(arow[c][b].s);
+                }
+            }
             __m256i q[NW], q_abs[NW];
-            float wd[NW], wm[NW];
+            float wd[NW];
             FOLIO_UNROLL
             for (int r = 0; r < NW; ++r) {
                 q[r] = Format::quants(wrow[r][b]);
-                wd[r] = half_to_float(wrow[r][b].d);
-                if constexpr (Format::kHasMin) wm[r] = half_to_float(wrow[r][b].m);
+                const __m128 scales = weight_scales<Format>(wrow[r][b]);
+                wd[r] = _mm_cvtss_f32(scales);
+                if constexpr (Format::kHasMin)
+                    offsets[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(scales)),
+                                                 _mm256_load_ps(ds), offsets[r]);
                 else q_abs[r] = _mm256_sign_epi8(q[r], q[r]);
             }
             FOLIO_UNROLL
             for (int c = 0; c < NA; ++c) {
                 const __m256i aq = load256(arow[c][b].qs);
-                const float ad = half_to_float(arow[c][b].d);
+                const float ad = ds[2 * c];
                 FOLIO_UNROLL
                 for (int r = 0; r < NW; ++r) {
                     const __m256i sum = Format::kHasMin ? dot_u8(q[r], aq) : dot_i8_abs(q_abs[r], q[r], aq);
                     acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(wd[r] * ad), acc[r][c]);
-                    // An explicit fma: the compiler may not contract this
-                    // differently in different tile shapes (batch invariance).
-                    if constexpr (Format::kHasMin)
-                        offset[r][c] = std::fma(wm[r], half_to_float(arow[c][b].s), offset[r][c]);
                 }
+            }
+        }
+        float offset[NW][NA] = {};
+        if constexpr (Format::kHasMin) {
+            FOLIO_UNROLL
+            for (int r = 0; r < NW; ++r) {
+                alignas(32) float lanes[kActScalesPerBlock];
+                _mm256_store_ps(lanes, offsets[r]);
+                FOLIO_UNROLL
+                for (int c = 0; c < NA; ++c) offset[r][c] = lanes[2 * c + 1];
             }
         }
         store_tile<NW, NA>(acc, offset, y, ldy);
@@ -192,7 +226,8 @@ constexpr DotKernels block32_kernels(TensorType weight, QuantizeRowFn quantize) 
                       sizeof(Act),
                       quantize,
                       &dot_by_tile<Block32Tile<Format>>,
-                      &tile_dispatch<Block32Tile<Format>>};
+                      &tile_dispatch<Block32Tile<Format>>,
+                      true};
 }
 
 const DotKernels kAvx2[] = {

@@ -131,8 +131,8 @@ struct KQuantTile {
     using Block = typename Format::Block;
 
     template <int NW, int NA>
-    static FOLIO_AVX2 void run(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
-                               size_t ldy) {
+    static FOLIO_AVX2 void run(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride,
+                               const float* /*a_scales*/, float* y, size_t ldy) {
         const Block* wrow[NW];
         const BlockQ8_K* arow[NA];
         FOLIO_UNROLL

@@ -32,7 +32,7 @@ inline uint32_t load_u32(const uint8_t* p) {
 // The tile of dot products computed one pair at a time.
 template <VecDotFn Dot>
 void tile_by_dots(int64_t n, const void* w, size_t w_stride, int n_w, const void* a, size_t a_stride,
-                  int n_a, float* y, size_t ldy) {
+                  const float* /*a_scales*/, int n_a, float* y, size_t ldy) {
     const auto* wb = static_cast<const std::byte*>(w);
     const auto* ab = static_cast<const std::byte*>(a);
     for (int c = 0; c < n_a; ++c)

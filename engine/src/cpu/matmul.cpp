@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "cpu/fp16.h"
+#include "cpu/quant_blocks.h"
+
 namespace folio::cpu {
 namespace {
 
@@ -12,6 +15,21 @@ constexpr int64_t kActRowsPerTask = 64;
 constexpr int64_t kWeightRowsPerPrefillTask = 16;
 
 std::string type_name(TensorType type) { return std::string(traits(type).name); }
+
+// One quantized activation row's block scales (d, and s for Q8_1) into its
+// lanes of its group's scale table: out[b * kActScalesPerBlock + {0, 1}].
+void write_scales(ActivationType type, const std::byte* row, int64_t nb, float* out) {
+    for (int64_t b = 0; b < nb; ++b, out += kActScalesPerBlock) {
+        if (type == ActivationType::Q8_1) {
+            const auto& block = reinterpret_cast<const BlockQ8_1*>(row)[b];
+            out[0] = fp16_to_fp32(block.d);
+            out[1] = fp16_to_fp32(block.s);
+        } else {
+            out[0] = fp16_to_fp32(reinterpret_cast<const BlockQ8_0*>(row)[b].d);
+            out[1] = 0.0f;
+        }
+    }
+}
 
 }  // namespace
 
@@ -48,20 +66,38 @@ Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y,
     const size_t w_stride = weight_row_bytes(w.type, in);
     const auto* weights = reinterpret_cast<const char*>(w.data);
 
-    // Quantize every activation row once; all weight rows reuse them.
+    // Quantize every activation row once; all weight rows reuse them. With
+    // the quantized rows goes, for the tiles that read it, a table of their
+    // block scales as floats (kActScalesPerBlock per group of tile rows).
     const char* act = reinterpret_cast<const char*>(x);
     size_t a_stride = static_cast<size_t>(in) * sizeof(float);
+    const float* a_scales = nullptr;
+    const int64_t nb = in / kernels->block_elems;
+    const size_t group_scales = static_cast<size_t>(nb) * kActScalesPerBlock;  // floats per group
     if (kernels->quantize) {
         a_stride = activation_row_bytes(kernels->activation, in);
-        std::byte* buffer = scratch.reserve(a_stride * static_cast<size_t>(n_rows_x));
+        const size_t act_bytes = (a_stride * static_cast<size_t>(n_rows_x) + 63) / 64 * 64;
+        const size_t n_groups = static_cast<size_t>((n_rows_x + kTileActRows - 1) / kTileActRows);
+        const size_t scale_bytes = kernels->tile_scales ? n_groups * group_scales * sizeof(float) : 0;
+        std::byte* buffer = scratch.reserve(act_bytes + scale_bytes);
         if (!buffer) return make_error("matmul: out of memory for the quantized activations");
+        float* scales = kernels->tile_scales ? reinterpret_cast<float*>(buffer + act_bytes) : nullptr;
+        if (scales && n_rows_x % kTileActRows != 0)  // rows past the end: zero scales
+            std::fill_n(scales + (n_groups - 1) * group_scales, group_scales, 0.0f);
         const QuantizeRowFn quantize = kernels->quantize;
+        const ActivationType type = kernels->activation;
         auto quantize_row = [&](int64_t row, int) {
-            quantize(x + row * in, buffer + static_cast<size_t>(row) * a_stride, in);
+            std::byte* q_row = buffer + static_cast<size_t>(row) * a_stride;
+            quantize(x + row * in, q_row, in);
+            if (scales)
+                write_scales(type, q_row, nb,
+                             scales + static_cast<size_t>(row / kTileActRows) * group_scales +
+                                 2 * static_cast<size_t>(row % kTileActRows));
         };
         if (n_rows_x >= 8) pool.parallel_for(n_rows_x, quantize_row);
         else for (int64_t row = 0; row < n_rows_x; ++row) quantize_row(row, 0);
         act = reinterpret_cast<const char*>(buffer);
+        a_scales = scales;
     }
 
     // Tasks are (chunk of weight rows) x (block of activation rows).
@@ -79,8 +115,10 @@ Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y,
         const int64_t c0 = (task % act_blocks) * act_rows, c1 = std::min(n_rows_x, c0 + act_rows);
         for (int64_t c = c0; c < c1; c += kTileActRows) {
             const int n_a = static_cast<int>(std::min<int64_t>(kTileActRows, c1 - c));
+            const float* scales = a_scales ? a_scales + static_cast<size_t>(c / kTileActRows) * group_scales : nullptr;
             tile(in, weights + static_cast<size_t>(r0) * w_stride, w_stride, static_cast<int>(r1 - r0),
-                 act + static_cast<size_t>(c) * a_stride, a_stride, n_a, y + c * out + r0, static_cast<size_t>(out));
+                 act + static_cast<size_t>(c) * a_stride, a_stride, scales, n_a, y + c * out + r0,
+                 static_cast<size_t>(out));
         }
     };
     pool.parallel_for(weight_chunks * act_blocks, run_task);
