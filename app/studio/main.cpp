@@ -1,0 +1,51 @@
+// folio-studio: the Qt desktop front end of the engine.
+//   folio-studio [MODEL] [--no-model] [--chat TEXT]
+// MODEL is a GGUF file or a Hugging Face folder (default: the last one
+// opened, else models/SmolLM2-135M-Instruct.Q4_1.gguf or $FOLIO_MODEL).
+// --chat starts a new chat with TEXT once the model is loaded.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+
+#include "ui/chat_controller.h"
+#include "ui/chat_view.h"
+#include "ui/engine_bridge.h"
+#include "ui/main_window.h"
+#include "ui/resources.h"
+#include "ui/session_list_panel.h"
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName("Folio");
+    QApplication::setApplicationName("Folio Studio");
+    QApplication::setApplicationVersion(FOLIO_VERSION);
+    QApplication::setDesktopFileName("org.folio.Studio");
+    folio::ui::init_resources();
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription("Folio Studio: chat with local LLMs and watch the engine work.");
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument("model", "GGUF file or Hugging Face folder to open");
+    const QCommandLineOption no_model("no-model", "Start without loading a model.");
+    const QCommandLineOption chat("chat", "Start a new chat with TEXT once the model is loaded.", "TEXT");
+    parser.addOption(no_model);
+    parser.addOption(chat);
+    parser.process(app);
+
+    folio::ui::MainWindowOptions options;
+    options.load_model = !parser.isSet(no_model);
+    if (!parser.positionalArguments().isEmpty()) options.model = parser.positionalArguments().front();
+    folio::ui::MainWindow window(options);
+    window.show();
+
+    if (parser.isSet(chat)) {
+        const QString text = parser.value(chat);
+        QObject::connect(window.bridge(), &folio::ui::EngineBridge::modelLoaded, &window, [&window, text] {
+            const QString id = window.chats()->createSession();
+            window.sessionList()->setCurrentSession(id);
+            window.chats()->send(id, text);
+        }, Qt::SingleShotConnection);
+    }
+    return app.exec();
+}

@@ -1,0 +1,87 @@
+// Screenshots for a reviewer, written to <build>/artifacts/screenshots/:
+// the whole window and the chat mid-generation, the KV block map with
+// several owners, and the live plots after a few replies. Runs under the
+// offscreen platform (or Xvfb): widgets are grabbed, not the screen.
+#include <QDir>
+#include <QImage>
+
+#include "folio_test.h"
+#include "gui_test_support.h"
+#include "ui/block_map_widget.h"
+#include "ui/chat_controller.h"
+#include "ui/chat_view.h"
+#include "ui/plots_panel.h"
+#include "ui/session_list_panel.h"
+
+using namespace folio::ui;
+
+namespace {
+
+bool save(QWidget* widget, const QString& name) {
+    QDir().mkpath(FOLIO_SCREENSHOT_DIR);
+    const QString path = QString(FOLIO_SCREENSHOT_DIR) + "/" + name;
+    const QImage image = widget->grab().toImage();
+    const bool ok = !image.isNull() && image.save(path, "PNG");
+    qInfo("screenshot %s: %dx%d %s", qPrintable(path), image.width(), image.height(), ok ? "written" : "FAILED");
+    return ok;
+}
+
+}  // namespace
+
+class ScreenshotTest : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { init_resources(); }
+
+    void main_views() {
+        FOLIO_REQUIRE_MODEL(model, folio_test::kSmolLM2);
+        folio_gui_test::DataDir data;
+        auto window = folio_gui_test::open_window(QString::fromStdString(model));
+        QVERIFY2(window->bridge()->isLoaded(), qPrintable(window->lastError()));
+        window->resize(1500, 950);
+        ChatController* chats = window->chats();
+
+        const QStringList prompts{"Explain in a few short paragraphs how a KV cache speeds up text generation, with a small "
+                                  "Markdown list of its costs.",
+                                  "Write a short story about a lighthouse keeper.",
+                                  "List ten fruits with one fact about each."};
+        QStringList ids{window->chatView()->sessionId()};
+        chats->renameSession(ids[0], "KV caches explained");
+        ids << chats->createSession("Lighthouse story") << chats->createSession("Fruit facts");
+        for (int i = 0; i < ids.size(); ++i) {
+            SamplingSettings s = chats->session(ids[i])->sampling;
+            s.max_tokens = 160;
+            s.seed = 11 + i;
+            chats->setSampling(ids[i], s);
+            chats->setSystemPrompt(ids[i], "You are a helpful assistant.");
+        }
+        // A first short exchange, so the chat shows a finished reply with its statistics.
+        SamplingSettings quick = chats->session(ids[0])->sampling;
+        quick.max_tokens = 24;
+        chats->setSampling(ids[0], quick);
+        QVERIFY(chats->send(ids[0], "What is a token?"));
+        QTRY_VERIFY_WITH_TIMEOUT(!chats->isGenerating(ids[0]), 60000);
+        quick.max_tokens = 160;
+        chats->setSampling(ids[0], quick);
+
+        window->sessionList()->setCurrentSession(ids[0]);
+        for (int i = 0; i < ids.size(); ++i) QVERIFY(chats->send(ids[i], prompts[i]));
+        QTRY_VERIFY_WITH_TIMEOUT(window->blockMap()->owners().size() >= 3, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(chats->session(ids[0])->messages.back().content.size() > 120, 90000);
+        QVERIFY(chats->isGenerating(ids[0]));
+        window->chatView()->flushPendingUpdates();
+        QTest::qWait(100);
+        QVERIFY(save(window.get(), "studio-window.png"));
+        QVERIFY(save(window->chatView(), "chat-mid-generation.png"));
+        QVERIFY(window->blockMap()->owners().size() >= 2);
+        QVERIFY(save(window->blockMap(), "kv-block-map.png"));
+        QTRY_VERIFY_WITH_TIMEOUT(chats->generatingCount() == 0, 120000);
+        QVERIFY(window->plots()->sampleCount() > 20);
+        QVERIFY(window->plots()->exportPng(QString(FOLIO_SCREENSHOT_DIR) + "/live-plots.png"));
+        QVERIFY(window->plots()->exportCsv(QString(FOLIO_SCREENSHOT_DIR) + "/live-plots.csv"));
+        QVERIFY(save(window.get(), "studio-window-after.png"));
+    }
+};
+
+QTEST_MAIN(ScreenshotTest)
+#include "test_screenshots.moc"

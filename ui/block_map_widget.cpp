@@ -1,0 +1,281 @@
+#include "ui/block_map_widget.h"
+
+#include <QHelpEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <QToolTip>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace folio::ui {
+
+namespace {
+
+const QColor kFree(0x9a, 0xa0, 0xa6);
+const QColor kCachedFree(0x6f, 0xb8, 0xae);
+const QColor kHeld(0x5f, 0x63, 0x68);
+constexpr int kMaxCell = 28;
+constexpr int kMinCell = 2;
+constexpr int kLegendRow = 18;
+
+}  // namespace
+
+BlockMapWidget::BlockMapWidget(QWidget* parent) : QWidget(parent) {
+    setMouseTracking(true);
+    setAttribute(Qt::WA_OpaquePaintEvent);
+    resolver_ = [](qint64 id, quint64) { return BlockOwner{tr("Request #%1").arg(id), colorForKey(static_cast<quint64>(id))}; };
+}
+
+QColor BlockMapWidget::colorForKey(quint64 key) {
+    // Golden-ratio hues: neighbouring keys get far-apart colours.
+    const double hue = std::fmod(0.11 + static_cast<double>(key % 1000) * 0.618033988749895, 1.0);
+    return QColor::fromHsvF(static_cast<float>(hue), 0.62f, 0.92f);
+}
+
+void BlockMapWidget::setOwnerResolver(OwnerResolver resolver) {
+    resolver_ = std::move(resolver);
+    owner_cache_.clear();
+    update();
+}
+
+void BlockMapWidget::setSnapshot(const BlockMapSnapshot& snapshot) {
+    const size_t before = snapshot_.event ? snapshot_.event->blocks.size() : 0;
+    snapshot_ = snapshot;
+    owner_cache_.clear();
+    const size_t after = snapshot_.event ? snapshot_.event->blocks.size() : 0;
+    Q_UNUSED(before);
+    Q_UNUSED(after);
+    layoutGrid();  // the legend may have grown a row
+    update();
+}
+
+QList<qint64> BlockMapWidget::owners() const {
+    QList<qint64> ids;
+    if (!snapshot_.event) return ids;
+    QSet<qint64> seen;
+    for (const folio::BlockCell& c : snapshot_.event->blocks)
+        if (c.owner >= 0 && !seen.contains(c.owner)) {
+            seen.insert(c.owner);
+            ids.push_back(c.owner);
+        }
+    return ids;
+}
+
+BlockOwner BlockMapWidget::owner(qint64 engine_id) const {
+    auto it = owner_cache_.find(engine_id);
+    if (it != owner_cache_.end()) return it.value();
+    const BlockOwner o = resolver_(engine_id, snapshot_.tickets.value(engine_id, 0));
+    owner_cache_.insert(engine_id, o);
+    return o;
+}
+
+QVector<BlockMapWidget::Legend> BlockMapWidget::legend() const {
+    QVector<Legend> items{{tr("free"), kFree, 0},
+                          {tr("free, prefix-cached"), kCachedFree, 0},
+                          {tr("held, no running owner"), kHeld, 0},
+                          {tr("shared (refs > 1)"), kFree.darker(130), 1},
+                          {tr("prefix-cached"), kFree.darker(130), 2}};
+    const QList<qint64> ids = owners();
+    for (int i = 0; i < ids.size() && i < 12; ++i) {
+        const BlockOwner o = owner(ids[i]);
+        items.push_back({o.label, o.color, 0});
+    }
+    if (ids.size() > 12) items.push_back({tr("+%1 more").arg(ids.size() - 12), palette().mid().color(), 0});
+    return items;
+}
+
+int BlockMapWidget::legendHeight() const {
+    const QFontMetrics fm(font());
+    int x = 4, rows = 2;  // the summary line, then the first legend row
+    for (const Legend& l : legend()) {
+        const int w = 16 + fm.horizontalAdvance(l.label) + 12;
+        if (x + w > width() - 4 && x > 4) {
+            ++rows;
+            x = 4;
+        }
+        x += w;
+    }
+    return rows * kLegendRow + 6;
+}
+
+void BlockMapWidget::layoutGrid() {
+    const int n = snapshot_.event ? static_cast<int>(snapshot_.event->blocks.size()) : 0;
+    const int top = legendHeight();
+    const QRect area(4, top, std::max(1, width() - 8), std::max(1, height() - top - 4));
+    if (n == 0) {
+        grid_ = area;
+        cell_ = 8;
+        group_ = 1;
+        cols_ = 1;
+        return;
+    }
+    const double per_block = static_cast<double>(area.width()) * area.height() / n;
+    int cell = static_cast<int>(std::floor(std::sqrt(per_block)));
+    // Whole rows must fit: shrink until they do.
+    while (cell > kMinCell && ((n + area.width() / cell - 1) / std::max(1, area.width() / cell)) * cell > area.height()) --cell;
+    cell = std::min(cell, kMaxCell);
+    group_ = 1;
+    if (cell < kMinCell) {
+        cell = kMinCell;
+        const int cells = std::max(1, (area.width() / cell) * (area.height() / cell));
+        group_ = (n + cells - 1) / cells;
+    }
+    cell_ = cell;
+    cols_ = std::max(1, area.width() / cell_);
+    grid_ = area;
+}
+
+void BlockMapWidget::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    layoutGrid();
+}
+
+QRgb BlockMapWidget::cellColor(int first, int count) const {
+    const std::vector<folio::BlockCell>& blocks = snapshot_.event->blocks;
+    if (count == 1) {
+        const folio::BlockCell& c = blocks[static_cast<size_t>(first)];
+        if (c.owner >= 0) return owner(c.owner).color.rgb();
+        if (c.ref_count > 0) return kHeld.rgb();
+        return (c.cached ? kCachedFree : kFree).rgb();
+    }
+    // Aggregated: the most common state (an owner, held, cached or free) wins.
+    std::map<qint64, int> votes;  // owner id >= 0, -1 free, -2 cached free, -3 held
+    for (int i = first; i < first + count; ++i) {
+        const folio::BlockCell& c = blocks[static_cast<size_t>(i)];
+        ++votes[c.owner >= 0 ? c.owner : c.ref_count > 0 ? -3 : c.cached ? -2 : -1];
+    }
+    const auto best = std::max_element(votes.begin(), votes.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (best->first >= 0) return owner(best->first).color.rgb();
+    return (best->first == -3 ? kHeld : best->first == -2 ? kCachedFree : kFree).rgb();
+}
+
+void BlockMapWidget::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.fillRect(rect(), palette().base());
+    const QFontMetrics fm(font());
+    const std::shared_ptr<const folio::StepEvent>& e = snapshot_.event;
+    const int n = e ? static_cast<int>(e->blocks.size()) : 0;
+
+    QString summary = n == 0 ? tr("No engine running") :
+        tr("%1 blocks × %2 tokens · %3% in use · step %4").arg(n).arg(e->block_size)
+            .arg(e->kv_usage * 100.0, 0, 'f', 1).arg(e->step);
+    if (group_ > 1) summary += tr(" · %1 blocks per cell").arg(group_);
+    p.setPen(palette().text().color());
+    p.drawText(QRect(4, 2, width() - 8, kLegendRow), Qt::AlignLeft | Qt::AlignVCenter, summary);
+
+    int x = 4, y = 2 + kLegendRow;
+    for (const Legend& l : legend()) {
+        const int w = 16 + fm.horizontalAdvance(l.label) + 12;
+        if (x + w > width() - 4 && x > 4) {
+            x = 4;
+            y += kLegendRow;
+        }
+        const QRect sw(x, y + 4, 10, 10);
+        p.fillRect(sw, l.color);
+        if (l.mark == 1) {
+            QPainterPath tri;
+            tri.moveTo(sw.right() + 1, sw.top());
+            tri.lineTo(sw.right() + 1, sw.top() + 6);
+            tri.lineTo(sw.right() - 5, sw.top());
+            p.fillPath(tri, Qt::white);
+        } else if (l.mark == 2) {
+            p.fillRect(QRect(sw.left() + 1, sw.bottom() - 3, 4, 4), QColor(20, 20, 20));
+        }
+        p.drawText(QRect(x + 14, y, w - 14, kLegendRow), Qt::AlignLeft | Qt::AlignVCenter, l.label);
+        x += w;
+    }
+    if (n == 0) return;
+
+    const int cells = (n + group_ - 1) / group_;
+    if (cell_ >= 6) {
+        // Large cells: one rectangle each with a gap, and the shared / cached marks.
+        for (int i = 0; i < cells; ++i) {
+            const QRect r(grid_.left() + (i % cols_) * cell_, grid_.top() + (i / cols_) * cell_, cell_ - 1, cell_ - 1);
+            const int first = i * group_;
+            const int count = std::min(group_, n - first);
+            p.fillRect(r, QColor::fromRgb(cellColor(first, count)));
+            const folio::BlockCell& c = e->blocks[static_cast<size_t>(first)];
+            if (c.ref_count > 1) {
+                QPainterPath tri;
+                const int s = std::max(3, cell_ / 2);
+                tri.moveTo(r.right() + 1, r.top());
+                tri.lineTo(r.right() + 1, r.top() + s);
+                tri.lineTo(r.right() + 1 - s, r.top());
+                p.fillPath(tri, Qt::white);
+            }
+            if (c.cached && c.owner >= 0) {
+                const int s = std::max(2, cell_ / 3);
+                p.fillRect(QRect(r.left() + 1, r.bottom() - s, s, s), QColor(20, 20, 20));
+            }
+        }
+        return;
+    }
+    // Small cells: one pixel per cell in an image, scaled without smoothing.
+    const int rows = (cells + cols_ - 1) / cols_;
+    QImage image(cols_, rows, QImage::Format_RGB32);
+    image.fill(palette().base().color());
+    for (int i = 0; i < cells; ++i) {
+        const int first = i * group_;
+        QRgb color = cellColor(first, std::min(group_, n - first));
+        if (group_ == 1 && e->blocks[static_cast<size_t>(first)].ref_count > 1) color = QColor::fromRgb(color).lighter(135).rgb();
+        reinterpret_cast<QRgb*>(image.scanLine(i / cols_))[i % cols_] = color;
+    }
+    p.setRenderHint(QPainter::SmoothPixmapTransform, false);
+    p.drawImage(QRect(grid_.left(), grid_.top(), cols_ * cell_, rows * cell_), image);
+}
+
+int BlockMapWidget::blockAt(QPoint pos) const {
+    const int n = snapshot_.event ? static_cast<int>(snapshot_.event->blocks.size()) : 0;
+    if (n == 0 || !grid_.contains(pos)) return -1;
+    const int col = (pos.x() - grid_.left()) / cell_;
+    const int row = (pos.y() - grid_.top()) / cell_;
+    if (col >= cols_) return -1;
+    const int block = (row * cols_ + col) * group_;
+    return block < n ? block : -1;
+}
+
+QString BlockMapWidget::describeBlock(int block) const {
+    if (!snapshot_.event || block < 0 || block >= static_cast<int>(snapshot_.event->blocks.size())) return {};
+    const folio::StepEvent& e = *snapshot_.event;
+    if (group_ > 1) {
+        const int last = std::min<int>(block + group_, static_cast<int>(e.blocks.size())) - 1;
+        int used = 0, shared = 0, cached = 0;
+        QStringList names;
+        for (int i = block; i <= last; ++i) {
+            const folio::BlockCell& c = e.blocks[static_cast<size_t>(i)];
+            used += c.ref_count > 0;
+            shared += c.ref_count > 1;
+            cached += c.cached;
+            if (c.owner >= 0) {
+                const QString name = owner(c.owner).label;
+                if (!names.contains(name)) names << name;
+            }
+        }
+        return tr("Blocks %1–%2\n%3 in use, %4 shared, %5 prefix-cached\nOwners: %6")
+            .arg(block).arg(last).arg(used).arg(shared).arg(cached)
+            .arg(names.isEmpty() ? tr("none") : names.join(", "));
+    }
+    const folio::BlockCell& c = e.blocks[static_cast<size_t>(block)];
+    const QString who = c.owner >= 0 ? tr("%1 (request #%2)").arg(owner(c.owner).label).arg(c.owner)
+                        : c.ref_count > 0 ? tr("no running request") : tr("free");
+    return tr("Block %1\nOwner: %2\nTokens: %3 of %4\nReferences: %5%6\nPrefix-cached: %7")
+        .arg(block).arg(who).arg(c.tokens).arg(e.block_size).arg(c.ref_count)
+        .arg(c.ref_count > 1 ? tr(" (shared)") : QString())
+        .arg(c.cached ? tr("yes") : tr("no"));
+}
+
+bool BlockMapWidget::event(QEvent* event) {
+    if (event->type() == QEvent::ToolTip) {
+        auto* help = static_cast<QHelpEvent*>(event);
+        const int block = blockAt(help->pos());
+        if (block >= 0) QToolTip::showText(help->globalPos(), describeBlock(block), this);
+        else QToolTip::hideText();
+        return true;
+    }
+    return QWidget::event(event);
+}
+
+}  // namespace folio::ui

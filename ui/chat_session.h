@@ -1,0 +1,70 @@
+// A chat session as the studio keeps it: a title, its own system prompt and
+// sampling settings, and the messages with the statistics of each reply.
+// Plain values with a JSON form (what SessionStore writes to disk).
+#pragma once
+
+#include <QDateTime>
+#include <QJsonObject>
+#include <QString>
+#include <QVector>
+
+#include "folio/sampling.h"
+
+namespace folio::ui {
+
+// A reply's numbers, from the engine's RequestTimings (rates are cumulative).
+struct MessageStats {
+    double queue_s = 0;
+    double ttft_s = 0;
+    double e2e_s = 0;
+    double prefill_tokens_per_s = 0;
+    double decode_tokens_per_s = 0;
+    int prompt_tokens = 0;
+    int cached_prompt_tokens = 0;
+    int generated_tokens = 0;
+    int preemptions = 0;
+    QString summary() const;  // "TTFT 0.21 s · prefill 310 tok/s · decode 41.2 tok/s · ..."
+};
+
+struct ChatMessageRecord {
+    QString role;            // "user", "assistant"
+    QString content;
+    QDateTime created;
+    bool has_stats = false;
+    MessageStats stats;
+    // For replies: "" while generating, then the engine's finish reason
+    // ("stop", "length", "abort", "error", ...) or "interrupted" when the app
+    // ended mid-reply.
+    QString finish_reason;
+    QString error;
+    bool generating() const { return role == "assistant" && finish_reason.isEmpty(); }
+};
+
+struct SamplingSettings {
+    double temperature = 0.7;
+    int top_k = 40;
+    double top_p = 0.95;
+    double min_p = 0.05;
+    double repetition_penalty = 1.0;
+    int max_tokens = 512;
+    qint64 seed = -1;  // -1 = random
+    folio::SamplingParams to_params() const;
+    bool operator==(const SamplingSettings&) const = default;
+};
+
+struct ChatSession {
+    QString id;  // a UUID
+    QString title;
+    QString system_prompt;
+    SamplingSettings sampling;
+    QVector<ChatMessageRecord> messages;
+    QDateTime created;
+    QDateTime updated;
+
+    static ChatSession create(const QString& title);
+    QJsonObject to_json() const;
+    // Replies that were generating when the file was written become "interrupted".
+    static ChatSession from_json(const QJsonObject& object);
+};
+
+}  // namespace folio::ui

@@ -1,0 +1,67 @@
+// The widgets' one door to the engine. EngineBridge lives on the UI thread
+// and owns an EngineHost on a thread of its own; every call here posts to
+// the host and returns at once (the UI thread never waits on a model load or
+// a step), and every answer comes back as a queued signal carrying a value.
+// Requests are named by tickets the bridge hands out, so a chat can stop or
+// follow its reply across engine restarts.
+#pragma once
+
+#include <QObject>
+#include <QThread>
+
+#include "ui/studio_types.h"
+
+namespace folio::ui {
+
+class EngineHost;
+
+class EngineBridge : public QObject {
+    Q_OBJECT
+public:
+    explicit EngineBridge(QObject* parent = nullptr);
+    ~EngineBridge() override;  // ends every request and joins the engine's threads
+
+    void inspect(const QString& path);
+    void load(const QString& path, const EngineSettings& settings);
+    // Restarts the engine on the loaded model with new settings (requests in flight end as aborted).
+    void restart(const EngineSettings& settings);
+    void unload();
+    // The settings the next load uses.
+    void setSettings(const EngineSettings& settings) { settings_ = settings; }
+    // Queues a chat turn; the updates arrive through requestUpdated with the returned ticket.
+    quint64 submit(ChatRequest request);
+    void abort(quint64 ticket);
+
+    bool isLoaded() const { return loaded_; }
+    bool isLoading() const { return loading_; }
+    const ModelSummary& model() const { return model_; }
+    const EngineStatus& status() const { return status_; }
+    const EngineSettings& settings() const { return settings_; }
+    const EngineSample& lastSample() const { return last_sample_; }
+    const BlockMapSnapshot& lastBlockMap() const { return last_block_map_; }
+
+signals:
+    void modelInspected(const folio::ui::ModelSummary& summary);
+    void modelInspectFailed(const QString& path, const QString& message);
+    void loadingChanged(bool loading, const QString& path);
+    void modelLoaded(const folio::ui::ModelSummary& summary, const folio::ui::EngineStatus& status);
+    void modelLoadFailed(const QString& path, const QString& message);
+    void modelUnloaded();
+    void requestUpdated(const folio::ui::RequestUpdate& update);
+    void blockMapUpdated(const folio::ui::BlockMapSnapshot& snapshot);
+    void sampled(const folio::ui::EngineSample& sample);
+
+private:
+    QThread thread_;
+    EngineHost* host_ = nullptr;
+    quint64 next_ticket_ = 1;
+    bool loaded_ = false;
+    bool loading_ = false;
+    ModelSummary model_;
+    EngineStatus status_;
+    EngineSettings settings_;
+    EngineSample last_sample_;
+    BlockMapSnapshot last_block_map_;
+};
+
+}  // namespace folio::ui

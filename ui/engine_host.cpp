@@ -1,0 +1,247 @@
+#include "ui/engine_host.h"
+
+#include <QFileInfo>
+
+#include "folio/backend.h"
+#include "folio/chat_template.h"
+#include "folio/model.h"
+#include "folio/tokenizer.h"
+#include "ui/model_summary.h"
+
+namespace folio::ui {
+
+// A loaded model and the engine that runs it. Members are destroyed in
+// reverse order: the engine (which joins its thread) before the backend,
+// tokenizer and description it refers to.
+struct EngineHost::Loaded {
+    folio::ModelDescription model;
+    folio::Tokenizer tokenizer;
+    std::unique_ptr<folio::Backend> backend;
+    folio::ChatTemplate chat_template;
+    ModelSummary summary;
+    EngineStatus status;
+    std::unique_ptr<folio::Engine> engine;
+    int subscription = 0;
+};
+
+EngineHost::EngineHost() {
+    ticker_ = new QTimer(this);
+    ticker_->setInterval(50);
+    connect(ticker_, &QTimer::timeout, this, &EngineHost::tick);
+    clock_.start();
+}
+
+EngineHost::~EngineHost() { release(); }
+
+void EngineHost::inspect(const QString& path) {
+    auto model = folio::load_model_description(path.toStdString());
+    if (!model) {
+        emit inspectFailed(path, QString::fromStdString(model.error().message));
+        return;
+    }
+    emit inspected(summarize_model(*model));
+}
+
+void EngineHost::release() {
+    if (!loaded_) return;
+    ticker_->stop();
+    if (loaded_->engine) loaded_->engine->unsubscribe(loaded_->subscription);
+    loaded_->engine.reset();  // aborts what is left: every callback gets its finished update
+    loaded_.reset();
+    std::lock_guard lock(mutex_);
+    latest_step_.reset();
+    step_pending_ = false;
+    tickets_.clear();
+    requests_.clear();
+    first_token_seen_.clear();
+}
+
+void EngineHost::load(const QString& path, const EngineSettings& settings) {
+    emit loadStarted(path);
+    const bool had_model = loaded_ != nullptr;
+    release();
+    if (had_model) emit unloaded();
+    auto fail = [&](const std::string& message) { emit loadFailed(path, QString::fromStdString(message)); };
+
+    if (settings.device.compare("cpu", Qt::CaseInsensitive) != 0)
+        return fail("device '" + settings.device.toStdString() + "' is not available in this build; choose CPU");
+    auto model = folio::load_model_description(path.toStdString());
+    if (!model) return fail(model.error().message);
+    auto tokenizer = folio::Tokenizer::create(model->tokenizer);
+    if (!tokenizer) return fail("tokenizer: " + tokenizer.error().message);
+    auto fresh = std::make_unique<Loaded>(Loaded{std::move(*model), std::move(*tokenizer), nullptr, {}, {}, {}, nullptr, 0});
+
+    folio::BackendOptions options;
+    options.n_threads = settings.threads;
+    options.block_size = settings.block_size;
+    options.kv_budget_bytes = settings.kv_budget_mib << 20;
+    options.max_context = settings.max_context;
+    // The backend refers to the description inside `fresh`, which never moves.
+    auto backend = folio::create_cpu_backend(fresh->model, options);
+    if (!backend) return fail(backend.error().message);
+    fresh->backend = std::move(*backend);
+
+    folio::ChatTemplateChoice choice =
+        folio::ChatTemplate::for_model(fresh->model.chat_template, fresh->model.hparams.architecture);
+    fresh->chat_template = choice.chat_template;
+    fresh->summary = summarize_model(fresh->model);
+
+    folio::EngineConfig config;
+    config.scheduler.max_num_seqs = settings.max_num_seqs;
+    config.scheduler.max_num_batched_tokens = settings.max_num_batched_tokens;
+    config.enable_prefix_caching = settings.prefix_caching;
+    auto engine = folio::Engine::start(fresh->model, fresh->tokenizer, *fresh->backend, config);
+    if (!engine) return fail(engine.error().message);
+    fresh->engine = std::move(*engine);
+    fresh->subscription =
+        fresh->engine->subscribe([this](std::shared_ptr<const folio::StepEvent> e) { on_step(std::move(e)); });
+
+    EngineStatus& st = fresh->status;
+    st.device = QString::fromStdString(fresh->backend->name());
+    st.n_blocks = fresh->backend->n_blocks();
+    st.block_size = fresh->backend->block_size();
+    st.max_context = fresh->backend->max_context();
+    st.kv_cache_bytes = fresh->backend->kv_cache_bytes();
+    st.settings = settings;
+    loaded_ = std::move(fresh);
+
+    last_sample_s_ = clock_.elapsed() / 1000.0;
+    last_prompt_tokens_ = last_generation_tokens_ = 0;
+    last_itl_count_ = 0;
+    last_itl_sum_ = 0;
+    ticker_->start();
+    emit loaded(loaded_->summary, loaded_->status);
+}
+
+void EngineHost::unload() {
+    const bool had_model = loaded_ != nullptr;
+    release();
+    if (had_model) emit unloaded();
+}
+
+void EngineHost::shutdown() { release(); }
+
+void EngineHost::submit(const ChatRequest& request) {
+    auto reject = [&](const QString& message) {
+        RequestUpdate u;
+        u.ticket = request.ticket;
+        u.finished = true;
+        u.reason = finish_reason_name(folio::FinishReason::Error);
+        u.error = message;
+        emit requestUpdated(u);
+    };
+    if (!loaded_ || !loaded_->engine) return reject(tr("No model is loaded: open one from the Model menu."));
+    folio::ChatTemplateInputs inputs;
+    inputs.messages = request.messages;
+    inputs.add_generation_prompt = true;
+    const folio::Tokenizer& tok = loaded_->tokenizer;
+    if (tok.bos_id() >= 0) inputs.bos_token = tok.token_text(tok.bos_id());
+    if (tok.eos_id() >= 0) inputs.eos_token = tok.token_text(tok.eos_id());
+    auto text = loaded_->chat_template.render(inputs);
+    if (!text) return reject(tr("The chat template failed: %1").arg(QString::fromStdString(text.error().message)));
+    // BOS is added unless the template already wrote it (as the CLI does).
+    const bool has_bos = tok.bos_id() >= 0 && text->rfind(tok.token_text(tok.bos_id()), 0) == 0;
+
+    folio::GenerationRequest g;
+    g.prompt_tokens = tok.encode(*text, /*add_special=*/!has_bos, /*parse_special=*/true);
+    if (g.prompt_tokens.empty()) return reject(tr("The conversation has no tokens."));
+    g.sampling = request.sampling;
+    g.max_tokens = request.max_tokens;
+    g.priority = request.priority;
+    const quint64 ticket = request.ticket;
+    // The lock is held across submit() so that the id is mapped before its first callback.
+    std::lock_guard lock(mutex_);
+    const folio::RequestId id = loaded_->engine->submit(
+        std::move(g), [this, ticket](const folio::RequestOutput& out) { on_output(ticket, out); });
+    tickets_.insert(id, ticket);
+    requests_.insert(ticket, id);
+}
+
+void EngineHost::abort(quint64 ticket) {
+    if (!loaded_ || !loaded_->engine) return;
+    qint64 id = -1;
+    {
+        std::lock_guard lock(mutex_);
+        id = requests_.value(ticket, -1);
+    }
+    if (id >= 0) loaded_->engine->abort(id);
+}
+
+void EngineHost::on_output(quint64 ticket, const folio::RequestOutput& out) {
+    RequestUpdate u;
+    u.ticket = ticket;
+    u.engine_id = out.id;
+    u.text = QString::fromStdString(out.text);
+    u.new_tokens = static_cast<int>(out.token_ids.size());
+    u.finished = out.finished;
+    if (out.finished) u.reason = finish_reason_name(out.reason);
+    u.error = QString::fromStdString(out.error);
+    u.timings = out.timings;
+    {
+        std::lock_guard lock(mutex_);
+        // The first update of a request with a token in it reports its TTFT.
+        if (out.timings.generated_tokens > 0 && !first_token_seen_.contains(out.id)) {
+            first_token_seen_.insert(out.id);
+            ttft_sum_ += out.timings.ttft_s;
+            ++ttft_count_;
+        }
+        if (out.finished) {
+            tickets_.remove(out.id);
+            requests_.remove(ticket);
+            first_token_seen_.remove(out.id);
+        }
+    }
+    emit requestUpdated(u);
+}
+
+void EngineHost::on_step(std::shared_ptr<const folio::StepEvent> event) {
+    std::lock_guard lock(mutex_);
+    latest_step_ = std::move(event);
+    step_pending_ = true;
+}
+
+void EngineHost::tick() {
+    if (!loaded_ || !loaded_->engine) return;
+    {
+        BlockMapSnapshot snapshot;
+        {
+            std::lock_guard lock(mutex_);
+            if (step_pending_) {
+                snapshot.event = latest_step_;
+                snapshot.tickets = tickets_;
+                step_pending_ = false;
+            }
+        }
+        if (snapshot.event) emit blockMapUpdated(snapshot);
+    }
+    if (++ticks_ % 2 != 0) return;
+
+    const folio::EngineMetrics m = loaded_->engine->metrics();
+    EngineSample s;
+    s.time_s = clock_.elapsed() / 1000.0;
+    const double dt = std::max(1e-3, s.time_s - last_sample_s_);
+    s.prompt_tokens_per_s = static_cast<double>(m.prompt_tokens_total - last_prompt_tokens_) / dt;
+    s.generation_tokens_per_s = static_cast<double>(m.generation_tokens_total - last_generation_tokens_) / dt;
+    s.kv_usage = m.kv_cache_usage_perc;
+    s.running = static_cast<int>(m.num_requests_running);
+    s.waiting = static_cast<int>(m.num_requests_waiting);
+    s.preemptions_total = m.num_preemptions_total;
+    const uint64_t itl_count = m.inter_token_latency_seconds.count();
+    const double itl_sum = m.inter_token_latency_seconds.sum();
+    if (itl_count > last_itl_count_)
+        s.inter_token_s = (itl_sum - last_itl_sum_) / static_cast<double>(itl_count - last_itl_count_);
+    {
+        std::lock_guard lock(mutex_);
+        if (ttft_count_ > 0) s.ttft_s = ttft_sum_ / ttft_count_;
+        ttft_sum_ = 0;
+        ttft_count_ = 0;
+    }
+    last_sample_s_ = s.time_s;
+    last_prompt_tokens_ = m.prompt_tokens_total;
+    last_generation_tokens_ = m.generation_tokens_total;
+    last_itl_count_ = itl_count;
+    last_itl_sum_ = itl_sum;
+    emit sampled(s);
+}
+
+}  // namespace folio::ui

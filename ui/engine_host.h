@@ -1,0 +1,79 @@
+// The engine side of the studio. An EngineHost lives on a QThread of its
+// own: it loads models (which blocks: files are read and validated), starts
+// and stops the folio::Engine, renders chats through the model's template,
+// and turns the engine's callbacks (which run on the engine thread) into
+// queued signals carrying immutable values. Widgets never see it: they talk
+// to the EngineBridge, which posts to these slots.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QHash>
+#include <QObject>
+#include <QSet>
+#include <QTimer>
+
+#include <memory>
+#include <mutex>
+
+#include "ui/studio_types.h"
+
+namespace folio::ui {
+
+class EngineHost : public QObject {
+    Q_OBJECT
+public:
+    EngineHost();
+    ~EngineHost() override;
+
+public slots:
+    // Reads a model's description only (no backend): for the inspector and the memory estimate.
+    void inspect(const QString& path);
+    // Stops any engine, loads `path` and starts an engine with `settings`.
+    void load(const QString& path, const folio::ui::EngineSettings& settings);
+    void unload();
+    void submit(const folio::ui::ChatRequest& request);
+    void abort(quint64 ticket);
+    // Ends every request and releases the model (before the thread quits).
+    void shutdown();
+
+signals:
+    void inspected(const folio::ui::ModelSummary& summary);
+    void inspectFailed(const QString& path, const QString& message);
+    void loadStarted(const QString& path);
+    void loaded(const folio::ui::ModelSummary& summary, const folio::ui::EngineStatus& status);
+    void loadFailed(const QString& path, const QString& message);
+    void unloaded();
+    void requestUpdated(const folio::ui::RequestUpdate& update);
+    void blockMapUpdated(const folio::ui::BlockMapSnapshot& snapshot);
+    void sampled(const folio::ui::EngineSample& sample);
+
+private:
+    struct Loaded;
+    void on_step(std::shared_ptr<const folio::StepEvent> event);   // engine thread
+    void on_output(quint64 ticket, const folio::RequestOutput& out);  // engine thread
+    void tick();  // host thread, every 50 ms: at most 20 block maps a second, a plot sample every 100 ms
+    void release();
+
+    std::unique_ptr<Loaded> loaded_;
+    QTimer* ticker_ = nullptr;
+    QElapsedTimer clock_;
+    int ticks_ = 0;
+
+    // Shared with the engine thread.
+    std::mutex mutex_;
+    std::shared_ptr<const folio::StepEvent> latest_step_;
+    bool step_pending_ = false;
+    QHash<qint64, quint64> tickets_;   // engine id -> ticket, while the request lives
+    QHash<quint64, qint64> requests_;  // ticket -> engine id
+    QSet<qint64> first_token_seen_;
+    double ttft_sum_ = 0;
+    int ttft_count_ = 0;
+
+    // Host thread only: counters at the previous sample.
+    double last_sample_s_ = 0;
+    uint64_t last_prompt_tokens_ = 0, last_generation_tokens_ = 0;
+    uint64_t last_itl_count_ = 0;
+    double last_itl_sum_ = 0;
+};
+
+}  // namespace folio::ui

@@ -1,0 +1,103 @@
+#include "ui/engine_settings_dialog.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QThread>
+#include <QVBoxLayout>
+
+#include "ui/model_summary.h"
+
+namespace folio::ui {
+
+namespace {
+
+QSpinBox* int_box(int min, int max, int value, const QString& suffix, QWidget* parent) {
+    auto* b = new QSpinBox(parent);
+    b->setRange(min, max);
+    b->setValue(value);
+    b->setSuffix(suffix);
+    return b;
+}
+
+}  // namespace
+
+EngineSettingsDialog::EngineSettingsDialog(const EngineSettings& s, const ModelSummary& model, QWidget* parent)
+    : QDialog(parent), model_(model) {
+    setWindowTitle(tr("Engine Settings"));
+    setObjectName("engineSettingsDialog");
+    auto* layout = new QVBoxLayout(this);
+    auto* form = new QFormLayout;
+    block_size_ = int_box(1, 1024, static_cast<int>(s.block_size), tr(" tokens"), this);
+    kv_budget_ = int_box(1, 1 << 20, static_cast<int>(s.kv_budget_mib), tr(" MiB"), this);
+    max_context_ = int_box(64, 1 << 20, static_cast<int>(s.max_context), tr(" tokens"), this);
+    max_seqs_ = int_box(1, 4096, static_cast<int>(s.max_num_seqs), {}, this);
+    max_batched_ = int_box(16, 1 << 20, static_cast<int>(s.max_num_batched_tokens), tr(" tokens"), this);
+    prefix_caching_ = new QCheckBox(tr("Reuse KV blocks of identical prompt prefixes"), this);
+    prefix_caching_->setChecked(s.prefix_caching);
+    threads_ = int_box(0, 1024, s.threads, {}, this);
+    threads_->setSpecialValueText(tr("physical cores"));
+    device_ = new QComboBox(this);
+    device_->addItem(tr("CPU"), "cpu");
+    device_->setToolTip(tr("This build has the CPU backend; CUDA joins the list when its backend lands."));
+    form->addRow(tr("KV block size"), block_size_);
+    form->addRow(tr("KV cache budget"), kv_budget_);
+    form->addRow(tr("Context length"), max_context_);
+    form->addRow(tr("Max sequences per step"), max_seqs_);
+    form->addRow(tr("Max tokens per step"), max_batched_);
+    form->addRow(tr("Prefix caching"), prefix_caching_);
+    form->addRow(tr("Threads"), threads_);
+    form->addRow(tr("Device"), device_);
+    layout->addLayout(form);
+    estimate_ = new QLabel(this);
+    estimate_->setWordWrap(true);
+    layout->addWidget(estimate_);
+    auto* note = new QLabel(tr("Applying restarts the engine: replies in progress stop; chats are kept."), this);
+    note->setWordWrap(true);
+    layout->addWidget(note);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel | QDialogButtonBox::RestoreDefaults, this);
+    buttons->button(QDialogButtonBox::Ok)->setText(tr("Apply and restart"));
+    layout->addWidget(buttons);
+    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    connect(buttons->button(QDialogButtonBox::RestoreDefaults), &QPushButton::clicked, this, [this] {
+        const EngineSettings d;
+        block_size_->setValue(static_cast<int>(d.block_size));
+        kv_budget_->setValue(static_cast<int>(d.kv_budget_mib));
+        max_context_->setValue(static_cast<int>(d.max_context));
+        max_seqs_->setValue(static_cast<int>(d.max_num_seqs));
+        max_batched_->setValue(static_cast<int>(d.max_num_batched_tokens));
+        prefix_caching_->setChecked(d.prefix_caching);
+        threads_->setValue(d.threads);
+    });
+    for (QSpinBox* b : {block_size_, kv_budget_}) connect(b, &QSpinBox::valueChanged, this, &EngineSettingsDialog::updateEstimate);
+    updateEstimate();
+}
+
+EngineSettings EngineSettingsDialog::settings() const {
+    EngineSettings s;
+    s.block_size = static_cast<uint32_t>(block_size_->value());
+    s.kv_budget_mib = static_cast<uint64_t>(kv_budget_->value());
+    s.max_context = static_cast<uint32_t>(max_context_->value());
+    s.max_num_seqs = static_cast<uint32_t>(max_seqs_->value());
+    s.max_num_batched_tokens = static_cast<uint32_t>(max_batched_->value());
+    s.prefix_caching = prefix_caching_->isChecked();
+    s.threads = threads_->value();
+    s.device = device_->currentData().toString();
+    return s;
+}
+
+void EngineSettingsDialog::updateEstimate() {
+    if (!model_.valid()) {
+        estimate_->setText(tr("Load a model to see the memory estimate."));
+        return;
+    }
+    const MemoryEstimate e = estimate_memory(model_, settings());
+    estimate_->setText(tr("%1: %2").arg(model_.name, e.describe()));
+}
+
+}  // namespace folio::ui

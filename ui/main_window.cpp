@@ -1,0 +1,358 @@
+#include "ui/main_window.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QCoreApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSettings>
+#include <QStatusBar>
+#include <QToolBar>
+
+#include "ui/block_map_widget.h"
+#include "ui/chat_controller.h"
+#include "ui/chat_view.h"
+#include "ui/engine_bridge.h"
+#include "ui/engine_settings_dialog.h"
+#include "ui/model_panel.h"
+#include "ui/model_summary.h"
+#include "ui/plots_panel.h"
+#include "ui/session_list_panel.h"
+#include "ui/session_settings_panel.h"
+#include "ui/session_store.h"
+#include "ui/theme.h"
+
+namespace folio::ui {
+
+namespace {
+constexpr int kMaxRecent = 8;
+const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
+}  // namespace
+
+QString default_model_path() {
+    const QString env = qEnvironmentVariable("FOLIO_MODEL");
+    if (!env.isEmpty()) return env;
+    QStringList candidates;
+#ifdef FOLIO_STUDIO_SOURCE_DIR
+    candidates << QStringLiteral(FOLIO_STUDIO_SOURCE_DIR) + "/models/" + kDefaultModelFile;
+#endif
+    const QString exe = QCoreApplication::applicationDirPath();
+    candidates << exe + "/../models/" + kDefaultModelFile << exe + "/../../models/" + kDefaultModelFile
+               << QDir::currentPath() + "/models/" + kDefaultModelFile;
+    for (const QString& c : candidates)
+        if (QFileInfo::exists(c)) return QFileInfo(c).canonicalFilePath();
+    return {};
+}
+
+MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMainWindow(parent) {
+    setObjectName("folioStudioMainWindow");
+    setWindowTitle(tr("Folio Studio"));
+    setWindowIcon(QIcon(":/icons/folio.svg"));
+    setAcceptDrops(true);
+    setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks | QMainWindow::AllowNestedDocks);
+
+    bridge_ = new EngineBridge(this);
+    chats_ = new ChatController(bridge_, SessionStore(), this);
+    chat_view_ = new ChatView(chats_, this);
+    setCentralWidget(chat_view_);
+
+    session_list_ = new SessionListPanel(chats_, this);
+    session_settings_ = new SessionSettingsPanel(chats_, this);
+    model_panel_ = new ModelPanel(this);
+    block_map_ = new BlockMapWidget(this);
+    plots_ = new PlotsPanel(this);
+    block_map_->setOwnerResolver([this](qint64 engine_id, quint64 ticket) {
+        const QString id = chats_->sessionForTicket(ticket);
+        if (const ChatSession* s = chats_->session(id))
+            return BlockOwner{s->title, BlockMapWidget::colorForKey(qHash(s->id))};
+        return BlockOwner{tr("Request #%1").arg(engine_id), BlockMapWidget::colorForKey(static_cast<quint64>(engine_id))};
+    });
+
+    addPanel(session_list_, tr("Chats"), "chatsDock", Qt::LeftDockWidgetArea);
+    addPanel(session_settings_, tr("Chat Settings"), "chatSettingsDock", Qt::LeftDockWidgetArea);
+    QDockWidget* model_dock = addPanel(model_panel_, tr("Model"), "modelDock", Qt::RightDockWidgetArea);
+    QDockWidget* map_dock = addPanel(block_map_, tr("KV Block Map"), "blockMapDock", Qt::RightDockWidgetArea);
+    QDockWidget* plots_dock = addPanel(plots_, tr("Live Plots"), "plotsDock", Qt::BottomDockWidgetArea);
+    tabifyDockWidget(model_dock, map_dock);
+    map_dock->raise();
+    Q_UNUSED(plots_dock);
+
+    createMenus();
+    createStatusBar();
+    connectBridge();
+
+    connect(session_list_, &SessionListPanel::currentSessionChanged, this, &MainWindow::selectSession);
+    connect(chats_, &ChatController::errorOccurred, this, [this](const QString& message) {
+        last_error_ = message;
+        statusBar()->showMessage(message, 8000);
+    });
+    connect(model_panel_, &ModelPanel::openRequested, this, &MainWindow::openModelDialog);
+    connect(model_panel_, &ModelPanel::loadRequested, this, [this](const QString& path) {
+        bridge_->load(path, bridge_->settings());
+    });
+    connect(model_panel_, &ModelPanel::unloadRequested, bridge_, &EngineBridge::unload);
+
+    default_state_ = saveState();
+    auto settings = studio_settings();
+    apply_theme(theme_from_string(settings->value("view/theme", "system").toString()));
+    restoreGeometry(settings->value("window/geometry").toByteArray());
+    restoreState(settings->value("window/state").toByteArray());
+    const EngineSettings engine_settings = EngineSettings::load(*settings);
+
+    if (chats_->sessions().isEmpty()) chats_->createSession();
+    const QString last_session = settings->value("chat/current").toString();
+    session_list_->setCurrentSession(chats_->session(last_session) ? last_session : chats_->sessions().back().id);
+    if (!chats_->lastError().isEmpty()) showError(tr("Chats not restored"), chats_->lastError());
+
+    bridge_->setSettings(engine_settings);
+    if (options.load_model) {
+        QString model = options.model;
+        if (model.isEmpty()) model = settings->value("model/last").toString();
+        if (model.isEmpty() || !QFileInfo::exists(model)) model = default_model_path();
+        if (!model.isEmpty()) openModel(model);
+        else model_panel_->setState(tr("No model yet: open a GGUF file or a Hugging Face folder (Ctrl+O), or drop one here."));
+    }
+}
+
+MainWindow::~MainWindow() = default;
+
+QDockWidget* MainWindow::addPanel(QWidget* panel, const QString& title, const QString& name, Qt::DockWidgetArea area) {
+    auto* dock = new QDockWidget(title, this);
+    dock->setObjectName(name);
+    dock->setWidget(panel);
+    addDockWidget(area, dock);
+    return dock;
+}
+
+void MainWindow::createMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = file->addAction(QIcon(":/icons/open.svg"), tr("&Open Model…"), this, &MainWindow::openModelDialog);
+    open->setShortcut(QKeySequence::Open);
+    recent_menu_ = file->addMenu(tr("Open &Recent"));
+    rebuildRecentMenu();
+    file->addAction(QIcon(":/icons/unload.svg"), tr("&Unload Model"), bridge_, &EngineBridge::unload);
+    file->addSeparator();
+    file->addAction(QIcon(":/icons/export.svg"), tr("Export Plots as &PNG…"), plots_, &PlotsPanel::exportPngInteractive);
+    file->addAction(QIcon(":/icons/export.svg"), tr("Export Samples as &CSV…"), plots_, &PlotsPanel::exportCsvInteractive);
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* chat = menuBar()->addMenu(tr("&Chat"));
+    QAction* add = chat->addAction(QIcon(":/icons/new-chat.svg"), tr("&New Chat"), session_list_, &SessionListPanel::newSession);
+    add->setShortcut(QKeySequence::New);
+    QAction* stop = chat->addAction(QIcon(":/icons/stop.svg"), tr("&Stop Reply"), chat_view_, &ChatView::stopGeneration);
+    stop->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+    QAction* regen = chat->addAction(QIcon(":/icons/regenerate.svg"), tr("&Regenerate Reply"), chat_view_, &ChatView::regenerate);
+    regen->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    chat->addAction(QIcon(":/icons/delete.svg"), tr("&Delete Chat"), session_list_, &SessionListPanel::deleteCurrent);
+
+    QMenu* engine = menuBar()->addMenu(tr("&Engine"));
+    QAction* settings = engine->addAction(QIcon(":/icons/settings.svg"), tr("&Settings…"), this, &MainWindow::showEngineSettings);
+    settings->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
+    engine->addAction(tr("&Restart"), this, [this] { bridge_->restart(bridge_->settings()); });
+
+    view_menu_ = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* dock : findChildren<QDockWidget*>()) view_menu_->addAction(dock->toggleViewAction());
+    view_menu_->addSeparator();
+    QMenu* theme = view_menu_->addMenu(tr("&Theme"));
+    auto* group = new QActionGroup(this);
+    const QString current = studio_settings()->value("view/theme", "system").toString();
+    for (ThemeMode mode : {ThemeMode::System, ThemeMode::Light, ThemeMode::Dark}) {
+        const QString name = theme_to_string(mode);
+        QAction* a = theme->addAction(mode == ThemeMode::System ? tr("Follow System") : mode == ThemeMode::Light ? tr("Light") : tr("Dark"));
+        a->setCheckable(true);
+        a->setChecked(name == current);
+        group->addAction(a);
+        connect(a, &QAction::triggered, this, [mode, name] {
+            apply_theme(mode);
+            studio_settings()->setValue("view/theme", name);
+        });
+    }
+    view_menu_->addAction(tr("&Reset Layout"), this, [this] { restoreState(default_state_); });
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About Folio Studio"), this, [this] {
+        QMessageBox::about(this, tr("About Folio Studio"),
+                           tr("<b>Folio Studio</b> %1<br>An LLM inference studio: chats on a continuous-batching engine, "
+                              "its KV cache block by block, and its numbers live.").arg(QCoreApplication::applicationVersion()));
+    });
+
+    QToolBar* bar = addToolBar(tr("Main"));
+    bar->setObjectName("mainToolBar");
+    bar->addAction(open);
+    bar->addAction(add);
+    bar->addAction(stop);
+    bar->addAction(regen);
+    bar->addAction(settings);
+}
+
+void MainWindow::createStatusBar() {
+    device_label_ = new QLabel(tr("no engine"), this);
+    model_label_ = new QLabel(tr("no model"), this);
+    kv_label_ = new QLabel(tr("KV —"), this);
+    speed_label_ = new QLabel(tr("— tok/s"), this);
+    device_label_->setToolTip(tr("Compute device"));
+    model_label_->setToolTip(tr("Loaded model"));
+    kv_label_->setToolTip(tr("KV cache blocks in use"));
+    speed_label_->setToolTip(tr("Prompt and generation throughput, all requests"));
+    for (QLabel* l : {device_label_, model_label_, kv_label_, speed_label_}) statusBar()->addPermanentWidget(l);
+}
+
+void MainWindow::connectBridge() {
+    connect(bridge_, &EngineBridge::modelInspected, this, [this](const ModelSummary& s) {
+        model_panel_->showSummary(s, bridge_->settings(), false);
+        if (s.path != pending_load_) return;
+        pending_load_.clear();
+        const MemoryEstimate e = estimate_memory(s, bridge_->settings());
+        if (!e.fits()) {
+            const auto answer = QMessageBox::warning(this, tr("Model may not fit"),
+                tr("%1\n\nLoad it anyway?").arg(e.describe()), QMessageBox::Yes | QMessageBox::No);
+            if (answer != QMessageBox::Yes) return;
+        }
+        bridge_->load(s.path, bridge_->settings());
+    });
+    connect(bridge_, &EngineBridge::modelInspectFailed, this, [this](const QString& path, const QString& message) {
+        if (path == pending_load_) pending_load_.clear();
+        model_panel_->setState(tr("Could not open %1").arg(QFileInfo(path).fileName()));
+        showError(tr("Cannot open model"), tr("%1\n\n%2").arg(path, message));
+    });
+    connect(bridge_, &EngineBridge::loadingChanged, this, [this](bool loading, const QString& path) {
+        if (loading) {
+            model_panel_->setState(tr("Loading %1…").arg(QFileInfo(path).fileName()));
+            statusBar()->showMessage(tr("Loading %1…").arg(path));
+        }
+    });
+    connect(bridge_, &EngineBridge::modelLoaded, this, [this](const ModelSummary& s, const EngineStatus& st) {
+        model_panel_->showSummary(s, st.settings, true);
+        model_panel_->setState(tr("Loaded: %1 on %2, %3 KV blocks of %4 tokens (%5), context %6")
+                                   .arg(s.name, st.device).arg(st.n_blocks).arg(st.block_size)
+                                   .arg(format_bytes(st.kv_cache_bytes)).arg(st.max_context));
+        device_label_->setText(st.device);
+        model_label_->setText(s.name);
+        setWindowTitle(tr("Folio Studio — %1").arg(s.name));
+        statusBar()->showMessage(tr("Loaded %1").arg(s.name), 4000);
+        rememberRecent(s.path);
+        studio_settings()->setValue("model/last", s.path);
+        if (!s.chat_template_notice.isEmpty()) statusBar()->showMessage(s.chat_template_notice, 8000);
+    });
+    connect(bridge_, &EngineBridge::modelLoadFailed, this, [this](const QString& path, const QString& message) {
+        model_panel_->setState(tr("Not loaded"));
+        device_label_->setText(tr("no engine"));
+        showError(tr("Cannot load model"), tr("%1\n\n%2").arg(path, message));
+    });
+    connect(bridge_, &EngineBridge::modelUnloaded, this, [this] {
+        model_panel_->showSummary(model_panel_->summary(), bridge_->settings(), false);
+        model_panel_->setState(tr("Unloaded"));
+        device_label_->setText(tr("no engine"));
+        model_label_->setText(tr("no model"));
+        kv_label_->setText(tr("KV —"));
+        block_map_->setSnapshot({});
+        setWindowTitle(tr("Folio Studio"));
+    });
+    connect(bridge_, &EngineBridge::blockMapUpdated, block_map_, &BlockMapWidget::setSnapshot);
+    connect(bridge_, &EngineBridge::sampled, this, &MainWindow::onSample);
+}
+
+void MainWindow::onSample(const EngineSample& s) {
+    plots_->addSample(s);
+    kv_label_->setText(tr("KV %1%").arg(s.kv_usage * 100.0, 0, 'f', 1));
+    speed_label_->setText(tr("prompt %1 · gen %2 tok/s").arg(s.prompt_tokens_per_s, 0, 'f', 0).arg(s.generation_tokens_per_s, 0, 'f', 1));
+}
+
+void MainWindow::selectSession(const QString& id) {
+    chat_view_->setSession(id);
+    session_settings_->setSession(id);
+    studio_settings()->setValue("chat/current", id);
+}
+
+void MainWindow::openModel(const QString& path) {
+    if (path.isEmpty()) return;
+    pending_load_ = path;
+    model_panel_->setState(tr("Reading %1…").arg(QFileInfo(path).fileName()));
+    bridge_->inspect(path);
+}
+
+void MainWindow::openModelDialog() {
+    const QString dir = QFileInfo(bridge_->model().path).absolutePath();
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Model"), dir,
+                                                      tr("GGUF models (*.gguf);;Hugging Face config (config.json);;All files (*)"));
+    if (path.isEmpty()) return;
+    // Picking a folder's config.json opens the folder.
+    openModel(QFileInfo(path).fileName() == "config.json" ? QFileInfo(path).absolutePath() : path);
+}
+
+void MainWindow::showEngineSettings() {
+    EngineSettingsDialog dialog(bridge_->settings(), bridge_->model().valid() ? bridge_->model() : model_panel_->summary(), this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    const EngineSettings s = dialog.settings();
+    s.save(*studio_settings());
+    bridge_->setSettings(s);
+    if (bridge_->model().valid()) bridge_->restart(s);
+    else model_panel_->showSummary(model_panel_->summary(), s, false);
+}
+
+void MainWindow::showError(const QString& title, const QString& message) {
+    last_error_ = message;
+    if (error_box_) error_box_->close();
+    error_box_ = new QMessageBox(QMessageBox::Critical, title, message, QMessageBox::Ok, this);
+    error_box_->setObjectName("errorDialog");
+    error_box_->setAttribute(Qt::WA_DeleteOnClose);
+    error_box_->open();  // window-modal, returns at once
+}
+
+QStringList MainWindow::recentModels() const { return studio_settings()->value("model/recent").toStringList(); }
+
+void MainWindow::rememberRecent(const QString& path) {
+    QStringList recent = recentModels();
+    recent.removeAll(path);
+    recent.prepend(path);
+    while (recent.size() > kMaxRecent) recent.removeLast();
+    studio_settings()->setValue("model/recent", recent);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    recent_menu_->clear();
+    const QStringList recent = recentModels();
+    const QString fallback = default_model_path();
+    QStringList entries = recent;
+    if (!fallback.isEmpty() && !entries.contains(fallback)) entries << fallback;  // the default model is always listed
+    for (const QString& path : entries) {
+        QAction* a = recent_menu_->addAction(QFileInfo(path).fileName(), this, [this, path] { openModel(path); });
+        a->setToolTip(path);
+        a->setEnabled(QFileInfo::exists(path));
+    }
+    recent_menu_->setEnabled(!entries.isEmpty());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    auto settings = studio_settings();
+    settings->setValue("window/geometry", saveGeometry());
+    settings->setValue("window/state", saveState());
+    chats_->saveNow();
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.size() == 1 && urls.front().isLocalFile()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.isEmpty() || !urls.front().isLocalFile()) return;
+    event->acceptProposedAction();
+    openModel(urls.front().toLocalFile());
+}
+
+}  // namespace folio::ui

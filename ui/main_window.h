@@ -1,0 +1,99 @@
+// Folio Studio's main window: the chat in the middle, dockable panels
+// around it (sessions, session settings, model, KV block map, live plots)
+// whose layout is saved and restored, a status bar (device, model, KV usage,
+// tok/s), menus with keyboard shortcuts, model opening by dialog, drag and
+// drop or the recent list, and error dialogs that never block the engine
+// (they are window-modal and open(); the last one is kept for tests).
+#pragma once
+
+#include <QMainWindow>
+#include <QMessageBox>
+#include <QPointer>
+
+#include "ui/studio_types.h"
+
+class QDockWidget;
+class QLabel;
+class QMenu;
+
+
+namespace folio::ui {
+
+class BlockMapWidget;
+class ChatController;
+class ChatView;
+class EngineBridge;
+class ModelPanel;
+class PlotsPanel;
+class SessionListPanel;
+class SessionSettingsPanel;
+
+struct MainWindowOptions {
+    QString model;              // open this model at start ("" = the last one, or the default)
+    bool load_model = true;     // false: start without loading anything
+};
+
+// The default model: $FOLIO_MODEL, else models/SmolLM2-135M-Instruct.Q4_1.gguf in the source tree
+// or next to the executable; "" when none exists.
+QString default_model_path();
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(const MainWindowOptions& options = {}, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    EngineBridge* bridge() const { return bridge_; }
+    ChatController* chats() const { return chats_; }
+    ChatView* chatView() const { return chat_view_; }
+    SessionListPanel* sessionList() const { return session_list_; }
+    BlockMapWidget* blockMap() const { return block_map_; }
+    PlotsPanel* plots() const { return plots_; }
+    ModelPanel* modelPanel() const { return model_panel_; }
+    QString lastError() const { return last_error_; }
+    QMessageBox* errorDialog() const { return error_box_; }
+    QStringList recentModels() const;
+
+public slots:
+    // Inspects `path` (metadata and memory estimate), then loads it.
+    void openModel(const QString& path);
+    void openModelDialog();
+    void showEngineSettings();
+    void showError(const QString& title, const QString& message);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    QDockWidget* addPanel(QWidget* panel, const QString& title, const QString& name, Qt::DockWidgetArea area);
+    void createMenus();
+    void createStatusBar();
+    void connectBridge();
+    void rememberRecent(const QString& path);
+    void rebuildRecentMenu();
+    void selectSession(const QString& id);
+    void onSample(const EngineSample& sample);
+
+    EngineBridge* bridge_ = nullptr;
+    ChatController* chats_ = nullptr;
+    ChatView* chat_view_ = nullptr;
+    SessionListPanel* session_list_ = nullptr;
+    SessionSettingsPanel* session_settings_ = nullptr;
+    ModelPanel* model_panel_ = nullptr;
+    BlockMapWidget* block_map_ = nullptr;
+    PlotsPanel* plots_ = nullptr;
+    QMenu* recent_menu_ = nullptr;
+    QMenu* view_menu_ = nullptr;
+    QLabel* device_label_ = nullptr;
+    QLabel* model_label_ = nullptr;
+    QLabel* kv_label_ = nullptr;
+    QLabel* speed_label_ = nullptr;
+    QString pending_load_;  // inspected, to be loaded once the summary arrives
+    QString last_error_;
+    QPointer<QMessageBox> error_box_;
+    QByteArray default_state_;
+};
+
+}  // namespace folio::ui

@@ -1,0 +1,111 @@
+#include "ui/model_panel.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+#include "ui/model_summary.h"
+
+namespace folio::ui {
+
+ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    state_ = new QLabel(tr("No model"), this);
+    state_->setWordWrap(true);
+    layout->addWidget(state_);
+
+    auto* row = new QHBoxLayout;
+    auto* open = new QPushButton(QIcon(":/icons/open.svg"), tr("Open…"), this);
+    load_ = new QPushButton(QIcon(":/icons/load.svg"), tr("Load"), this);
+    unload_ = new QPushButton(QIcon(":/icons/unload.svg"), tr("Unload"), this);
+    row->addWidget(open);
+    row->addWidget(load_);
+    row->addWidget(unload_);
+    row->addStretch(1);
+    layout->addLayout(row);
+
+    tree_ = new QTreeWidget(this);
+    tree_->setColumnCount(2);
+    tree_->setHeaderLabels({tr("Property"), tr("Value")});
+    tree_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    tree_->setRootIsDecorated(true);
+    layout->addWidget(tree_, 2);
+
+    estimate_ = new QLabel(this);
+    estimate_->setWordWrap(true);
+    layout->addWidget(estimate_);
+
+    layout->addWidget(new QLabel(tr("Chat template"), this));
+    template_ = new QPlainTextEdit(this);
+    template_->setReadOnly(true);
+    template_->setLineWrapMode(QPlainTextEdit::NoWrap);
+    QFont mono("monospace");
+    mono.setStyleHint(QFont::Monospace);
+    template_->setFont(mono);
+    layout->addWidget(template_, 1);
+
+    connect(open, &QPushButton::clicked, this, &ModelPanel::openRequested);
+    connect(load_, &QPushButton::clicked, this, [this] {
+        if (summary_.valid()) emit loadRequested(summary_.path);
+    });
+    connect(unload_, &QPushButton::clicked, this, &ModelPanel::unloadRequested);
+    load_->setEnabled(false);
+    unload_->setEnabled(false);
+}
+
+void ModelPanel::setState(const QString& text) { state_->setText(text); }
+
+QString ModelPanel::estimateText() const { return estimate_->text(); }
+
+void ModelPanel::showSummary(const ModelSummary& s, const EngineSettings& settings, bool loaded) {
+    summary_ = s;
+    tree_->clear();
+    load_->setEnabled(s.valid() && !loaded);
+    unload_->setEnabled(loaded);
+    if (!s.valid()) {
+        estimate_->clear();
+        template_->clear();
+        return;
+    }
+    auto add = [this](const QString& key, const QString& value, QTreeWidgetItem* parent = nullptr) {
+        auto* it = parent ? new QTreeWidgetItem(parent) : new QTreeWidgetItem(tree_);
+        it->setText(0, key);
+        it->setText(1, value);
+        it->setToolTip(1, value);
+        return it;
+    };
+    add(tr("Name"), s.name);
+    add(tr("File"), s.path);
+    add(tr("Format"), s.format);
+    add(tr("Architecture"), s.architecture_supported ? s.architecture : tr("%1 (not supported by Folio)").arg(s.architecture));
+    add(tr("Parameters"), format_count(s.parameters));
+    add(tr("Weights"), format_bytes(s.weight_bytes));
+    QTreeWidgetItem* shape = add(tr("Shape"), tr("%1 layers, %2 wide").arg(s.n_layer).arg(s.n_embd));
+    add(tr("Attention heads"), tr("%1 (KV %2), head size %3").arg(s.n_head).arg(s.n_head_kv).arg(s.head_dim), shape);
+    add(tr("Feed-forward"), QString::number(s.n_ff), shape);
+    add(tr("Vocabulary"), QString::number(s.n_vocab), shape);
+    add(tr("Trained context"), tr("%1 tokens").arg(s.n_ctx_train), shape);
+    add(tr("KV per token"), format_bytes(s.kv_bytes_per_token), shape);
+    shape->setExpanded(true);
+    QTreeWidgetItem* mix = add(tr("Quantization mix"), tr("%1 types").arg(s.quant_mix.size()));
+    for (const TensorTypeShare& t : s.quant_mix)
+        add(t.type, tr("%1 tensors, %2 parameters, %3").arg(t.tensors).arg(format_count(t.elements), format_bytes(t.bytes)), mix);
+    mix->setExpanded(true);
+    add(tr("Tokenizer"), s.tokenizer);
+    add(tr("Chat template"), s.chat_template_notice.isEmpty() ? tr("the model's own") : s.chat_template_notice);
+
+    const MemoryEstimate e = estimate_memory(s, settings);
+    fits_ = e.known && e.fits();
+    estimate_->setText((fits_ ? tr("Memory: ") : tr("⚠ Memory: ")) + e.describe());
+    QPalette pal = estimate_->palette();
+    pal.setColor(QPalette::WindowText, fits_ ? palette().color(QPalette::WindowText) : QColor(0xd0, 0x40, 0x30));
+    estimate_->setPalette(pal);
+    template_->setPlainText(s.chat_template);
+}
+
+}  // namespace folio::ui

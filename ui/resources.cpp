@@ -1,0 +1,10 @@
+#include "ui/resources.h"
+
+#include <QtCore/qglobal.h>
+
+// Q_INIT_RESOURCE must be used from the global namespace.
+static void init_folio_resources() { Q_INIT_RESOURCE(folio); }
+
+namespace folio::ui {
+void init_resources() { init_folio_resources(); }
+}  // namespace folio::ui

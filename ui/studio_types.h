@@ -1,0 +1,137 @@
+// The immutable values that cross from the engine side of Folio Studio to
+// the widgets: engine settings, a model's summary, one request's streamed
+// update, a plot sample and a block-map snapshot. They travel through queued
+// signals by value (or, for the large block map, as a shared pointer to a
+// const event), so no widget ever reads engine state across threads.
+#pragma once
+
+#include <QHash>
+#include <QMetaType>
+#include <QString>
+#include <QVector>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "folio/chat_template.h"
+#include "folio/engine.h"
+#include "folio/sampling.h"
+
+class QSettings;
+
+namespace folio::ui {
+
+// What the Engine Settings dialog edits; applied by restarting the engine.
+struct EngineSettings {
+    uint32_t block_size = 16;
+    uint64_t kv_budget_mib = 256;
+    uint32_t max_context = 4096;
+    uint32_t max_num_seqs = 16;
+    uint32_t max_num_batched_tokens = 512;
+    bool prefix_caching = true;
+    int threads = 0;          // 0 = physical cores
+    QString device = "cpu";   // only the CPU backend exists so far
+
+    void save(QSettings& settings) const;
+    static EngineSettings load(QSettings& settings);
+    bool operator==(const EngineSettings&) const = default;
+};
+
+// One weight type's share of a model (the quantization mix).
+struct TensorTypeShare {
+    QString type;
+    int tensors = 0;
+    uint64_t elements = 0;
+    uint64_t bytes = 0;
+};
+
+// Everything the metadata inspector shows about a model file.
+struct ModelSummary {
+    QString path;
+    QString name;
+    QString format;        // "GGUF" or "Hugging Face folder"
+    QString architecture;
+    bool architecture_supported = true;
+    uint64_t parameters = 0;
+    uint64_t weight_bytes = 0;
+    uint64_t kv_bytes_per_token = 0;  // F16 K and V over all layers
+    uint32_t n_ctx_train = 0, n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0,
+             n_vocab = 0;
+    QVector<TensorTypeShare> quant_mix;  // largest first
+    QString tokenizer;                   // "byte-level BPE (smollm), 49152 tokens"
+    QString chat_template;               // the Jinja source in use
+    QString chat_template_notice;        // non-empty when a built-in fallback is used
+    bool valid() const { return !path.isEmpty(); }
+};
+
+// The engine as it runs: backend and KV cache geometry.
+struct EngineStatus {
+    QString device;        // "cpu (AVX2, 2 threads)"
+    uint32_t n_blocks = 0;
+    uint32_t block_size = 0;
+    uint32_t max_context = 0;
+    uint64_t kv_cache_bytes = 0;
+    EngineSettings settings;
+};
+
+// A chat turn for the engine: the conversation, rendered by the model's
+// template on the engine side.
+struct ChatRequest {
+    quint64 ticket = 0;
+    std::vector<folio::ChatMessage> messages;
+    folio::SamplingParams sampling;
+    int32_t max_tokens = 512;
+    int32_t priority = 0;
+};
+
+// One streamed update of a request (what is new since the last one).
+struct RequestUpdate {
+    quint64 ticket = 0;
+    qint64 engine_id = -1;
+    QString text;           // new text
+    int new_tokens = 0;
+    bool finished = false;
+    QString reason;         // "stop", "stop_string", "length", "abort", "error" when finished
+    QString error;
+    folio::RequestTimings timings;
+};
+
+// One point of the live plots, over the interval since the previous one.
+struct EngineSample {
+    double time_s = 0;            // since the bridge started
+    double prompt_tokens_per_s = 0;
+    double generation_tokens_per_s = 0;
+    double kv_usage = 0;          // 0..1
+    int running = 0;
+    int waiting = 0;
+    double ttft_s = NAN;          // mean over requests whose first token came in the interval
+    double inter_token_s = NAN;   // mean over tokens in the interval
+    uint64_t preemptions_total = 0;
+};
+
+// The latest step's block map with the request -> ticket map it needs.
+struct BlockMapSnapshot {
+    std::shared_ptr<const folio::StepEvent> event;
+    QHash<qint64, quint64> tickets;  // engine request id -> UI ticket
+};
+
+QString finish_reason_name(folio::FinishReason reason);
+// "1.2 GiB", "512 MiB", "12 KiB"
+QString format_bytes(uint64_t bytes);
+// "135 M", "1.2 B"
+QString format_count(uint64_t count);
+
+void register_studio_types();
+
+}  // namespace folio::ui
+
+Q_DECLARE_METATYPE(folio::ui::EngineSettings)
+Q_DECLARE_METATYPE(folio::ui::ModelSummary)
+Q_DECLARE_METATYPE(folio::ui::EngineStatus)
+Q_DECLARE_METATYPE(folio::ui::ChatRequest)
+Q_DECLARE_METATYPE(folio::ui::RequestUpdate)
+Q_DECLARE_METATYPE(folio::ui::EngineSample)
+Q_DECLARE_METATYPE(folio::ui::BlockMapSnapshot)
