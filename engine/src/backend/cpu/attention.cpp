@@ -75,11 +75,19 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, co
             return int64_t{seq.block_table[static_cast<size_t>(j / block)]} * block + j % block;
         };
 
-        float dots[vec::kMaxQueries];
-        for (int64_t j = k_first; j <= k_last; ++j) {
-            vec::dot_f16_multi(q_rows, qb.n_rows, k_cache + slot_of(j) * kv_dim + kv_offset, p.head_dim, dots);
-            for (int i = 0; i < qb.n_rows; ++i) scores[i][j - k_first] = dots[i] * p.scale;
-        }
+        // Keys go in runs that stay inside one KV block (consecutive slots).
+        auto for_each_run = [&](auto&& fn) {
+            for (int64_t j = k_first; j <= k_last;) {
+                const int64_t run = std::min(k_last + 1, (j / block + 1) * block) - j;
+                fn(j, run, slot_of(j) * kv_dim + kv_offset);
+                j += run;
+            }
+        };
+        for_each_run([&](int64_t j, int64_t run, int64_t offset) {
+            float* out_rows[vec::kMaxQueries];
+            for (int i = 0; i < qb.n_rows; ++i) out_rows[i] = scores[i] + (j - k_first);
+            vec::scores_f16_multi(q_rows, qb.n_rows, k_cache + offset, kv_dim, run, p.head_dim, p.scale, out_rows);
+        });
         for (int i = 0; i < qb.n_rows; ++i) {
             // Softmax over this row's own keys; the block's other keys get weight 0.
             float* s = scores[i];
@@ -94,11 +102,11 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, co
             std::fill(s + b, s + (k_last - k_first + 1), 0.0f);
             std::memset(o_rows[i], 0, sizeof(float) * static_cast<size_t>(p.head_dim));
         }
-        float weights[vec::kMaxQueries];
-        for (int64_t j = k_first; j <= k_last; ++j) {
-            for (int i = 0; i < qb.n_rows; ++i) weights[i] = scores[i][j - k_first];
-            vec::axpy_f16_multi(o_rows, weights, qb.n_rows, v_cache + slot_of(j) * kv_dim + kv_offset, p.head_dim);
-        }
+        for_each_run([&](int64_t j, int64_t run, int64_t offset) {
+            const float* weights[vec::kMaxQueries];
+            for (int i = 0; i < qb.n_rows; ++i) weights[i] = scores[i] + (j - k_first);
+            vec::weighted_sum_f16_multi(o_rows, weights, qb.n_rows, v_cache + offset, kv_dim, run, p.head_dim);
+        });
     };
     pool_.parallel_for(static_cast<int64_t>(query_blocks_.size()) * p.n_head, attend);
     return {};

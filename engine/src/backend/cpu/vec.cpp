@@ -135,25 +135,69 @@ FOLIO_VEC_AVX2 void axpy_f16_avx2(float* y, float s, const uint16_t* x, int64_t 
     for (; i < n; ++i) y[i] += s * _cvtsh_ss(x[i]);
 }
 
-FOLIO_VEC_AVX2 void dot_f16_multi_avx2(const float* const* q, int n_q, const uint16_t* k, int64_t n, float* out) {
-    __m256 acc[kMaxQueries];
-    for (int i = 0; i < kMaxQueries; ++i) acc[i] = _mm256_setzero_ps();
-    for (int64_t d = 0; d < n; d += 8) {
-        const __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + d)));
-        for (int i = 0; i < n_q; ++i) acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(q[i] + d), kv, acc[i]);
+// NQ query rows against n_keys key rows: the accumulators stay in registers
+// (NQ is a compile-time count) and each key row is converted once for all.
+template <int NQ>
+FOLIO_VEC_AVX2 void scores_f16_avx2(const float* const* q, const uint16_t* k, int64_t k_stride, int64_t n_keys,
+                                    int64_t n, float scale, float* const* out) {
+    for (int64_t j = 0; j < n_keys; ++j, k += k_stride) {
+        __m256 acc[NQ];
+        for (int i = 0; i < NQ; ++i) acc[i] = _mm256_setzero_ps();
+        for (int64_t d = 0; d < n; d += 8) {
+            const __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + d)));
+            for (int i = 0; i < NQ; ++i) acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(q[i] + d), kv, acc[i]);
+        }
+        for (int i = 0; i < NQ; ++i) out[i][j] = hsum(acc[i]) * scale;
     }
-    for (int i = 0; i < n_q; ++i) out[i] = hsum(acc[i]);
 }
 
-FOLIO_VEC_AVX2 void axpy_f16_multi_avx2(float* const* y, const float* s, int n_q, const uint16_t* x, int64_t n) {
-    __m256 scale[kMaxQueries];
-    for (int i = 0; i < n_q; ++i) scale[i] = _mm256_set1_ps(s[i]);
+// Eight output values of NQ rows stay in registers over all the keys (the
+// row-by-row axpy loaded and stored them once per key).
+template <int NQ>
+FOLIO_VEC_AVX2 void weighted_sum_f16_avx2(float* const* y, const float* const* s, const uint16_t* x,
+                                          int64_t x_stride, int64_t n_keys, int64_t n) {
     for (int64_t d = 0; d < n; d += 8) {
-        const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + d)));
-        for (int i = 0; i < n_q; ++i)
-            _mm256_storeu_ps(y[i] + d, _mm256_fmadd_ps(scale[i], xv, _mm256_loadu_ps(y[i] + d)));
+        __m256 acc[NQ];
+        for (int i = 0; i < NQ; ++i) acc[i] = _mm256_loadu_ps(y[i] + d);
+        const uint16_t* xj = x + d;
+        for (int64_t j = 0; j < n_keys; ++j, xj += x_stride) {
+            const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xj)));
+            for (int i = 0; i < NQ; ++i) acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(s[i][j]), xv, acc[i]);
+        }
+        for (int i = 0; i < NQ; ++i) _mm256_storeu_ps(y[i] + d, acc[i]);
     }
 }
+
+template <template <int> class Kernel, typename... Args>
+void with_query_count(int n_q, Args... args) {
+    static_assert(kMaxQueries == 8);
+    switch (n_q) {
+        case 1: return Kernel<1>::run(args...);
+        case 2: return Kernel<2>::run(args...);
+        case 3: return Kernel<3>::run(args...);
+        case 4: return Kernel<4>::run(args...);
+        case 5: return Kernel<5>::run(args...);
+        case 6: return Kernel<6>::run(args...);
+        case 7: return Kernel<7>::run(args...);
+        default: return Kernel<8>::run(args...);
+    }
+}
+
+template <int NQ>
+struct ScoresAvx2 {
+    static void run(const float* const* q, const uint16_t* k, int64_t k_stride, int64_t n_keys, int64_t n,
+                    float scale, float* const* out) {
+        scores_f16_avx2<NQ>(q, k, k_stride, n_keys, n, scale, out);
+    }
+};
+
+template <int NQ>
+struct WeightedSumAvx2 {
+    static void run(float* const* y, const float* const* s, const uint16_t* x, int64_t x_stride, int64_t n_keys,
+                    int64_t n) {
+        weighted_sum_f16_avx2<NQ>(y, s, x, x_stride, n_keys, n);
+    }
+};
 
 FOLIO_VEC_AVX2 void round_to_f16_avx2(const float* x, float* out, int64_t n) {
     int64_t i = 0;
@@ -226,18 +270,25 @@ void axpy_f16(float* y, float s, const uint16_t* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += s * fp16_to_fp32(x[i]);
 }
 
-void dot_f16_multi(const float* const* q, int n_q, const uint16_t* k, int64_t n, float* out) {
+void scores_f16_multi(const float* const* q, int n_q, const uint16_t* k, int64_t k_stride, int64_t n_keys,
+                      int64_t n, float scale, float* const* out) {
+    if (n_q <= 0) return;
 #if defined(__x86_64__)
-    if (use_avx2() && n % 8 == 0) return dot_f16_multi_avx2(q, n_q, k, n, out);
+    if (use_avx2() && n % 8 == 0)
+        return with_query_count<ScoresAvx2>(n_q, q, k, k_stride, n_keys, n, scale, out);
 #endif
-    for (int i = 0; i < n_q; ++i) out[i] = dot_f16(q[i], k, n);
+    for (int64_t j = 0; j < n_keys; ++j)
+        for (int i = 0; i < n_q; ++i) out[i][j] = dot_f16(q[i], k + j * k_stride, n) * scale;
 }
 
-void axpy_f16_multi(float* const* y, const float* s, int n_q, const uint16_t* x, int64_t n) {
+void weighted_sum_f16_multi(float* const* y, const float* const* s, int n_q, const uint16_t* x, int64_t x_stride,
+                            int64_t n_keys, int64_t n) {
+    if (n_q <= 0) return;
 #if defined(__x86_64__)
-    if (use_avx2() && n % 8 == 0) return axpy_f16_multi_avx2(y, s, n_q, x, n);
+    if (use_avx2() && n % 8 == 0) return with_query_count<WeightedSumAvx2>(n_q, y, s, x, x_stride, n_keys, n);
 #endif
-    for (int i = 0; i < n_q; ++i) axpy_f16(y[i], s[i], x, n);
+    for (int64_t j = 0; j < n_keys; ++j)
+        for (int i = 0; i < n_q; ++i) axpy_f16(y[i], s[i][j], x + j * x_stride, n);
 }
 
 void round_to_f16(const float* x, float* out, int64_t n) {

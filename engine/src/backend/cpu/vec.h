@@ -20,13 +20,18 @@ float exp_sum(float* x, int64_t n, float max);
 float dot_f16(const float* a, const uint16_t* b, int64_t n);
 // y += s * x with x in IEEE half.
 void axpy_f16(float* y, float s, const uint16_t* x, int64_t n);
-// Up to kMaxQueries rows at once against one half row (the attention of a
-// block of queries: each key or value row is read and converted once).
+// Up to kMaxQueries query rows at once against a run of half rows (the
+// attention of a block of queries over the keys of one KV block: each key
+// or value row is read and converted once for all the queries). Each
+// output is computed as the one-row functions above would: a row's result
+// does not depend on the other rows of its block.
 inline constexpr int kMaxQueries = 8;
-// out[i] = Σ q[i][d] * k[d]  for i < n_q
-void dot_f16_multi(const float* const* q, int n_q, const uint16_t* k, int64_t n, float* out);
-// y[i][d] += s[i] * x[d]  for i < n_q
-void axpy_f16_multi(float* const* y, const float* s, int n_q, const uint16_t* x, int64_t n);
+// out[i][j] = scale * Σ_d q[i][d] * k_j[d]  for i < n_q, j < n_keys;  k_j = k + j * k_stride
+void scores_f16_multi(const float* const* q, int n_q, const uint16_t* k, int64_t k_stride, int64_t n_keys,
+                      int64_t n, float scale, float* const* out);
+// y[i][d] += s[i][j] * x_j[d]  for j = 0 .. n_keys-1 in order, i < n_q;  x_j = x + j * x_stride
+void weighted_sum_f16_multi(float* const* y, const float* const* s, int n_q, const uint16_t* x, int64_t x_stride,
+                            int64_t n_keys, int64_t n);
 // out = x rounded to the nearest IEEE half (kept as float); out may be x.
 void round_to_f16(const float* x, float* out, int64_t n);
 // Rounds a float row to IEEE half.
