@@ -36,6 +36,7 @@ std::vector<FlagSpec> engine_flags() {
         {"", "--max-seqs", "N", "most sequences per step (default 64)"},
         {"", "--block-size", "N", "tokens per KV block (default 16)"},
         {"", "--kv-budget", "MIB", "KV cache memory in MiB (default: the context times the parallel sequences)"},
+        {"", "--kv-fraction", "F", "KV cache memory as a share of the memory available now, e.g. 0.5"},
         {"", "--no-prefix-cache", "", "do not reuse the KV blocks of earlier identical prefixes"},
     };
 }
@@ -105,6 +106,10 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     options.block_size = static_cast<uint32_t>(*block_size);
     if (args.has("--kv-budget")) {
         options.kv_budget_bytes = static_cast<uint64_t>(*kv_budget) << 20;
+    } else if (args.has("--kv-fraction")) {
+        auto fraction = get_float(args, "--kv-fraction", 0.5f, 0.001f, 0.95f);
+        if (!fraction) return fraction.error();
+        options.kv_memory_fraction = *fraction;
     } else {
         const uint64_t context = std::min<uint64_t>(options.max_context, loaded->model.hparams.n_ctx_train
                                                                              ? loaded->model.hparams.n_ctx_train

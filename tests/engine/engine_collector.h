@@ -22,10 +22,11 @@ struct CollectedRequest {
 
 class EngineCollector {
 public:
+    // Sample i of a request with n > 1 goes under key + 1000 * i.
     folio::OutputCallback callback(int key) {
         return [this, key](const folio::RequestOutput& out) {
             std::lock_guard lock(mutex_);
-            CollectedRequest& r = requests_[key];
+            CollectedRequest& r = requests_[key + 1000 * out.index];
             r.text += out.text;
             r.tokens.insert(r.tokens.end(), out.token_ids.begin(), out.token_ids.end());
             ++r.n_outputs;

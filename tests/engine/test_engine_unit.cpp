@@ -138,6 +138,52 @@ private slots:
         QCOMPARE(m.prefix_cache_hits_total, uint64_t{28});
     }
 
+    void nSamplesForkAndCopyOnWrite() {
+        FakeBackend backend(267, kEos, 64);
+        auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
+        QVERIFY(engine);
+        StepRecorder steps;
+        int max_shared = 0;
+        (*engine)->subscribe(steps.callback());
+        (*engine)->subscribe([&max_shared](std::shared_ptr<const folio::StepEvent> e) {
+            for (const folio::BlockCell& c : e->blocks) max_shared = std::max<int>(max_shared, c.ref_count);
+        });
+        std::vector<int32_t> prompt(22);  // 5 full blocks of 4 and a partial one: the forks write into it
+        for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>('a' + (i * 7) % 26);
+        EngineCollector c;
+        folio::GenerationRequest r = greedy(prompt, 12);
+        r.sampling.temperature = 1.0f;
+        r.sampling.top_k = 0;
+        r.sampling.top_p = 1.0f;
+        r.sampling.min_p = 0.0f;
+        r.sampling.seed = 77;
+        r.ignore_eos = true;
+        r.n = 3;
+        (*engine)->submit(r, c.callback(0));
+        (*engine)->wait_idle();
+        QCOMPARE(max_shared, 3);  // the prompt's blocks were shared by the three samples
+        // Each sample k is what a lone request seeded 77 + k draws: the
+        // shared blocks and the copied partial block held the right K/V.
+        for (int k = 0; k < 3; ++k) {
+            folio::GenerationRequest alone = r;
+            alone.n = 1;
+            alone.sampling.seed = 77 + static_cast<uint64_t>(k);
+            (*engine)->submit(alone, c.callback(10 + k));
+            (*engine)->wait_idle();
+            const CollectedRequest sample = c.get(1000 * k);
+            QCOMPARE(sample.n_finished, 1);
+            QCOMPARE(sample.tokens.size(), size_t{12});
+            QVERIFY2(sample.tokens == c.get(10 + k).tokens, ("sample " + std::to_string(k)).c_str());
+        }
+        QVERIFY(c.get(0).tokens != c.get(1000).tokens);
+        QVERIFY(all_free(*steps.last()));
+        folio::GenerationRequest bad = r;
+        bad.n = 0;
+        (*engine)->submit(bad, c.callback(50));
+        (*engine)->wait_idle();
+        QVERIFY(c.get(50).reason == folio::FinishReason::Error);
+    }
+
     void abortMidPrefillAndMidDecodeFreesEverything() {
         for (int when : {1, 3, 12}) {  // after 1 and 3 steps the prompt is still prefilling; 12 is mid-decode
             FakeBackend backend(267, kEos, 64);

@@ -111,6 +111,13 @@ private slots:
         QVERIFY2(f.out.find("--- [1]") != std::string::npos && f.out.find("--- [2]") != std::string::npos &&
                      f.out.find("--- [3]") == std::string::npos,
                  f.out.c_str());
+        auto budget = run_folio("run -m " + shell_quote(path) + " -p Hi -n 2 -t 2 --kv-fraction 0.01");
+        QVERIFY2(budget.exit_code == 0 && budget.err.find("KV cache") != std::string::npos, budget.err.c_str());
+        auto greedy_budget = run_folio("run -m " + shell_quote(path) + " -p Hi -n 2 --kv-fraction 2");
+        QCOMPARE(greedy_budget.exit_code, 1);
+        QVERIFY2(greedy_budget.err.find("--kv-fraction") != std::string::npos, greedy_budget.err.c_str());
+        auto tiny = run_folio("run -m " + shell_quote(path) + " -p Hi -n 2 --kv-budget 0");
+        QCOMPARE(tiny.exit_code, 1);
         auto missing = run_folio("run -m " + shell_quote(path) + " -f /nonexistent/prompts.txt");
         QCOMPARE(missing.exit_code, 1);
         QVERIFY2(missing.err.find("cannot open") != std::string::npos, missing.err.c_str());

@@ -20,6 +20,8 @@ struct BackendOptions {
     uint32_t block_size = kDefaultBlockSize; // tokens per KV block
     uint32_t n_blocks = 0;                   // KV blocks in the pool; 0 = from kv_budget_bytes
     uint64_t kv_budget_bytes = 0;            // KV memory when n_blocks is 0; 0 = one max_context sequence
+    double kv_memory_fraction = 0;           // else this share of the memory available now (vLLM's
+                                             // gpu_memory_utilization; the CPU reads MemAvailable)
     uint32_t max_context = 4096;             // longest sequence (capped at the trained context)
 };
 
@@ -50,6 +52,10 @@ public:
 // The CPU backend for `model` (which must outlive it). Fails with a clear
 // message for an architecture Folio cannot run or a weight type without kernels.
 Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& model, const BackendOptions& options);
+
+// Bytes of memory the system could give this process now (Linux:
+// MemAvailable), 0 when unknown.
+uint64_t available_host_memory();
 
 // Architectures the forward pass knows ("llama", "gemma3", ...), comma-separated, for messages.
 std::string supported_architectures();

@@ -45,6 +45,7 @@ struct GenerationRequest {
     std::string prompt;                  // else tokenized (BOS as the model adds it, special tokens parsed)
     SamplingParams sampling;
     int32_t max_tokens = 256;            // tokens to generate at most
+    int32_t n = 1;                       // independent samples; they share the prompt's KV blocks
     std::vector<std::string> stop;       // stop strings (never shown)
     bool ignore_eos = false;             // keep going past end-of-generation tokens
     int32_t priority = 0;                // lower first: an interactive chat before background work
@@ -70,6 +71,7 @@ struct RequestTimings {
 // One streamed update of a request: what is new since the last one.
 struct RequestOutput {
     RequestId id = -1;
+    int32_t index = 0;                  // which of the request's n samples (each finishes once)
     std::string text;                   // new text, whole UTF-8 characters, stop strings withheld
     std::vector<int32_t> token_ids;     // new tokens
     std::vector<SampleInfo> logprobs;   // per new token when sampling.n_logprobs > 0
@@ -145,6 +147,8 @@ private:
     // the last output (with `pending`'s new tokens and text when given) and forgets it.
     void finish(Request& r, FinishReason reason, std::string error = {}, RequestOutput* pending = nullptr);
     void publish_step(const StepPlan& plan, double duration_s);
+    // Copy `index` of a request at its first token: a scheduler fork sharing its blocks.
+    RequestId fork(Request& parent, int32_t index);
     double now_s() const;
 
     const ModelDescription& model_;

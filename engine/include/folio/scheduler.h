@@ -123,6 +123,11 @@ public:
     // length): its verified full blocks go to the prefix cache, the rest is freed.
     void finish(SeqId id);
 
+    // A copy of a running sequence under a new id, sharing all its blocks
+    // (copy-on-write when either writes into a shared one). Forks are not
+    // limited by max_num_seqs: they come from a request already admitted.
+    void fork(SeqId parent, SeqId child);
+
     StepPlan schedule();
     // After the forward pass: every planned sequence has its tokens computed;
     // results[i] tells what became of plan.sequences[i]. Sequences the

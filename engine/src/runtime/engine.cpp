@@ -7,7 +7,9 @@ namespace folio {
 // A request's state on the engine thread: its sampler, detokenizer and stop
 // conditions, what it has streamed, and its clock readings.
 struct Engine::Request {
-    RequestId id = -1;
+    RequestId id = -1;         // the scheduler's sequence id
+    RequestId public_id = -1;  // what submit() returned; shared by the n samples of a request
+    int32_t index = 0;         // which of the n samples
     GenerationRequest params;
     OutputCallback on_output;
     Sampler sampler;
@@ -21,6 +23,7 @@ struct Engine::Request {
 
     Request(RequestId rid, GenerationRequest p, OutputCallback cb, Sampler s, const Tokenizer& tok)
         : id(rid),
+          public_id(rid),
           params(std::move(p)),
           on_output(std::move(cb)),
           sampler(std::move(s)),
@@ -170,6 +173,8 @@ bool Engine::take_inbox() {
     for (auto& [id, owned] : submitted) {
         Request& r = *owned;
         requests_.emplace(id, std::move(owned));
+        if (r.rejected.empty() && (r.params.n < 1 || r.params.n > 256))
+            r.rejected = "n (samples per request) must be between 1 and 256, not " + std::to_string(r.params.n);
         if (!r.rejected.empty()) {
             finish(r, FinishReason::Error, r.rejected);
             continue;
@@ -197,10 +202,13 @@ bool Engine::take_inbox() {
         if (Status st = scheduler_.add(std::move(s)); !st) finish(r, FinishReason::Error, st.error().message);
     }
     for (RequestId id : aborted) {
-        const auto it = requests_.find(id);
-        if (it == requests_.end()) continue;
-        scheduler_.abort(id);
-        finish(*it->second, FinishReason::Abort);
+        std::vector<RequestId> samples;  // the request and its forks
+        for (const auto& [sid, r] : requests_)
+            if (r->public_id == id) samples.push_back(sid);
+        for (RequestId sid : samples) {
+            scheduler_.abort(sid);
+            finish(*requests_.at(sid), FinishReason::Abort);
+        }
     }
     return !submitted.empty() || !aborted.empty();
 }
@@ -258,21 +266,38 @@ void Engine::step() {
         return;
     }
 
-    // Sample, detokenize, check stops; then let the scheduler move on.
+    // Sample, detokenize, check stops; then let the scheduler move on. A
+    // request for n > 1 samples forks here, at its first token: the copies
+    // share every KV block (copy-on-write) and draw from the same logits.
+    const size_t n_planned = plan.sequences.size();
+    std::vector<const float*> rows(n_planned, nullptr);
+    for (size_t i = 0, row = 0; i < n_planned; ++i)
+        if (plan.sequences[i].sample) rows[i] = logits_.data() + row++ * n_vocab;
+    for (size_t i = 0; i < n_planned; ++i) {
+        Request& r = *requests_.at(plan.sequences[i].id);
+        if (rows[i] && r.first_token_s < 0 && r.index == 0)
+            for (int32_t k = 1; k < r.params.n; ++k) {
+                const RequestId child = fork(r, k);
+                plan.sequences.push_back(plan.sequences[i]);
+                plan.sequences.back().id = child;
+                rows.push_back(rows[i]);
+            }
+    }
     std::vector<StepResult> results(plan.sequences.size());
     std::vector<RequestOutput> outputs(plan.sequences.size());
     std::vector<FinishReason> reasons(plan.sequences.size(), FinishReason::Length);
-    size_t logits_row = 0;
+    size_t n_sampled = 0;
     const double t_sampled = now_s();
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
-        const ScheduledSequence& ss = plan.sequences[i];
-        if (!ss.sample) continue;
-        Request& r = *requests_.at(ss.id);
-        const std::span<const float> row(logits_.data() + logits_row++ * n_vocab, n_vocab);
+        if (!rows[i]) continue;
+        ++n_sampled;
+        Request& r = *requests_.at(plan.sequences[i].id);
+        const std::span<const float> row(rows[i], n_vocab);
         const int32_t token = r.sampler.sample(row, r.history, r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);
         results[i].token = token;
         RequestOutput& out = outputs[i];
-        out.id = r.id;
+        out.id = r.public_id;
+        out.index = r.index;
         if (r.first_token_s < 0) {
             r.first_token_s = t_sampled;
             r.timings.ttft_s = t_sampled - r.submitted_s;
@@ -301,7 +326,7 @@ void Engine::step() {
     {
         std::lock_guard lock(mutex_);
         metrics_.prompt_tokens_total += static_cast<uint64_t>(plan.n_prefill_tokens);
-        metrics_.generation_tokens_total += static_cast<uint64_t>(logits_row);
+        metrics_.generation_tokens_total += static_cast<uint64_t>(n_sampled);
     }
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         if (!plan.sequences[i].sample) continue;
@@ -316,10 +341,31 @@ void Engine::step() {
     publish_step(plan, now_s() - t0);
 }
 
+RequestId Engine::fork(Request& parent, int32_t index) {
+    const RequestId id = next_id_++;
+    GenerationRequest params = parent.params;
+    if (params.sampling.seed != kRandomSeed) params.sampling.seed += static_cast<uint64_t>(index);
+    auto sampler = Sampler::create(params.sampling);  // valid: the parent's were
+    auto child = std::make_unique<Request>(id, std::move(params), parent.on_output, std::move(*sampler), tokenizer_);
+    child->public_id = parent.public_id;
+    child->index = index;
+    child->stop = StopChecker(parent.params.ignore_eos ? std::vector<int32_t>{} : end_of_generation_, parent.params.stop);
+    child->history = parent.history;
+    child->timings = parent.timings;
+    child->submitted_s = parent.submitted_s;
+    child->scheduled_s = parent.scheduled_s;
+    scheduler_.fork(parent.id, id);
+    requests_.emplace(id, std::move(child));
+    std::lock_guard lock(mutex_);
+    ++in_flight_;
+    return id;
+}
+
 void Engine::finish(Request& r, FinishReason reason, std::string error, RequestOutput* pending) {
     RequestOutput out;
     if (pending) out = std::move(*pending);
-    out.id = r.id;
+    out.id = r.public_id;
+    out.index = r.index;
     out.finished = true;
     out.reason = reason;
     out.error = std::move(error);

@@ -213,6 +213,18 @@ std::vector<FinishedSequence> Scheduler::commit(const StepPlan& plan, std::span<
     return ended;
 }
 
+void Scheduler::fork(SeqId parent, SeqId child) {
+    Sequence copy = seq(parent);
+    copy.id = child;
+    sequences_.emplace(child, std::move(copy));
+    if (seq(parent).running) {
+        kv_.fork(parent, child);
+        running_.push_back(child);
+    } else {
+        enqueue_waiting(child);
+    }
+}
+
 void Scheduler::finish(SeqId id) {
     const auto it = sequences_.find(id);
     if (it == sequences_.end()) return;
@@ -241,7 +253,6 @@ const Sequence* Scheduler::find(SeqId id) const {
 std::string Scheduler::check_invariants() const {
     if (std::string e = kv_.check_invariants(); !e.empty()) return e;
     if (running_.size() + waiting_.size() != sequences_.size()) return "a sequence is lost or listed twice";
-    if (running_.size() > config_.max_num_seqs) return "more running sequences than max_num_seqs";
     const uint32_t bs = kv_.block_size();
     for (SeqId id : running_) {
         const Sequence& s = sequences_.at(id);

@@ -2,6 +2,7 @@
 // checks a batch against the cache before any kernel sees it, so a
 // scheduler bug becomes an Error, not a stray write.
 #include <algorithm>
+#include <cstdio>
 
 #include "backend/cpu/cpu_ops.h"
 #include "cpu/kernels.h"
@@ -111,6 +112,17 @@ Status CpuBackend::check(const Batch& batch, std::span<float> logits) {
 
 }  // namespace
 
+uint64_t available_host_memory() {
+    std::FILE* f = std::fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    std::fclose(f);
+    return kib * 1024;
+}
+
 Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& model, const BackendOptions& options) {
     auto arch = model::create_architecture(model);
     if (!arch) return arch.error();
@@ -123,14 +135,22 @@ Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& mode
     uint32_t max_context = options.max_context ? options.max_context : 4096;
     if (model.hparams.n_ctx_train > 0) max_context = std::min(max_context, model.hparams.n_ctx_train);
     uint32_t n_blocks = options.n_blocks;
-    if (n_blocks == 0 && options.kv_budget_bytes > 0) {
+    uint64_t budget = options.kv_budget_bytes;
+    if (n_blocks == 0 && budget == 0 && options.kv_memory_fraction > 0) {
+        if (options.kv_memory_fraction > 0.95)
+            return make_error("a KV memory fraction above 0.95 leaves the system nothing");
+        const uint64_t available = available_host_memory();
+        if (available == 0) return make_error("cannot tell how much memory is available; give a KV budget in bytes");
+        budget = static_cast<uint64_t>(static_cast<double>(available) * options.kv_memory_fraction);
+    }
+    if (n_blocks == 0 && budget > 0) {
         // K and V, F16, every layer.
         const model::KvShape kv = (*arch)->kv_shape();
         const uint64_t per_block = 2ull * 2 * static_cast<uint64_t>(kv.n_layer) * static_cast<uint64_t>(kv.n_head_kv) *
                                    static_cast<uint64_t>(kv.head_dim) * options.block_size;
-        const uint64_t blocks = options.kv_budget_bytes / per_block;
+        const uint64_t blocks = budget / per_block;
         if (blocks == 0)
-            return make_error("a KV budget of " + std::to_string(options.kv_budget_bytes) +
+            return make_error("a KV budget of " + std::to_string(budget) +
                               " bytes holds no block; one block takes " + std::to_string(per_block));
         n_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, 1u << 24));
     }
