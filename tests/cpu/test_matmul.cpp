@@ -168,6 +168,53 @@ private slots:
         }
     }
 
+    // Weights of one input in one pass (Q, K, V): each output as its own matmul
+    // gives it, bit for bit, also when the types pair with different
+    // activation formats (Q4_1 with Q8_1, Q8_0 with Q8_0) and cannot share.
+    void many_weights_match_one_by_one() {
+        ThreadPool pool(2);
+        ScratchBuffer scratch;
+        const std::vector<std::vector<TensorType>> groups = {
+            {TensorType::Q4_1, TensorType::Q4_1, TensorType::Q4_1},
+            {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q4_K},
+            {TensorType::Q4_1, TensorType::Q8_0},
+            {TensorType::F32, TensorType::F16}};
+        for (const auto& types : groups)
+            for (int64_t n_rows : {1, 5, 70}) {
+                const int64_t in = 512;
+                std::vector<Weights> weights;
+                std::vector<WeightMatrix> matrices;
+                for (size_t i = 0; i < types.size(); ++i) {
+                    weights.push_back(random_weights(types[i], 24 + 13 * static_cast<int64_t>(i), in,
+                                                     7 + static_cast<uint32_t>(i)));
+                    matrices.push_back(weights.back().matrix);
+                }
+                const std::vector<float> x = random_activations(n_rows, in, 77);
+                std::vector<std::vector<float>> together(types.size()), alone(types.size());
+                std::vector<float*> outs;
+                for (size_t i = 0; i < types.size(); ++i) {
+                    together[i].assign(static_cast<size_t>(n_rows * matrices[i].out_features), NAN);
+                    alone[i].assign(together[i].size(), NAN);
+                    outs.push_back(together[i].data());
+                    QVERIFY(matmul(matrices[i], x.data(), n_rows, alone[i].data(), pool, scratch).ok());
+                }
+                QVERIFY(matmul_many(matrices, x.data(), n_rows, outs, pool, scratch).ok());
+                for (size_t i = 0; i < types.size(); ++i)
+                    for (size_t e = 0; e < alone[i].size(); ++e)
+                        QVERIFY2(same_bits(together[i][e], alone[i][e]),
+                                 (std::string(folio::traits(types[i]).name) + " rows " + std::to_string(n_rows) +
+                                  " output " + std::to_string(e) + ": " + exact(together[i][e]) + " vs " +
+                                  exact(alone[i][e]))
+                                     .c_str());
+            }
+        // Inputs of different widths are an error, not a wrong answer.
+        const Weights a = random_weights(TensorType::Q8_0, 8, 64, 1), b = random_weights(TensorType::Q8_0, 8, 96, 2);
+        std::vector<float> x(96), ya(8), yb(8);
+        const WeightMatrix both[] = {a.matrix, b.matrix};
+        float* const outs[] = {ya.data(), yb.data()};
+        QVERIFY(!matmul_many(both, x.data(), 1, outs, pool, scratch).ok());
+    }
+
     void rejects_bad_shapes_and_types() {
         ThreadPool pool(1);
         ScratchBuffer scratch;

@@ -1,6 +1,7 @@
 #include "cpu/matmul.h"
 
 #include <algorithm>
+#include <span>
 #include <string>
 
 #include "cpu/fp16.h"
@@ -46,25 +47,55 @@ Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y,
 
 Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y, ThreadPool& pool,
               ScratchBuffer& scratch, Isa isa) {
-    if (!tensor_type_traits(static_cast<uint32_t>(w.type)))
-        return make_error("matmul: unknown weight type id " + std::to_string(static_cast<uint32_t>(w.type)));
-    const DotKernels* kernels = dot_kernels(w.type, isa);
-    if (!kernels)
-        return make_error("matmul: no CPU kernel for " + type_name(w.type) + " weights on " + isa_name(isa) +
-                          " (convert the model to a supported type)");
-    if (w.in_features <= 0 || w.out_features <= 0 || n_rows_x < 0)
-        return make_error("matmul: bad shape " + std::to_string(w.out_features) + "x" +
-                          std::to_string(w.in_features) + " with " + std::to_string(n_rows_x) + " input rows");
-    if (w.in_features % kernels->block_elems != 0)
-        return make_error("matmul: " + type_name(w.type) + " weight rows of " + std::to_string(w.in_features) +
-                          " elements are not a whole number of " + std::to_string(kernels->block_elems) +
-                          "-element blocks");
-    if (n_rows_x == 0) return {};
-    if (!w.data || !x || !y) return make_error("matmul: null weight, input or output pointer");
+    return matmul_many(std::span(&w, 1), x, n_rows_x, std::span(&y, 1), pool, scratch, isa);
+}
 
-    const int64_t in = w.in_features, out = w.out_features;
-    const size_t w_stride = weight_row_bytes(w.type, in);
-    const auto* weights = reinterpret_cast<const char*>(w.data);
+Status matmul_many(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows_x, std::span<float* const> ys,
+                   ThreadPool& pool, ScratchBuffer& scratch) {
+    return matmul_many(ws, x, n_rows_x, ys, pool, scratch, best_isa());
+}
+
+Status matmul_many(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows_x, std::span<float* const> ys,
+                   ThreadPool& pool, ScratchBuffer& scratch, Isa isa) {
+    if (ws.empty() || ws.size() != ys.size() || ws.size() > kMaxFused)
+        return make_error("matmul: " + std::to_string(ws.size()) + " weights for " + std::to_string(ys.size()) +
+                          " outputs (1 to " + std::to_string(kMaxFused) + ")");
+    const DotKernels* kernels[kMaxFused];
+    for (size_t i = 0; i < ws.size(); ++i) {
+        const WeightMatrix& w = ws[i];
+        if (!tensor_type_traits(static_cast<uint32_t>(w.type)))
+            return make_error("matmul: unknown weight type id " + std::to_string(static_cast<uint32_t>(w.type)));
+        kernels[i] = dot_kernels(w.type, isa);
+        if (!kernels[i])
+            return make_error("matmul: no CPU kernel for " + type_name(w.type) + " weights on " + isa_name(isa) +
+                              " (convert the model to a supported type)");
+        if (w.in_features <= 0 || w.out_features <= 0 || n_rows_x < 0)
+            return make_error("matmul: bad shape " + std::to_string(w.out_features) + "x" +
+                              std::to_string(w.in_features) + " with " + std::to_string(n_rows_x) + " input rows");
+        if (w.in_features % kernels[i]->block_elems != 0)
+            return make_error("matmul: " + type_name(w.type) + " weight rows of " + std::to_string(w.in_features) +
+                              " elements are not a whole number of " + std::to_string(kernels[i]->block_elems) +
+                              "-element blocks");
+        if (w.in_features != ws[0].in_features)
+            return make_error("matmul: weights of one input differ in input features (" +
+                              std::to_string(w.in_features) + " vs " + std::to_string(ws[0].in_features) + ")");
+        if (n_rows_x > 0 && (!w.data || !x || !ys[i])) return make_error("matmul: null weight, input or output pointer");
+    }
+    if (n_rows_x == 0) return {};
+    // Weights that pair with different activation formats cannot share the
+    // quantized rows: one pass each.
+    for (size_t i = 1; i < ws.size(); ++i)
+        if (kernels[i]->activation != kernels[0]->activation) {
+            for (size_t j = 0; j < ws.size(); ++j)
+                if (Status s = matmul_many(ws.subspan(j, 1), x, n_rows_x, ys.subspan(j, 1), pool, scratch, isa); !s)
+                    return s;
+            return {};
+        }
+
+    const int64_t in = ws[0].in_features;
+    const DotKernels& first = *kernels[0];
+    bool want_scales = false;
+    for (size_t i = 0; i < ws.size(); ++i) want_scales = want_scales || kernels[i]->tile_scales;
 
     // Quantize every activation row once; all weight rows reuse them. With
     // the quantized rows goes, for the tiles that read it, a table of their
@@ -72,20 +103,20 @@ Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y,
     const char* act = reinterpret_cast<const char*>(x);
     size_t a_stride = static_cast<size_t>(in) * sizeof(float);
     const float* a_scales = nullptr;
-    const int64_t nb = in / kernels->block_elems;
+    const int64_t nb = in / first.block_elems;
     const size_t group_scales = static_cast<size_t>(nb) * kActScalesPerBlock;  // floats per group
-    if (kernels->quantize) {
-        a_stride = activation_row_bytes(kernels->activation, in);
+    if (first.quantize) {
+        a_stride = activation_row_bytes(first.activation, in);
         const size_t act_bytes = (a_stride * static_cast<size_t>(n_rows_x) + 63) / 64 * 64;
         const size_t n_groups = static_cast<size_t>((n_rows_x + kTileActRows - 1) / kTileActRows);
-        const size_t scale_bytes = kernels->tile_scales ? n_groups * group_scales * sizeof(float) : 0;
+        const size_t scale_bytes = want_scales ? n_groups * group_scales * sizeof(float) : 0;
         std::byte* buffer = scratch.reserve(act_bytes + scale_bytes);
         if (!buffer) return make_error("matmul: out of memory for the quantized activations");
-        float* scales = kernels->tile_scales ? reinterpret_cast<float*>(buffer + act_bytes) : nullptr;
+        float* scales = want_scales ? reinterpret_cast<float*>(buffer + act_bytes) : nullptr;
         if (scales && n_rows_x % kTileActRows != 0)  // rows past the end: zero scales
             std::fill_n(scales + (n_groups - 1) * group_scales, group_scales, 0.0f);
-        const QuantizeRowFn quantize = kernels->quantize;
-        const ActivationType type = kernels->activation;
+        const QuantizeRowFn quantize = first.quantize;
+        const ActivationType type = first.activation;
         auto quantize_row = [&](int64_t row, int) {
             std::byte* q_row = buffer + static_cast<size_t>(row) * a_stride;
             quantize(x + row * in, q_row, in);
@@ -100,28 +131,46 @@ Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y,
         a_scales = scales;
     }
 
-    // Tasks are (chunk of weight rows) x (block of activation rows).
+    // Tasks are (weight, chunk of its rows) x (block of activation rows), all
+    // the weights' tasks in one round of the pool.
     const int64_t threads = pool.size();
     const int64_t act_rows = std::min(n_rows_x, kActRowsPerTask);
     const int64_t act_blocks = (n_rows_x + act_rows - 1) / act_rows;
-    int64_t chunk = kWeightRowsPerPrefillTask;
-    if (n_rows_x == 1) chunk = std::clamp<int64_t>(out / (threads * 8), 8, 256);
-    chunk = (chunk + 3) / 4 * 4;  // whole register tiles
-    const int64_t weight_chunks = (out + chunk - 1) / chunk;
+    struct Part {
+        const char* weights;
+        size_t w_stride;
+        int64_t out, chunk, first_task;
+        TileFn tile;
+        float* y;
+    };
+    Part parts[kMaxFused];
+    int64_t n_tasks = 0;
+    for (size_t i = 0; i < ws.size(); ++i) {
+        const int64_t out = ws[i].out_features;
+        int64_t chunk = kWeightRowsPerPrefillTask;
+        if (n_rows_x == 1) chunk = std::clamp<int64_t>(out / (threads * 8), 8, 256);
+        chunk = (chunk + 3) / 4 * 4;  // whole register tiles
+        parts[i] = Part{reinterpret_cast<const char*>(ws[i].data), weight_row_bytes(ws[i].type, in), out, chunk,
+                        n_tasks, kernels[i]->tile, ys[i]};
+        n_tasks += (out + chunk - 1) / chunk * act_blocks;
+    }
 
-    const TileFn tile = kernels->tile;
     auto run_task = [&](int64_t task, int) {
-        const int64_t r0 = (task / act_blocks) * chunk, r1 = std::min(out, r0 + chunk);
-        const int64_t c0 = (task % act_blocks) * act_rows, c1 = std::min(n_rows_x, c0 + act_rows);
+        size_t i = 0;
+        while (i + 1 < ws.size() && task >= parts[i + 1].first_task) ++i;
+        const Part& part = parts[i];
+        const int64_t local = task - part.first_task;
+        const int64_t r0 = (local / act_blocks) * part.chunk, r1 = std::min(part.out, r0 + part.chunk);
+        const int64_t c0 = (local % act_blocks) * act_rows, c1 = std::min(n_rows_x, c0 + act_rows);
         for (int64_t c = c0; c < c1; c += kTileActRows) {
             const int n_a = static_cast<int>(std::min<int64_t>(kTileActRows, c1 - c));
             const float* scales = a_scales ? a_scales + static_cast<size_t>(c / kTileActRows) * group_scales : nullptr;
-            tile(in, weights + static_cast<size_t>(r0) * w_stride, w_stride, static_cast<int>(r1 - r0),
-                 act + static_cast<size_t>(c) * a_stride, a_stride, scales, n_a, y + c * out + r0,
-                 static_cast<size_t>(out));
+            part.tile(in, part.weights + static_cast<size_t>(r0) * part.w_stride, part.w_stride,
+                      static_cast<int>(r1 - r0), act + static_cast<size_t>(c) * a_stride, a_stride, scales, n_a,
+                      part.y + c * part.out + r0, static_cast<size_t>(part.out));
         }
     };
-    pool.parallel_for(weight_chunks * act_blocks, run_task);
+    pool.parallel_for(n_tasks, run_task);
     return {};
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "cpu/kernels.h"
 #include "cpu/scratch_buffer.h"
@@ -35,5 +36,15 @@ Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y,
 // Same with an explicit instruction set (tests, benchmarks).
 Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows_x, float* y, ThreadPool& pool,
               ScratchBuffer& scratch, Isa isa);
+
+// ys[i] = x · ws[i]ᵀ for up to kMaxFused weights of the same input (Q, K and V;
+// gate and up): x is quantized once and all the weights' tasks share one
+// round of the pool, which counts in decode (~a hundred rounds per token).
+// Each y is bit-identical to its own matmul().
+inline constexpr size_t kMaxFused = 4;
+Status matmul_many(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows_x, std::span<float* const> ys,
+                   ThreadPool& pool, ScratchBuffer& scratch);
+Status matmul_many(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows_x, std::span<float* const> ys,
+                   ThreadPool& pool, ScratchBuffer& scratch, Isa isa);
 
 }  // namespace folio::cpu

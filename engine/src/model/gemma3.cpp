@@ -134,9 +134,9 @@ Status Gemma3::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     for (int l = 0; l < n_layer_; ++l) {
         const Gemma3Layer& L = layers_[static_cast<size_t>(l)];
         ops.rms_norm(x, L.attn_norm.data(), eps, n, n_embd_, h);
-        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wq, h, n, q));
-        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wk, h, n, k));
-        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wv, h, n, v));
+        const Weight qkv[] = {L.wq, L.wk, L.wv};
+        float* const qkv_out[] = {q, k, v};
+        FOLIO_RETURN_IF_ERROR(ops.matmuls(qkv, h, n, qkv_out));
         ops.rms_norm(q, L.q_norm.data(), eps, n * n_head_, head_dim_, q);
         ops.rms_norm(k, L.k_norm.data(), eps, n * n_head_kv_, head_dim_, k);
         const float base = L.is_local ? base_local : hp_.rope_freq_base;
@@ -151,8 +151,9 @@ Status Gemma3::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
         ops.add(x, h, n * n_embd_);
 
         ops.rms_norm(x, L.ffn_norm.data(), eps, n, n_embd_, h);
-        FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_gate, h, n, gate));
-        FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_up, h, n, up));
+        const Weight gate_up[] = {L.ffn_gate, L.ffn_up};
+        float* const gate_up_out[] = {gate, up};
+        FOLIO_RETURN_IF_ERROR(ops.matmuls(gate_up, h, n, gate_up_out));
         ops.gelu_mul(gate, up, n * n_ff_);
         FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_down, gate, n, h));
         ops.rms_norm(h, L.post_ffn_norm.data(), eps, n, n_embd_, h);

@@ -127,9 +127,9 @@ Status Llama::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
         const LlamaLayer& L = layers_[static_cast<size_t>(l)];
         // Self-attention block.
         ops.rms_norm(x, L.attn_norm.data(), hp_.rms_norm_eps, n, n_embd_, h);
-        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wq, h, n, q));
-        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wk, h, n, k));
-        FOLIO_RETURN_IF_ERROR(ops.matmul(L.wv, h, n, v));
+        const Weight qkv[] = {L.wq, L.wk, L.wv};
+        float* const qkv_out[] = {q, k, v};
+        FOLIO_RETURN_IF_ERROR(ops.matmuls(qkv, h, n, qkv_out));
         if (!L.bq.empty()) ops.add_bias(q, L.bq.data(), n, q_dim);
         if (!L.bk.empty()) ops.add_bias(k, L.bk.data(), n, kv_dim);
         if (!L.bv.empty()) ops.add_bias(v, L.bv.data(), n, kv_dim);
@@ -144,8 +144,9 @@ Status Llama::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
 
         // Feed-forward block (SwiGLU).
         ops.rms_norm(x, L.ffn_norm.data(), hp_.rms_norm_eps, n, n_embd_, h);
-        FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_gate, h, n, gate));
-        FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_up, h, n, up));
+        const Weight gate_up[] = {L.ffn_gate, L.ffn_up};
+        float* const gate_up_out[] = {gate, up};
+        FOLIO_RETURN_IF_ERROR(ops.matmuls(gate_up, h, n, gate_up_out));
         ops.silu_mul(gate, up, n * n_ff_);
         FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_down, gate, n, h));
         ops.add(x, h, n * n_embd_);

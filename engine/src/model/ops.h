@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "folio/batch.h"
 #include "folio/error.h"
@@ -45,6 +46,15 @@ public:
                           float* out) = 0;
     // y [n_rows][out_features] = x [n_rows][in_features] · Wᵀ.
     virtual Status matmul(const Weight& w, const float* x, int64_t n_rows, float* y) = 0;
+    // y[i] = x · w[i]ᵀ for weights that share their input (Q, K, V; gate, up).
+    // A backend may run them as one pass; by default one matmul each.
+    virtual Status matmuls(std::span<const Weight> w, const float* x, int64_t n_rows, std::span<float* const> y) {
+        if (w.size() != y.size()) return make_error("matmuls: " + std::to_string(w.size()) + " weights for " +
+                                                    std::to_string(y.size()) + " outputs");
+        for (size_t i = 0; i < w.size(); ++i)
+            if (Status s = matmul(w[i], x, n_rows, y[i]); !s) return s;
+        return {};
+    }
     // Rotates each head of each row by its row's position (RoPE): angle
     // position / scale * base^(-2i/head_dim) for pair i, pairs laid out by `style`.
     virtual void rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions,

@@ -77,6 +77,13 @@ Status CpuOps::matmul(const model::Weight& w, const float* x, int64_t n_rows, fl
     return cpu::matmul(WeightMatrix{w.type, w.data, w.in_features, w.out_features}, x, n_rows, y, pool_, scratch_);
 }
 
+Status CpuOps::matmuls(std::span<const model::Weight> w, const float* x, int64_t n_rows, std::span<float* const> y) {
+    if (w.size() > kMaxFused || w.size() != y.size()) return Ops::matmuls(w, x, n_rows, y);
+    WeightMatrix matrices[kMaxFused];
+    for (size_t i = 0; i < w.size(); ++i) matrices[i] = {w[i].type, w[i].data, w[i].in_features, w[i].out_features};
+    return cpu::matmul_many(std::span(matrices, w.size()), x, n_rows, y, pool_, scratch_);
+}
+
 void CpuOps::rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions, float base,
                   float scale, RopeStyle style) {
     const int half = head_dim / 2;

@@ -40,6 +40,8 @@ public:
     Status embed(const model::Weight& table, std::span<const int32_t> ids, float* out) override;
     void rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) override;
     Status matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) override;
+    Status matmuls(std::span<const model::Weight> w, const float* x, int64_t n_rows,
+                   std::span<float* const> y) override;
     void rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions, float base,
               float scale, RopeStyle style) override;
     Status attention(const model::AttentionParams& params, const Batch& batch, const float* q, const float* k,
