@@ -19,12 +19,16 @@ const QColor kHeld(0x5f, 0x63, 0x68);
 constexpr int kMaxCell = 28;
 constexpr int kMinCell = 2;
 constexpr int kLegendRow = 18;
+constexpr qint64 kFadeMs = 600;
 
 }  // namespace
 
 BlockMapWidget::BlockMapWidget(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
     setAttribute(Qt::WA_OpaquePaintEvent);
+    clock_.start();
+    fade_timer_.setInterval(50);
+    connect(&fade_timer_, &QTimer::timeout, this, [this] { update(); });
     resolver_ = [](qint64 id, quint64) { return BlockOwner{tr("Request #%1").arg(id), colorForKey(static_cast<quint64>(id))}; };
 }
 
@@ -41,12 +45,25 @@ void BlockMapWidget::setOwnerResolver(OwnerResolver resolver) {
 }
 
 void BlockMapWidget::setSnapshot(const BlockMapSnapshot& snapshot) {
-    const size_t before = snapshot_.event ? snapshot_.event->blocks.size() : 0;
+    const std::shared_ptr<const folio::StepEvent> before = snapshot_.event;
     snapshot_ = snapshot;
     owner_cache_.clear();
-    const size_t after = snapshot_.event ? snapshot_.event->blocks.size() : 0;
-    Q_UNUSED(before);
-    Q_UNUSED(after);
+    const size_t n = snapshot_.event ? snapshot_.event->blocks.size() : 0;
+    if (!before || before->blocks.size() != n) {
+        changed_ms_.fill(-kFadeMs, static_cast<qsizetype>(n));
+    } else {
+        const qint64 now = clock_.elapsed();
+        bool any = false;
+        for (size_t i = 0; i < n; ++i) {
+            const folio::BlockCell& a = before->blocks[i];
+            const folio::BlockCell& b = snapshot_.event->blocks[i];
+            if (a.owner != b.owner || a.ref_count != b.ref_count || a.cached != b.cached) {
+                changed_ms_[static_cast<qsizetype>(i)] = now;
+                any = true;
+            }
+        }
+        if (any && !fade_timer_.isActive()) fade_timer_.start();
+    }
     layoutGrid();  // the legend may have grown a row
     update();
 }
@@ -190,6 +207,8 @@ void BlockMapWidget::paintEvent(QPaintEvent*) {
     if (n == 0) return;
 
     const int cells = (n + group_ - 1) / group_;
+    const qint64 now = clock_.elapsed();
+    bool fading = false;
     if (cell_ >= 6) {
         // Large cells: one rectangle each with a gap, and the shared / cached marks.
         for (int i = 0; i < cells; ++i) {
@@ -210,7 +229,16 @@ void BlockMapWidget::paintEvent(QPaintEvent*) {
                 const int s = std::max(2, cell_ / 3);
                 p.fillRect(QRect(r.left() + 1, r.bottom() - s, s, s), QColor(20, 20, 20));
             }
+            const qint64 age = group_ == 1 && first < changed_ms_.size() ? now - changed_ms_[first] : kFadeMs;
+            if (age < kFadeMs) {
+                fading = true;
+                QColor glow = palette().highlight().color();
+                glow.setAlphaF(static_cast<float>(1.0 - static_cast<double>(age) / kFadeMs));
+                p.setPen(QPen(glow, 2));
+                p.drawRect(r.adjusted(1, 1, -1, -1));
+            }
         }
+        if (!fading) fade_timer_.stop();
         return;
     }
     // Small cells: one pixel per cell in an image, scaled without smoothing.
@@ -223,6 +251,7 @@ void BlockMapWidget::paintEvent(QPaintEvent*) {
         if (group_ == 1 && e->blocks[static_cast<size_t>(first)].ref_count > 1) color = QColor::fromRgb(color).lighter(135).rgb();
         reinterpret_cast<QRgb*>(image.scanLine(i / cols_))[i % cols_] = color;
     }
+    fade_timer_.stop();
     p.setRenderHint(QPainter::SmoothPixmapTransform, false);
     p.drawImage(QRect(grid_.left(), grid_.top(), cols_ * cell_, rows * cell_), image);
 }

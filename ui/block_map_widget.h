@@ -8,7 +8,10 @@
 
 #include <QColor>
 #include <QHash>
+#include <QElapsedTimer>
 #include <QImage>
+#include <QTimer>
+#include <QVector>
 #include <QWidget>
 
 #include <functional>
@@ -64,6 +67,11 @@ private:
     QVector<Legend> legend() const;
 
     BlockMapSnapshot snapshot_;
+    // When each block last changed (owner, references or cache state), for a
+    // fading outline: the map shows blocks being allocated, shared and freed.
+    QVector<qint64> changed_ms_;
+    QElapsedTimer clock_;
+    QTimer fade_timer_;
     OwnerResolver resolver_;
     mutable QHash<qint64, BlockOwner> owner_cache_;
     int cell_ = 8;      // pixels per cell side

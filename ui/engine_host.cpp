@@ -105,10 +105,7 @@ void EngineHost::load(const QString& path, const EngineSettings& settings) {
     st.settings = settings;
     loaded_ = std::move(fresh);
 
-    last_sample_s_ = clock_.elapsed() / 1000.0;
-    last_prompt_tokens_ = last_generation_tokens_ = 0;
-    last_itl_count_ = 0;
-    last_itl_sum_ = 0;
+    readings_.clear();
     ticker_->start();
     emit loaded(loaded_->summary, loaded_->status);
 }
@@ -219,28 +216,29 @@ void EngineHost::tick() {
     const folio::EngineMetrics m = loaded_->engine->metrics();
     EngineSample s;
     s.time_s = clock_.elapsed() / 1000.0;
-    const double dt = std::max(1e-3, s.time_s - last_sample_s_);
-    s.prompt_tokens_per_s = static_cast<double>(m.prompt_tokens_total - last_prompt_tokens_) / dt;
-    s.generation_tokens_per_s = static_cast<double>(m.generation_tokens_total - last_generation_tokens_) / dt;
+    const CounterReading now{s.time_s, m.prompt_tokens_total, m.generation_tokens_total,
+                             m.inter_token_latency_seconds.count(), m.inter_token_latency_seconds.sum()};
+    readings_.push_back(now);
+    // Rates over the trailing second (the oldest reading at least a second old, when there is one).
+    while (readings_.size() > 2 && readings_[1].time_s <= s.time_s - 1.0) readings_.pop_front();
+    const CounterReading& then = readings_.front();
+    const double dt = s.time_s - then.time_s;
+    if (dt > 0) {
+        s.prompt_tokens_per_s = static_cast<double>(now.prompt_tokens - then.prompt_tokens) / dt;
+        s.generation_tokens_per_s = static_cast<double>(now.generation_tokens - then.generation_tokens) / dt;
+    }
+    if (now.itl_count > then.itl_count)
+        s.inter_token_s = (now.itl_sum - then.itl_sum) / static_cast<double>(now.itl_count - then.itl_count);
     s.kv_usage = m.kv_cache_usage_perc;
     s.running = static_cast<int>(m.num_requests_running);
     s.waiting = static_cast<int>(m.num_requests_waiting);
     s.preemptions_total = m.num_preemptions_total;
-    const uint64_t itl_count = m.inter_token_latency_seconds.count();
-    const double itl_sum = m.inter_token_latency_seconds.sum();
-    if (itl_count > last_itl_count_)
-        s.inter_token_s = (itl_sum - last_itl_sum_) / static_cast<double>(itl_count - last_itl_count_);
     {
         std::lock_guard lock(mutex_);
         if (ttft_count_ > 0) s.ttft_s = ttft_sum_ / ttft_count_;
         ttft_sum_ = 0;
         ttft_count_ = 0;
     }
-    last_sample_s_ = s.time_s;
-    last_prompt_tokens_ = m.prompt_tokens_total;
-    last_generation_tokens_ = m.generation_tokens_total;
-    last_itl_count_ = itl_count;
-    last_itl_sum_ = itl_sum;
     emit sampled(s);
 }
 

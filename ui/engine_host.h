@@ -12,6 +12,7 @@
 #include <QSet>
 #include <QTimer>
 
+#include <deque>
 #include <memory>
 #include <mutex>
 
@@ -69,11 +70,14 @@ private:
     double ttft_sum_ = 0;
     int ttft_count_ = 0;
 
-    // Host thread only: counters at the previous sample.
-    double last_sample_s_ = 0;
-    uint64_t last_prompt_tokens_ = 0, last_generation_tokens_ = 0;
-    uint64_t last_itl_count_ = 0;
-    double last_itl_sum_ = 0;
+    // Host thread only: the counters over the last second, for rates that
+    // do not jump with every 100 ms sample.
+    struct CounterReading {
+        double time_s;
+        uint64_t prompt_tokens, generation_tokens, itl_count;
+        double itl_sum;
+    };
+    std::deque<CounterReading> readings_;
 };
 
 }  // namespace folio::ui

@@ -14,6 +14,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QProgressBar>
 #include <QSettings>
 #include <QStatusBar>
 #include <QToolBar>
@@ -205,6 +206,11 @@ void MainWindow::createStatusBar() {
     model_label_->setToolTip(tr("Loaded model"));
     kv_label_->setToolTip(tr("KV cache blocks in use"));
     speed_label_->setToolTip(tr("Prompt and generation throughput, all requests"));
+    load_progress_ = new QProgressBar(this);
+    load_progress_->setRange(0, 0);  // busy: a load has no measurable steps
+    load_progress_->setMaximumWidth(120);
+    load_progress_->setVisible(false);
+    statusBar()->addPermanentWidget(load_progress_);
     for (QLabel* l : {device_label_, model_label_, kv_label_, speed_label_}) statusBar()->addPermanentWidget(l);
 }
 
@@ -227,6 +233,7 @@ void MainWindow::connectBridge() {
         showError(tr("Cannot open model"), tr("%1\n\n%2").arg(path, message));
     });
     connect(bridge_, &EngineBridge::loadingChanged, this, [this](bool loading, const QString& path) {
+        load_progress_->setVisible(loading);
         if (loading) {
             model_panel_->setState(tr("Loading %1…").arg(QFileInfo(path).fileName()));
             statusBar()->showMessage(tr("Loading %1…").arg(path));
@@ -267,6 +274,14 @@ void MainWindow::onSample(const EngineSample& s) {
     plots_->addSample(s);
     kv_label_->setText(tr("KV %1%").arg(s.kv_usage * 100.0, 0, 'f', 1));
     speed_label_->setText(tr("prompt %1 · gen %2 tok/s").arg(s.prompt_tokens_per_s, 0, 'f', 0).arg(s.generation_tokens_per_s, 0, 'f', 1));
+}
+
+void MainWindow::raisePanel(QWidget* panel) {
+    for (QDockWidget* dock : findChildren<QDockWidget*>())
+        if (dock->widget() == panel) {
+            dock->show();
+            dock->raise();
+        }
 }
 
 void MainWindow::selectSession(const QString& id) {

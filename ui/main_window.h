@@ -14,6 +14,7 @@
 
 class QDockWidget;
 class QLabel;
+class QProgressBar;
 class QMenu;
 
 
@@ -50,6 +51,8 @@ public:
     BlockMapWidget* blockMap() const { return block_map_; }
     PlotsPanel* plots() const { return plots_; }
     ModelPanel* modelPanel() const { return model_panel_; }
+    // Brings a dock's panel to the front (tabbed docks), e.g. for screenshots.
+    void raisePanel(QWidget* panel);
     QString lastError() const { return last_error_; }
     QMessageBox* errorDialog() const { return error_box_; }
     QStringList recentModels() const;
@@ -90,6 +93,7 @@ private:
     QLabel* model_label_ = nullptr;
     QLabel* kv_label_ = nullptr;
     QLabel* speed_label_ = nullptr;
+    QProgressBar* load_progress_ = nullptr;
     QString pending_load_;  // inspected, to be loaded once the summary arrives
     QString last_error_;
     QPointer<QMessageBox> error_box_;

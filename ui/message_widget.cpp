@@ -76,6 +76,9 @@ void MessageWidget::setMessage(const ChatMessageRecord& m, bool is_last_reply) {
     const bool user = m.role == "user";
     role_->setText(user ? tr("You") : tr("Assistant"));
     setProperty("role", m.role);
+    // The user's messages stand apart from the replies by their background.
+    setAutoFillBackground(true);
+    setBackgroundRole(user ? QPalette::AlternateBase : QPalette::Base);
     edit_->setVisible(user);
     regenerate_->setVisible(!user && is_last_reply && !m.generating());
     content_ = m.content;

@@ -109,9 +109,18 @@ QCustomPlot* PlotsPanel::makePlot(const QString& title, const QString& y_label) 
     plot->yAxis->setLabel(y_label);
     plot->legend->setVisible(true);
     plot->legend->setFont(QFont(font().family(), std::max(7, font().pointSize() - 2)));
-    plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    plot->legend->setRowSpacing(0);
     style_for_palette(plot, palette());
     return plot;
+}
+
+void PlotsPanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange) {
+        for (QCustomPlot* plot : plots()) style_for_palette(plot, palette());
+        replot();
+    }
 }
 
 void PlotsPanel::addSample(const EngineSample& s) {
@@ -176,6 +185,7 @@ void PlotsPanel::replot() {
     requests_->yAxis->setRange(0, max_req + 1);
     latency_->yAxis->setRange(0, max_ms * 1.1);
     for (QCustomPlot* plot : plots()) {
+        // Rolling: the newest sample at the right edge once the window has filled.
         plot->xAxis->setRange(std::max(0.0, start), std::max(now, double(window_s_)));
         plot->replot(QCustomPlot::rpQueuedReplot);
     }

@@ -37,6 +37,9 @@ public slots:
     void exportPngInteractive();
     void exportCsvInteractive();
 
+protected:
+    void changeEvent(QEvent* event) override;  // follows the theme
+
 private:
     void replot();
     QCustomPlot* makePlot(const QString& title, const QString& y_label);

@@ -11,7 +11,9 @@
 #include "ui/chat_controller.h"
 #include "ui/chat_view.h"
 #include "ui/plots_panel.h"
+#include "ui/model_panel.h"
 #include "ui/session_list_panel.h"
+#include "ui/theme.h"
 
 using namespace folio::ui;
 
@@ -80,6 +82,13 @@ private slots:
         QVERIFY(window->plots()->exportPng(QString(FOLIO_SCREENSHOT_DIR) + "/live-plots.png"));
         QVERIFY(window->plots()->exportCsv(QString(FOLIO_SCREENSHOT_DIR) + "/live-plots.csv"));
         QVERIFY(save(window.get(), "studio-window-after.png"));
+        window->raisePanel(window->modelPanel());
+        QTest::qWait(50);
+        QVERIFY(save(window->modelPanel(), "model-inspector.png"));
+        folio::ui::apply_theme(folio::ui::ThemeMode::Dark);
+        QTest::qWait(50);
+        QVERIFY(save(window.get(), "studio-window-dark.png"));
+        folio::ui::apply_theme(folio::ui::ThemeMode::Light);
     }
 };
 
