@@ -128,13 +128,19 @@ struct Q5_1 {
     }
 };
 
-// The scale of a weight block as a float, and for formats with an offset
-// its m (d and m are adjacent halves: one conversion for both).
-template <typename Format>
-FOLIO_AVX2 inline __m128 weight_scales(const typename Format::Block& b) {
-    if constexpr (Format::kHasMin) return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load_u32(
-                                         reinterpret_cast<const uint8_t*>(&b.d)))));
-    else return _mm_cvtph_ps(_mm_cvtsi32_si128(b.d));
+// The scales of block b of NW (<= 4) weight rows as floats, one conversion
+// for all: [d0, m0, d1, m1, ...], m = 0 for formats without an offset and
+// zeros past NW (d and m are adjacent halves).
+template <typename Format, int NW>
+FOLIO_AVX2 inline __m256 weight_scales(const typename Format::Block* const* wrow, int64_t b) {
+    static_assert(NW <= 4);
+    int packed[4] = {};
+    FOLIO_UNROLL
+    for (int r = 0; r < NW; ++r) {
+        if constexpr (Format::kHasMin) packed[r] = static_cast<int>(load_u32(reinterpret_cast<const uint8_t*>(&wrow[r][b].d)));
+        else packed[r] = wrow[r][b].d;
+    }
+    return _mm256_cvtph_ps(_mm_setr_epi32(packed[0], packed[1], packed[2], packed[3]));
 }
 
 template <typename Format>
@@ -142,13 +148,14 @@ struct Block32Tile {
     using Block = typename Format::Block;
     using Act = typename Format::Act;
 
-    // Per block: the weight rows' quants are unpacked once for all NA
-    // activation rows; each (weight, activation) pair adds
-    // float(sum of products) * (d_w * d_a) to its own 8-lane accumulator.
-    // Formats with an offset m also add m * s_a: one 8-lane fma per weight
-    // row covers all the tile's activation rows (lane 2c + 1, see
-    // kActScalesPerBlock). Every output is computed by the same operations
-    // in the same order whatever NW and NA are: batch invariance.
+    // Per block: the weight rows' quants are unpacked and their scales
+    // converted once for all NA activation rows; each (weight, activation)
+    // pair adds float(sum of products) * (d_w * d_a) to its own 8-lane
+    // accumulator. Formats with an offset m also add m * s_a: with one
+    // activation row one 8-lane fma covers all the weight rows (lane 2r + 1),
+    // else one per weight row covers all the activation rows (lane 2c + 1,
+    // see kActScalesPerBlock). Every output is computed by the same
+    // operations in the same order whatever NW and NA are: batch invariance.
     template <int NW, int NA>
     static FOLIO_AVX2 void run(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride,
                                const float* a_scales, float* y, size_t ldy) {
@@ -158,16 +165,18 @@ struct Block32Tile {
         for (int r = 0; r < NW; ++r) wrow[r] = reinterpret_cast<const Block*>(static_cast<const char*>(w) + r * w_stride);
         FOLIO_UNROLL
         for (int c = 0; c < NA; ++c) arow[c] = reinterpret_cast<const Act*>(static_cast<const char*>(a) + c * a_stride);
+        constexpr int kOffsetVectors = NA == 1 ? 1 : NW;
         __m256 acc[NW][NA];
-        __m256 offsets[NW];
+        __m256 offsets[kOffsetVectors];
         FOLIO_UNROLL
-        for (int r = 0; r < NW; ++r) {
-            offsets[r] = _mm256_setzero_ps();
+        for (int r = 0; r < NW; ++r)
             FOLIO_UNROLL
             for (int c = 0; c < NA; ++c) acc[r][c] = _mm256_setzero_ps();
-        }
+        FOLIO_UNROLL
+        for (int v = 0; v < kOffsetVectors; ++v) offsets[v] = _mm256_setzero_ps();
         // Without a table (a lone dot), the scales are converted here, to the same floats.
         alignas(32) float converted[kActScalesPerBlock] = {};
+        alignas(32) float wscale[8];
         const int64_t nb = n / kBlock32;
         for (int64_t b = 0; b < nb; ++b) {
             const float* ds = converted;
@@ -180,17 +189,23 @@ struct Block32Tile {
                     if constexpr (Format::kHasMin) converted[2 * c + 1] = half_to_float(arow[c][b].s);
                 }
             }
+            const __m256 dm = weight_scales<Format, NW>(wrow, b);
+            _mm256_store_ps(wscale, dm);
+            if constexpr (Format::kHasMin) {
+                if constexpr (NA == 1) {
+                    offsets[0] = _mm256_fmadd_ps(dm, _mm256_broadcast_ss(ds + 1), offsets[0]);
+                } else {
+                    const __m256 s = _mm256_load_ps(ds);
+                    FOLIO_UNROLL
+                    for (int r = 0; r < NW; ++r)
+                        offsets[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(wscale + 2 * r + 1), s, offsets[r]);
+                }
+            }
             __m256i q[NW], q_abs[NW];
-            float wd[NW];
             FOLIO_UNROLL
             for (int r = 0; r < NW; ++r) {
                 q[r] = Format::quants(wrow[r][b]);
-                const __m128 scales = weight_scales<Format>(wrow[r][b]);
-                wd[r] = _mm_cvtss_f32(scales);
-                if constexpr (Format::kHasMin)
-                    offsets[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(scales)),
-                                                 _mm256_load_ps(ds), offsets[r]);
-                else q_abs[r] = _mm256_sign_epi8(q[r], q[r]);
+                if constexpr (!Format::kHasMin) q_abs[r] = _mm256_sign_epi8(q[r], q[r]);
             }
             FOLIO_UNROLL
             for (int c = 0; c < NA; ++c) {
@@ -199,19 +214,20 @@ struct Block32Tile {
                 FOLIO_UNROLL
                 for (int r = 0; r < NW; ++r) {
                     const __m256i sum = Format::kHasMin ? dot_u8(q[r], aq) : dot_i8_abs(q_abs[r], q[r], aq);
-                    acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(wd[r] * ad), acc[r][c]);
+                    acc[r][c] =
+                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(wscale[2 * r] * ad), acc[r][c]);
                 }
             }
         }
         float offset[NW][NA] = {};
         if constexpr (Format::kHasMin) {
+            alignas(32) float lanes[kOffsetVectors][8];
             FOLIO_UNROLL
-            for (int r = 0; r < NW; ++r) {
-                alignas(32) float lanes[kActScalesPerBlock];
-                _mm256_store_ps(lanes, offsets[r]);
+            for (int v = 0; v < kOffsetVectors; ++v) _mm256_store_ps(lanes[v], offsets[v]);
+            FOLIO_UNROLL
+            for (int r = 0; r < NW; ++r)
                 FOLIO_UNROLL
-                for (int c = 0; c < NA; ++c) offset[r][c] = lanes[2 * c + 1];
-            }
+                for (int c = 0; c < NA; ++c) offset[r][c] = NA == 1 ? lanes[0][2 * r + 1] : lanes[r][2 * c + 1];
         }
         store_tile<NW, NA>(acc, offset, y, ldy);
     }
