@@ -56,8 +56,16 @@ FOLIO_AVX2 void tile_rows(int64_t n, const char* w, size_t w_stride, int n_w, co
                           const float* a_scales, float* y, size_t ldy) {
     constexpr int kWide = NA == 1 ? 4 : 2;
     int r = 0;
-    for (; r + kWide <= n_w; r += kWide)
+    for (; r + kWide <= n_w; r += kWide) {
+        // Decode streams the weights from memory once: ask for the next
+        // tile's rows while this one computes (hides DRAM latency the
+        // hardware prefetcher leaves at the start of each short row run).
+        if constexpr (NA == 1) {
+            const char* next = w + (r + kWide) * w_stride;
+            for (size_t line = 0; line < kWide * w_stride; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
+        }
         Kernel::template run<kWide, NA>(n, w + r * w_stride, w_stride, a, a_stride, a_scales, y + r, ldy);
+    }
     for (; r < n_w; ++r)
         Kernel::template run<1, NA>(n, w + r * w_stride, w_stride, a, a_stride, a_scales, y + r, ldy);
 }
