@@ -19,11 +19,9 @@
 
 namespace {
 
-uint64_t prefix_hash(const std::vector<int32_t>& tokens, int32_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (int32_t i = 0; i < n; ++i) h = (h ^ static_cast<uint32_t>(tokens[static_cast<size_t>(i)])) * 1099511628211ULL;
-    return h;
-}
+// A slot's simulated content: the hash of the token prefix ending there.
+constexpr uint64_t kPrefixHashSeed = 1469598103934665603ULL;
+uint64_t extend_hash(uint64_t h, int32_t token) { return (h ^ static_cast<uint32_t>(token)) * 1099511628211ULL; }
 
 struct Scenario {
     const char* name;
@@ -56,7 +54,9 @@ std::string run_scenario(const Scenario& sc, uint64_t seed) {
     for (int step = 0; step < sc.steps || sched.has_work(); ++step) {
         if (step > sc.steps + 20000) return fail(step, "the scheduler does not drain");
         const bool arrivals = step < sc.steps;
-        for (int a = arrivals ? uniform(0, 2) : 0; a > 0; --a) {
+        // About as many arrivals as the pool can serve, with bursts that queue.
+        const int roll = uniform(0, 19);
+        for (int a = !arrivals ? 0 : roll < 6 ? 1 : roll == 19 ? 4 : 0; a > 0; --a) {
             folio::Sequence s;
             s.id = next_id++;
             const int len = uniform(1, max_context + 8);
@@ -104,18 +104,19 @@ std::string run_scenario(const Scenario& sc, uint64_t seed) {
             const std::vector<int32_t>& table = kv.table(ss.id);
             if (static_cast<int64_t>(table.size()) * sc.block_size < ss.first + ss.count)
                 return fail(step, "table does not cover the step");
+            uint64_t h = kPrefixHashSeed;
             for (int32_t i = 0; i < ss.first; ++i) {  // what attention will read
+                h = extend_hash(h, s->tokens[static_cast<size_t>(i)]);
                 const int32_t b = table[static_cast<size_t>(i) / sc.block_size];
-                if (kv_contents[static_cast<size_t>(b) * sc.block_size + static_cast<size_t>(i) % sc.block_size] !=
-                    prefix_hash(s->tokens, i + 1))
+                if (kv_contents[static_cast<size_t>(b) * sc.block_size + static_cast<size_t>(i) % sc.block_size] != h)
                     return fail(step, "sequence " + std::to_string(ss.id) + " would read a wrong K/V at token " +
                                           std::to_string(i));
             }
             for (int32_t i = ss.first; i < ss.first + ss.count; ++i) {
+                h = extend_hash(h, s->tokens[static_cast<size_t>(i)]);
                 const int32_t b = table[static_cast<size_t>(i) / sc.block_size];
                 if (kv.pool().block(b).ref_count != 1) return fail(step, "writing into a shared block");
-                kv_contents[static_cast<size_t>(b) * sc.block_size + static_cast<size_t>(i) % sc.block_size] =
-                    prefix_hash(s->tokens, i + 1);
+                kv_contents[static_cast<size_t>(b) * sc.block_size + static_cast<size_t>(i) % sc.block_size] = h;
             }
             total += ss.count;
         }
