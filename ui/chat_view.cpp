@@ -16,6 +16,27 @@
 
 namespace folio::ui {
 
+namespace {
+
+// The messages' column. QScrollArea sizes its widget by sizeHint(), which
+// for word-wrapped text is far taller than the text at the actual width;
+// answering with the height for the current width keeps the column tight,
+// so "scrolled to the bottom" means the newest text is in view.
+class MessageColumn : public QWidget {
+public:
+    using QWidget::QWidget;
+    QSize sizeHint() const override {
+        const QSize hint = QWidget::sizeHint();
+        if (!layout() || width() <= 0) return hint;
+        return {hint.width(), layout()->totalHeightForWidth(width())};
+    }
+    // Word-wrapped labels report a minimum height for a narrow width; the
+    // scroll area would make the column at least that tall.
+    QSize minimumSizeHint() const override { return {0, 0}; }
+};
+
+}  // namespace
+
 ChatView::ChatView(ChatController* chats, QWidget* parent) : QWidget(parent), chats_(chats) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
@@ -29,9 +50,10 @@ ChatView::ChatView(ChatController* chats, QWidget* parent) : QWidget(parent), ch
     scroll_ = new QScrollArea(this);
     scroll_->setWidgetResizable(true);
     scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    list_ = new QWidget(scroll_);
+    list_ = new MessageColumn(scroll_);
     list_layout_ = new QVBoxLayout(list_);
     list_layout_->setSpacing(8);
+    list_layout_->setSizeConstraint(QLayout::SetNoConstraint);
     list_layout_->addStretch(1);
     scroll_->setWidget(list_);
     layout->addWidget(scroll_, 1);

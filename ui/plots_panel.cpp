@@ -102,7 +102,7 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent) {
 
 QCustomPlot* PlotsPanel::makePlot(const QString& title, const QString& y_label) {
     auto* plot = new QCustomPlot(this);
-    plot->setMinimumSize(220, 150);
+    plot->setMinimumSize(200, 110);
     plot->plotLayout()->insertRow(0);
     plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, QFont(font().family(), font().pointSize(), QFont::Bold)));
     plot->xAxis->setLabel(tr("seconds"));

@@ -4,6 +4,7 @@
 #include <QFormLayout>
 #include <QLabel>
 #include <QPlainTextEdit>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
@@ -24,7 +25,16 @@ QDoubleSpinBox* real_box(double min, double max, double step, int decimals, QWid
 }  // namespace
 
 SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, QWidget* parent) : QWidget(parent), chats_(chats) {
-    auto* layout = new QVBoxLayout(this);
+    // Scrollable, so that the panel never makes the window taller than a small screen.
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* content = new QWidget(scroll);
+    scroll->setWidget(content);
+    outer->addWidget(scroll);
+    auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(new QLabel(tr("System prompt"), this));
     system_prompt_ = new QPlainTextEdit(this);
