@@ -177,8 +177,9 @@ void BlockMapWidget::paintEvent(QPaintEvent*) {
     const int n = e ? static_cast<int>(e->blocks.size()) : 0;
 
     QString summary = n == 0 ? tr("No engine running") :
-        tr("%1 blocks × %2 tokens · %3% in use · step %4").arg(n).arg(e->block_size)
-            .arg(e->kv_usage * 100.0, 0, 'f', 1).arg(e->step);
+        tr("%1 blocks × %2 tokens · %3% in use · %4 running, %5 waiting · step %6").arg(n).arg(e->block_size)
+            .arg(e->kv_usage * 100.0, 0, 'f', 1).arg(e->running).arg(e->waiting).arg(e->step);
+    if (n > 0 && e->preempted > 0) summary += tr(" · %1 preempted").arg(e->preempted);
     if (group_ > 1) summary += tr(" · %1 blocks per cell").arg(group_);
     p.setPen(palette().text().color());
     p.drawText(QRect(4, 2, width() - 8, kLegendRow), Qt::AlignLeft | Qt::AlignVCenter, summary);

@@ -107,6 +107,8 @@ QCustomPlot* PlotsPanel::makePlot(const QString& title, const QString& y_label) 
     plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, QFont(font().family(), font().pointSize(), QFont::Bold)));
     plot->xAxis->setLabel(tr("seconds"));
     plot->yAxis->setLabel(y_label);
+    plot->yAxis->ticker()->setTickCount(4);
+    plot->xAxis->ticker()->setTickCount(6);
     plot->legend->setVisible(true);
     plot->legend->setFont(QFont(font().family(), std::max(7, font().pointSize() - 2)));
     plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);

@@ -2,6 +2,7 @@
 
 #include <QHBoxLayout>
 #include <QListWidget>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QVBoxLayout>
@@ -31,6 +32,19 @@ SessionListPanel::SessionListPanel(ChatController* chats, QWidget* parent) : QWi
         it->setFlags(it->flags() | Qt::ItemIsEditable);
         refresh(s.id);
     }
+    list_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(list_, &QListWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+        QListWidgetItem* it = list_->itemAt(pos);
+        if (!it) return;
+        list_->setCurrentItem(it);
+        QMenu menu(this);
+        menu.addAction(tr("Rename"), this, [this, it] { list_->editItem(it); });
+        menu.addAction(QIcon(":/icons/stop.svg"), tr("Stop Reply"), this, [this, it] { chats_->stop(it->data(Qt::UserRole).toString()); })
+            ->setEnabled(chats_->isGenerating(it->data(Qt::UserRole).toString()));
+        menu.addSeparator();
+        menu.addAction(QIcon(":/icons/delete.svg"), tr("Delete"), this, &SessionListPanel::deleteCurrent);
+        menu.exec(list_->viewport()->mapToGlobal(pos));
+    });
     connect(add, &QPushButton::clicked, this, &SessionListPanel::newSession);
     connect(remove, &QPushButton::clicked, this, &SessionListPanel::deleteCurrent);
     connect(list_, &QListWidget::currentItemChanged, this, [this](QListWidgetItem* current) {

@@ -22,6 +22,7 @@
 #include "ui/model_panel.h"
 #include "ui/plots_panel.h"
 #include "ui/session_list_panel.h"
+#include "ui/session_store.h"
 
 using namespace folio::ui;
 using folio_gui_test::DataDir;
@@ -227,6 +228,13 @@ private slots:
 #else
         FOLIO_REQUIRE_MODEL(model, folio_test::kSmolLM2);
         DataDir data;
+        {
+            // A greedy first chat: the --chat one copies its settings, so the reply is long and predictable.
+            ChatSession seed = ChatSession::create("Greedy");
+            seed.sampling.temperature = 0;
+            seed.sampling.max_tokens = 400;
+            QVERIFY(SessionStore(data.path() + "/sessions.json").save({seed}));
+        }
         QProcess app;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("FOLIO_STUDIO_DATA", data.path());
@@ -252,7 +260,9 @@ private slots:
             }
             if (partial.size() >= 10) break;
         }
-        QVERIFY2(partial.size() >= 10, "no partial reply was saved while generating");
+        QFile saved(file);
+        QVERIFY(saved.open(QIODevice::ReadOnly));
+        QVERIFY2(partial.size() >= 10, qPrintable("no partial reply was saved while generating: " + saved.readAll()));
         QCOMPARE(app.state(), QProcess::Running);
         app.kill();  // SIGKILL: no chance to save
         QVERIFY(app.waitForFinished(10000));
