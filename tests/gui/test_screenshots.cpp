@@ -1,7 +1,8 @@
 // Screenshots for a reviewer, written to <build>/artifacts/screenshots/:
 // the whole window and the chat mid-generation, the KV block map with
 // several owners, and the live plots after a few replies. Runs under the
-// offscreen platform (or Xvfb): widgets are grabbed, not the screen.
+// offscreen platform, and again under Xvfb (xcb) when xvfb-run is installed
+// (into screenshots/xvfb/): widgets are grabbed, not the screen.
 #include <QDir>
 #include <QImage>
 
@@ -19,9 +20,16 @@ using namespace folio::ui;
 
 namespace {
 
+// FOLIO_SCREENSHOT_DIR (environment) overrides the build tree's folder.
+QString screenshot_dir() {
+    const QString env = qEnvironmentVariable("FOLIO_SCREENSHOT_DIR");
+    const QString dir = env.isEmpty() ? QString(FOLIO_SCREENSHOT_DIR) : env;
+    QDir().mkpath(dir);
+    return dir;
+}
+
 bool save(QWidget* widget, const QString& name) {
-    QDir().mkpath(FOLIO_SCREENSHOT_DIR);
-    const QString path = QString(FOLIO_SCREENSHOT_DIR) + "/" + name;
+    const QString path = screenshot_dir() + "/" + name;
     const QImage image = widget->grab().toImage();
     const bool ok = !image.isNull() && image.save(path, "PNG");
     qInfo("screenshot %s: %dx%d %s", qPrintable(path), image.width(), image.height(), ok ? "written" : "FAILED");
@@ -79,8 +87,8 @@ private slots:
         QVERIFY(save(window->blockMap(), "kv-block-map.png"));
         QTRY_VERIFY_WITH_TIMEOUT(chats->generatingCount() == 0, 120000);
         QVERIFY(window->plots()->sampleCount() > 20);
-        QVERIFY(window->plots()->exportPng(QString(FOLIO_SCREENSHOT_DIR) + "/live-plots.png"));
-        QVERIFY(window->plots()->exportCsv(QString(FOLIO_SCREENSHOT_DIR) + "/live-plots.csv"));
+        QVERIFY(window->plots()->exportPng(screenshot_dir() + "/live-plots.png"));
+        QVERIFY(window->plots()->exportCsv(screenshot_dir() + "/live-plots.csv"));
         QVERIFY(save(window.get(), "studio-window-after.png"));
         window->raisePanel(window->modelPanel());
         QTest::qWait(50);
