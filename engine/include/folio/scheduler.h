@@ -7,7 +7,9 @@
 //      prefill gets its next chunk (chunked prefill), so prefill and decode
 //      rows mix in one step;
 //   2. then, if nothing was preempted, waiting sequences, admitted only when
-//      their blocks fit (after the prefix cache has supplied what it holds).
+//      the blocks of their whole prompt fit (after the prefix cache has
+//      supplied what it holds) with a free block left per running sequence
+//      for its growth — recomputation after preemption is expensive.
 // When a running sequence needs a block and none is free, the lowest-priority
 // running sequence is preempted: its blocks are freed and it goes back to
 // the waiting queue to be recomputed (its full blocks stay in the prefix
@@ -158,6 +160,8 @@ private:
     bool try_admit(SeqId id, int32_t& budget, StepPlan& plan);
     int32_t chunk(const Sequence& s, int32_t budget) const;
     int32_t reserve_tokens(const Sequence& s) const;
+    int32_t admission_tokens(const Sequence& s, int32_t first_chunk_end) const;
+    uint32_t admission_headroom() const;
     // Applies the overflow policy to a sequence at its context limit:
     // true when it was shortened (and must recompute), false under Stop.
     bool shorten(Sequence& s);

@@ -84,6 +84,22 @@ int32_t Scheduler::reserve_tokens(const Sequence& s) const {
     return s.max_context;
 }
 
+int32_t Scheduler::admission_tokens(const Sequence& s, int32_t first_chunk_end) const {
+    // The whole prompt's blocks at once: a prompt admitted on its first
+    // chunk alone would take the blocks the running sequences grow into and
+    // end in preemption, whose recomputation costs more than waiting.
+    const int32_t prompt = std::max(first_chunk_end, static_cast<int32_t>(s.tokens.size()));
+    return config_.reserve_full_length ? std::max(prompt, reserve_tokens(s)) : prompt;
+}
+
+uint32_t Scheduler::admission_headroom() const {
+    // One free block per running sequence (and the new one) for their next
+    // tokens, at most a quarter of the pool; none when nothing runs, so a
+    // lone request is never kept out.
+    if (running_.empty()) return 0;
+    return std::min<uint32_t>(static_cast<uint32_t>(running_.size()) + 1, kv_.pool().n_blocks() / 4);
+}
+
 void Scheduler::preempt(SeqId id, StepPlan& plan) {
     Sequence& s = seq(id);
     kv_.free(id);
@@ -124,8 +140,9 @@ bool Scheduler::try_admit(SeqId id, int32_t& budget, StepPlan& plan) {
         return false;
     }
     const int32_t end = hit.tokens + n;
-    const int32_t target = config_.reserve_full_length ? std::max(end, reserve_tokens(s)) : end;
-    if (!kv_.allocate(id, target, hit)) {
+    const int32_t target = admission_tokens(s, end);
+    if (kv_.blocks_needed(id, target, hit) + admission_headroom() > kv_.pool().num_free() ||
+        !kv_.allocate(id, target, hit)) {
         s.num_computed = 0;
         return false;
     }
@@ -154,9 +171,9 @@ StepPlan Scheduler::schedule() {
         const PrefixHit hit = kv_.find_prefix(w.tokens);
         const int32_t first_chunk = std::min<int32_t>(static_cast<int32_t>(w.tokens.size()),
                                                       hit.tokens + static_cast<int32_t>(config_.max_num_batched_tokens));
-        const int32_t target = config_.reserve_full_length ? std::max(first_chunk, reserve_tokens(w)) : first_chunk;
         const bool fits = running_.size() < config_.max_num_seqs &&
-                          kv_.blocks_needed(w.id, target, hit) <= kv_.pool().num_free();
+                          kv_.blocks_needed(w.id, admission_tokens(w, first_chunk), hit) + admission_headroom() <=
+                              kv_.pool().num_free();
         if (fits) break;
         preempt(running_.back(), plan);
     }
