@@ -19,7 +19,7 @@ std::vector<FlagSpec> bench_flags() {
     std::vector<FlagSpec> flags = model_flags();
     flags.push_back({"-p", "--n-prompt", "N", "prompt tokens (default 512, 0 = skip)"});
     flags.push_back({"-n", "--n-gen", "N", "generated tokens (default 128, 0 = skip)"});
-    flags.push_back({"-r", "--repetitions", "N", "timed runs of each test (default 5)"});
+    flags.push_back({"-r", "--repetitions", "N", "timed runs of each test (default 5; --workload: runs of each mode, in rotating order, default 1)"});
     flags.push_back({"", "--json", "", "print the result as JSON"});
     for (const FlagSpec& f : workload_flags()) flags.push_back(f);
     for (const FlagSpec& f : engine_flags()) flags.push_back(f);

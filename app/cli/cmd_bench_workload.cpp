@@ -30,15 +30,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// One mode over all repetitions: samples are pooled, times and tokens summed.
 struct ModeResult {
     std::string mode;
     double seconds = 0;
     int64_t output_tokens = 0;
+    std::vector<double> ttft_samples, itl_samples, e2e_samples;
     LatencySummary ttft, itl, e2e;
-    double kv_holding = 0;  // tokens held / (blocks in use * block size), step-time weighted
+    double kv_weighted = 0, kv_time = 0;  // tokens held / (blocks in use * block size), step-time weighted
     uint64_t preemptions = 0;
     int failures = 0;
     double throughput() const { return seconds > 0 ? static_cast<double>(output_tokens) / seconds : 0.0; }
+    double kv_holding() const { return kv_time > 0 ? kv_weighted / kv_time : 0.0; }
 };
 
 // Per-request clock readings, filled from the engine thread.
@@ -69,9 +72,9 @@ Result<std::pair<int32_t, int32_t>> get_range(const Args& args, const std::strin
     }
 }
 
-Result<ModeResult> run_mode(LoadedModel& m, const std::string& mode, const EngineConfig& base,
-                            const std::vector<WorkloadRequest>& trace,
-                            const std::vector<std::vector<int32_t>>& prompts) {
+Status run_mode(LoadedModel& m, const EngineConfig& base, const std::vector<WorkloadRequest>& trace,
+                const std::vector<std::vector<int32_t>>& prompts, ModeResult& result) {
+    const std::string& mode = result.mode;
     EngineConfig config = base;
     if (mode == "static") config.scheduler.batching = BatchingMode::Static;
     if (mode == "reserve") config.scheduler.reserve_full_length = true;
@@ -125,30 +128,30 @@ Result<ModeResult> run_mode(LoadedModel& m, const std::string& mode, const Engin
     std::unique_lock lock(t.mutex);
     t.all_done.wait(lock, [&t] { return t.remaining == 0; });
 
-    ModeResult result;
-    result.mode = mode;
     Clock::time_point last = start;
-    std::vector<double> ttft, itl, e2e;
     for (size_t i = 0; i < n; ++i) {
         last = std::max(last, t.finished[i]);
         const auto& times = t.token_times[i];
         result.output_tokens += static_cast<int64_t>(times.size());
-        e2e.push_back(std::chrono::duration<double>(t.finished[i] - t.submitted[i]).count());
+        result.e2e_samples.push_back(std::chrono::duration<double>(t.finished[i] - t.submitted[i]).count());
         if (times.empty()) continue;
-        ttft.push_back(std::chrono::duration<double>(times[0] - t.submitted[i]).count());
-        for (size_t k = 1; k < times.size(); ++k) itl.push_back(std::chrono::duration<double>(times[k] - times[k - 1]).count());
+        result.ttft_samples.push_back(std::chrono::duration<double>(times[0] - t.submitted[i]).count());
+        for (size_t k = 1; k < times.size(); ++k)
+            result.itl_samples.push_back(std::chrono::duration<double>(times[k] - times[k - 1]).count());
     }
-    result.seconds = std::chrono::duration<double>(last - start).count();
-    result.ttft = summarize(ttft);
-    result.itl = summarize(itl);
-    result.e2e = summarize(e2e);
-    result.kv_holding = t.kv_time > 0 ? t.kv_weighted / t.kv_time : 0.0;
-    result.failures = t.failures;
+    const double seconds = std::chrono::duration<double>(last - start).count();
+    result.seconds += seconds;
+    result.kv_weighted += t.kv_weighted;
+    result.kv_time += t.kv_time;
+    result.failures += t.failures;
+    const std::string first_error = t.first_error;
+    const int failures = t.failures;
     lock.unlock();
-    result.preemptions = engine->metrics().num_preemptions_total;
-    if (result.failures) std::fprintf(stderr, "folio bench: %s: %d requests failed: %s\n", mode.c_str(),
-                                      result.failures, t.first_error.c_str());
-    return result;
+    result.preemptions += engine->metrics().num_preemptions_total;
+    if (failures) std::fprintf(stderr, "folio bench: %s: %d requests failed: %s\n", mode.c_str(), failures,
+                               first_error.c_str());
+    std::fprintf(stderr, "folio bench: %s: %.1f s\n", mode.c_str(), seconds);
+    return {};
 }
 
 }  // namespace
@@ -240,12 +243,22 @@ int run_bench_workload(const Args& args) {
                  trace.size(), static_cast<long long>(prompt_total), static_cast<long long>(output_total),
                  trace.back().arrival_s);
 
-    std::vector<ModeResult> results;
-    for (const std::string& mode : modes) {
-        std::fprintf(stderr, "folio bench: running %s ...\n", mode.c_str());
-        auto r = run_mode(m, mode, *config, trace, prompts);
-        if (!r) return fail("bench", r.error().message);
-        results.push_back(*r);
+    auto reps = args.get_int("--repetitions", 1, 1, 100);
+    if (!reps) return fail("bench", reps.error().message);
+    std::vector<ModeResult> results(modes.size());
+    for (size_t k = 0; k < modes.size(); ++k) results[k].mode = modes[k];
+    // Rotating the order spreads drifts in the machine's load over every mode.
+    for (int64_t rep = 0; rep < *reps; ++rep)
+        for (size_t k = 0; k < modes.size(); ++k) {
+            ModeResult& r = results[(k + static_cast<size_t>(rep)) % modes.size()];
+            std::fprintf(stderr, "folio bench: running %s (repetition %lld) ...\n", r.mode.c_str(),
+                         static_cast<long long>(rep + 1));
+            if (Status s = run_mode(m, *config, trace, prompts, r); !s) return fail("bench", s.error().message);
+        }
+    for (ModeResult& r : results) {
+        r.ttft = summarize(r.ttft_samples);
+        r.itl = summarize(r.itl_samples);
+        r.e2e = summarize(r.e2e_samples);
     }
 
     const bool json = args.has("--json");
@@ -260,7 +273,7 @@ int run_bench_workload(const Args& args) {
                         "\"failures\": %d}",
                         i ? ", " : "", r.mode.c_str(), r.seconds, static_cast<long long>(r.output_tokens),
                         r.throughput(), r.ttft.p50, r.ttft.p99, r.itl.p50, r.itl.p99, r.e2e.p50, r.e2e.p99,
-                        r.kv_holding, static_cast<unsigned long long>(r.preemptions), r.failures);
+                        r.kv_holding(), static_cast<unsigned long long>(r.preemptions), r.failures);
         }
         std::printf("]}\n");
     } else {
@@ -269,15 +282,15 @@ int run_bench_workload(const Args& args) {
         for (const ModeResult& r : results)
             std::printf("| %s | %.1f | %.2f / %.2f | %.1f / %.1f | %.2f / %.2f | %.1f %% | %llu |\n", r.mode.c_str(),
                         r.throughput(), r.ttft.p50, r.ttft.p99, r.itl.p50 * 1e3, r.itl.p99 * 1e3, r.e2e.p50,
-                        r.e2e.p99, r.kv_holding * 100, static_cast<unsigned long long>(r.preemptions));
+                        r.e2e.p99, r.kv_holding() * 100, static_cast<unsigned long long>(r.preemptions));
         const auto paged = std::find_if(results.begin(), results.end(), [](const ModeResult& r) { return r.mode == "paged"; });
         if (paged != results.end())
             for (const ModeResult& r : results)
                 if (r.mode != "paged" && r.throughput() > 0)
                     std::printf("paged / %s: output throughput %.2fx, TTFT p50 %.2fx, KV holding %.1f %% vs %.1f %%\n",
                                 r.mode.c_str(), paged->throughput() / r.throughput(),
-                                r.ttft.p50 > 0 ? paged->ttft.p50 / r.ttft.p50 : 0.0, paged->kv_holding * 100,
-                                r.kv_holding * 100);
+                                r.ttft.p50 > 0 ? paged->ttft.p50 / r.ttft.p50 : 0.0, paged->kv_holding() * 100,
+                                r.kv_holding() * 100);
     }
     int failures = 0;
     for (const ModeResult& r : results) failures += r.failures;
