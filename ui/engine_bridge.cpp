@@ -47,6 +47,7 @@ EngineBridge::EngineBridge(QObject* parent) : QObject(parent) {
         last_sample_ = sample;
         emit sampled(sample);
     }, queued);
+    connect(host_, &EngineHost::prometheusReady, this, &EngineBridge::prometheusText, queued);
     thread_.start();
 }
 
@@ -84,6 +85,10 @@ quint64 EngineBridge::submit(ChatRequest request) {
     QMetaObject::invokeMethod(host_, [host = host_, r = std::move(request)] { host->submit(r); },
                               Qt::QueuedConnection);
     return ticket;
+}
+
+void EngineBridge::requestPrometheusText() {
+    QMetaObject::invokeMethod(host_, [host = host_] { host->prometheusText(); }, Qt::QueuedConnection);
 }
 
 void EngineBridge::abort(quint64 ticket) {

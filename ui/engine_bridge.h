@@ -31,6 +31,8 @@ public:
     // Queues a chat turn; the updates arrive through requestUpdated with the returned ticket.
     quint64 submit(ChatRequest request);
     void abort(quint64 ticket);
+    // Asks for the Prometheus text; it comes back through prometheusText().
+    void requestPrometheusText();
 
     bool isLoaded() const { return loaded_; }
     bool isLoading() const { return loading_; }
@@ -50,6 +52,7 @@ signals:
     void requestUpdated(const folio::ui::RequestUpdate& update);
     void blockMapUpdated(const folio::ui::BlockMapSnapshot& snapshot);
     void sampled(const folio::ui::EngineSample& sample);
+    void prometheusText(const QString& text);
 
 private:
     QThread thread_;

@@ -118,6 +118,11 @@ void EngineHost::unload() {
 
 void EngineHost::shutdown() { release(); }
 
+void EngineHost::prometheusText() {
+    emit prometheusReady(loaded_ && loaded_->engine ? QString::fromStdString(loaded_->engine->prometheus_text())
+                                                    : tr("# no engine is running\n"));
+}
+
 void EngineHost::submit(const ChatRequest& request) {
     auto reject = [&](const QString& message) {
         RequestUpdate u;

@@ -34,6 +34,8 @@ public slots:
     void unload();
     void submit(const folio::ui::ChatRequest& request);
     void abort(quint64 ticket);
+    // The engine's counters and histograms in the Prometheus text format.
+    void prometheusText();
     // Ends every request and releases the model (before the thread quits).
     void shutdown();
 
@@ -47,6 +49,7 @@ signals:
     void requestUpdated(const folio::ui::RequestUpdate& update);
     void blockMapUpdated(const folio::ui::BlockMapSnapshot& snapshot);
     void sampled(const folio::ui::EngineSample& sample);
+    void prometheusReady(const QString& text);
 
 private:
     struct Loaded;

@@ -24,6 +24,7 @@
 #include "ui/chat_view.h"
 #include "ui/engine_bridge.h"
 #include "ui/engine_settings_dialog.h"
+#include "ui/metrics_dialog.h"
 #include "ui/model_panel.h"
 #include "ui/model_summary.h"
 #include "ui/plots_panel.h"
@@ -161,6 +162,12 @@ void MainWindow::createMenus() {
     QAction* settings = engine->addAction(QIcon(":/icons/settings.svg"), tr("&Settings…"), this, &MainWindow::showEngineSettings);
     settings->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
     engine->addAction(tr("&Restart"), this, [this] { bridge_->restart(bridge_->settings()); });
+    QAction* metrics = engine->addAction(QIcon(":/icons/plots.svg"), tr("&Metrics (Prometheus)…"), this, [this] {
+        if (!metrics_dialog_) metrics_dialog_ = new MetricsDialog(bridge_, this);
+        metrics_dialog_->show();
+        metrics_dialog_->raise();
+    });
+    metrics->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_M));
 
     view_menu_ = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* dock : findChildren<QDockWidget*>()) view_menu_->addAction(dock->toggleViewAction());

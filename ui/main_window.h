@@ -24,6 +24,7 @@ class BlockMapWidget;
 class ChatController;
 class ChatView;
 class EngineBridge;
+class MetricsDialog;
 class ModelPanel;
 class PlotsPanel;
 class SessionListPanel;
@@ -55,6 +56,7 @@ public:
     void raisePanel(QWidget* panel);
     QString lastError() const { return last_error_; }
     QMessageBox* errorDialog() const { return error_box_; }
+    MetricsDialog* metricsDialog() const { return metrics_dialog_; }
     QStringList recentModels() const;
 
 public slots:
@@ -97,6 +99,7 @@ private:
     QString pending_load_;  // inspected, to be loaded once the summary arrives
     QString last_error_;
     QPointer<QMessageBox> error_box_;
+    MetricsDialog* metrics_dialog_ = nullptr;
     QByteArray default_state_;
 };
 

@@ -19,6 +19,7 @@
 #include "ui/chat_controller.h"
 #include "ui/chat_view.h"
 #include "ui/message_widget.h"
+#include "ui/metrics_dialog.h"
 #include "ui/model_panel.h"
 #include "ui/plots_panel.h"
 #include "ui/session_list_panel.h"
@@ -114,6 +115,29 @@ private slots:
                  qPrintable(QString::number(last_message(chats, id).stats.cached_prompt_tokens)));
         // Plots got samples along the way.
         QVERIFY(window->plots()->sampleCount() > 0);
+        // Engine > Metrics shows the Prometheus text with the tokens counted.
+        QAction* metrics = nullptr;
+        for (QAction* a : window->findChildren<QAction*>())
+            if (a->text().contains("Metrics")) metrics = a;
+        QVERIFY(metrics);
+        metrics->trigger();
+        QVERIFY(window->metricsDialog() && window->metricsDialog()->isVisible());
+        QTRY_VERIFY_WITH_TIMEOUT(window->metricsDialog()->text().contains("folio:generation_tokens_total"), 5000);
+        window->metricsDialog()->close();
+    }
+
+    void hugging_face_folder_is_inspected() {
+        FOLIO_REQUIRE_MODEL(folder, folio_test::kSmolLM2Folder);
+        DataDir data;
+        EngineBridge bridge;
+        QSignalSpy inspected(&bridge, &EngineBridge::modelInspected);
+        bridge.inspect(QString::fromStdString(folder));
+        QTRY_COMPARE_WITH_TIMEOUT(inspected.size(), 1, 30000);
+        const ModelSummary s = inspected.front().front().value<ModelSummary>();
+        QCOMPARE(s.format, QString("Hugging Face folder"));
+        QCOMPARE(s.architecture, QString("llama"));
+        QVERIFY(s.parameters > 100'000'000);
+        QVERIFY(s.kv_bytes_per_token > 0);
     }
 
     void two_chats_generate_at_once_and_own_blocks() {
