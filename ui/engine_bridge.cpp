@@ -64,6 +64,7 @@ void EngineBridge::inspect(const QString& path) {
 
 void EngineBridge::load(const QString& path, const EngineSettings& settings) {
     settings_ = settings;
+    last_path_ = path;
     loading_ = true;
     QMetaObject::invokeMethod(host_, [host = host_, path, settings] { host->load(path, settings); },
                               Qt::QueuedConnection);
@@ -71,8 +72,8 @@ void EngineBridge::load(const QString& path, const EngineSettings& settings) {
 
 void EngineBridge::restart(const EngineSettings& settings) {
     settings_ = settings;
-    if (!model_.valid()) return;
-    load(model_.path, settings);
+    if (last_path_.isEmpty()) return;
+    load(last_path_, settings);
 }
 
 void EngineBridge::unload() {

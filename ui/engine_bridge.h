@@ -23,7 +23,7 @@ public:
 
     void inspect(const QString& path);
     void load(const QString& path, const EngineSettings& settings);
-    // Restarts the engine on the loaded model with new settings (requests in flight end as aborted).
+    // Restarts the engine on the last model asked for with new settings (requests in flight end as aborted).
     void restart(const EngineSettings& settings);
     void unload();
     // The settings the next load uses.
@@ -61,6 +61,7 @@ private:
     bool loaded_ = false;
     bool loading_ = false;
     ModelSummary model_;
+    QString last_path_;  // the model the last load asked for: a restart reloads it even after a failure
     EngineStatus status_;
     EngineSettings settings_;
     EngineSample last_sample_;

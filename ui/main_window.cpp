@@ -318,9 +318,8 @@ void MainWindow::showEngineSettings() {
     if (dialog.exec() != QDialog::Accepted) return;
     const EngineSettings s = dialog.settings();
     s.save(*studio_settings());
-    bridge_->setSettings(s);
-    if (bridge_->model().valid()) bridge_->restart(s);
-    else model_panel_->showSummary(model_panel_->summary(), s, false);
+    bridge_->restart(s);  // with no model asked for yet, only keeps the settings
+    if (!bridge_->isLoaded()) model_panel_->showSummary(model_panel_->summary(), s, false);
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {

@@ -5,6 +5,8 @@
 // --chat starts a new chat with TEXT once the model is loaded.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QLockFile>
+#include <QMessageBox>
 #include <QTimer>
 
 #include "ui/chat_controller.h"
@@ -13,6 +15,7 @@
 #include "ui/main_window.h"
 #include "ui/resources.h"
 #include "ui/session_list_panel.h"
+#include "ui/session_store.h"
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
@@ -32,6 +35,20 @@ int main(int argc, char** argv) {
     parser.addOption(no_model);
     parser.addOption(chat);
     parser.process(app);
+
+    // One studio per data folder: two would overwrite each other's sessions.
+    // A lock left by a killed studio is stale (its process is gone) and taken over.
+    QLockFile lock(folio::ui::studio_data_dir() + "/studio.lock");
+    if (!lock.tryLock(200)) {
+        qint64 pid = 0;
+        QString host, app_name;
+        lock.getLockInfo(&pid, &host, &app_name);
+        QMessageBox::critical(nullptr, QObject::tr("Folio Studio is already running"),
+                              QObject::tr("Another Folio Studio (process %1) is using %2. Switch to it, or set "
+                                          "FOLIO_STUDIO_DATA to use another folder.")
+                                  .arg(pid).arg(folio::ui::studio_data_dir()));
+        return 1;
+    }
 
     folio::ui::MainWindowOptions options;
     options.load_model = !parser.isSet(no_model);
