@@ -75,7 +75,8 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     block_map_->setOwnerResolver([this](qint64 engine_id, quint64 ticket) {
         const QString id = chats_->sessionForTicket(ticket);
         if (const ChatSession* s = chats_->session(id))
-            return BlockOwner{s->title, BlockMapWidget::colorForKey(qHash(s->id))};
+            // By the chat's place in the list: neighbours get far-apart hues.
+            return BlockOwner{s->title, BlockMapWidget::colorForKey(static_cast<quint64>(chats_->indexOf(id)))};
         return BlockOwner{tr("Request #%1").arg(engine_id), BlockMapWidget::colorForKey(static_cast<quint64>(engine_id))};
     });
 
@@ -86,7 +87,9 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     QDockWidget* plots_dock = addPanel(plots_, tr("Live Plots"), "plotsDock", Qt::BottomDockWidgetArea);
     tabifyDockWidget(model_dock, map_dock);
     map_dock->raise();
-    Q_UNUSED(plots_dock);
+    resize(1400, 900);
+    resizeDocks({plots_dock}, {280}, Qt::Vertical);
+    resizeDocks({map_dock}, {430}, Qt::Horizontal);
 
     createMenus();
     createStatusBar();

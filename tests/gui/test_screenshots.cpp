@@ -4,6 +4,8 @@
 // offscreen platform, and again under Xvfb (xcb) when xvfb-run is installed
 // (into screenshots/xvfb/): widgets are grabbed, not the screen.
 #include <QDir>
+
+#include <algorithm>
 #include <QImage>
 
 #include "folio_test.h"
@@ -63,7 +65,9 @@ private slots:
             s.max_tokens = 160;
             s.seed = 11 + i;
             chats->setSampling(ids[i], s);
-            chats->setSystemPrompt(ids[i], "You are a helpful assistant.");
+            // Long enough to fill whole KV blocks: the chats share them through the prefix cache.
+            chats->setSystemPrompt(ids[i], "You are a helpful assistant. Answer clearly and concisely, use Markdown "
+                                           "lists where they help, and say so when you are not sure of something.");
         }
         // A first short exchange, so the chat shows a finished reply with its statistics.
         SamplingSettings quick = chats->session(ids[0])->sampling;
@@ -84,6 +88,10 @@ private slots:
         QVERIFY(save(window.get(), "studio-window.png"));
         QVERIFY(save(window->chatView(), "chat-mid-generation.png"));
         QVERIFY(window->blockMap()->owners().size() >= 2);
+        // The system prompt's blocks, cached by the first exchange, are shared by the chats now running.
+        const auto& blocks = window->blockMap()->snapshot().event->blocks;
+        QVERIFY2(std::any_of(blocks.begin(), blocks.end(), [](const folio::BlockCell& c) { return c.ref_count > 1; }),
+                 "no shared KV block in the map");
         QVERIFY(save(window->blockMap(), "kv-block-map.png"));
         QTRY_VERIFY_WITH_TIMEOUT(chats->generatingCount() == 0, 120000);
         QVERIFY(window->plots()->sampleCount() > 20);
