@@ -18,7 +18,8 @@ debs=(
   qt6-base-dev qt6-base-dev-tools libqt6svg6-dev qt6-svg-dev libgl-dev
   libqcustomplot-dev libqcustomplot2.1-qt6
   nlohmann-json3-dev libpcre2-dev
-  xvfb xauth
+  xvfb xauth                          # GUI tests and screenshots on a real X server
+  appstream                           # validates the studio's AppStream metainfo
 )
 
 if [ "${FOLIO_SKIP_APT:-0}" != 1 ]; then
