@@ -59,7 +59,7 @@ struct GenerationRequest {
 struct RequestTimings {
     double queue_s = 0;        // submit -> first scheduled
     double ttft_s = 0;         // submit -> first token
-    double e2e_s = 0;          // submit -> finish
+    double e2e_s = 0;          // submit -> this output (the finish, in the last one)
     int32_t prompt_tokens = 0;
     int32_t cached_prompt_tokens = 0;  // supplied by the prefix cache
     int32_t generated_tokens = 0;
@@ -98,6 +98,7 @@ struct StepEvent {
     int32_t running = 0;
     int32_t waiting = 0;
     int32_t preempted = 0;        // this step
+    std::vector<RequestId> preempted_ids;  // which requests (submit() ids)
     double kv_usage = 0;          // share of blocks in use
     uint32_t block_size = 0;
     std::vector<BlockCell> blocks;

@@ -333,6 +333,7 @@ void Engine::step() {
         Request& r = *requests_.at(plan.sequences[i].id);
         if (results[i].finished) finish(r, reasons[i], {}, &outputs[i]);
         else if (!outputs[i].text.empty() || !outputs[i].token_ids.empty()) {
+            r.timings.e2e_s = t_sampled - r.submitted_s;  // so far: decode rates are exact while streaming
             outputs[i].timings = r.timings;
             if (r.on_output) r.on_output(outputs[i]);
         }
@@ -406,6 +407,8 @@ void Engine::publish_step(const StepPlan& plan, double duration_s) {
     event->running = static_cast<int32_t>(scheduler_.num_running());
     event->waiting = static_cast<int32_t>(scheduler_.num_waiting());
     event->preempted = static_cast<int32_t>(plan.preempted.size());
+    for (SeqId id : plan.preempted)
+        if (auto it = requests_.find(id); it != requests_.end()) event->preempted_ids.push_back(it->second->public_id);
     event->kv_usage = kv_.pool().usage();
     event->block_size = kv_.block_size();
     const BlockPool& pool = kv_.pool();
