@@ -3,6 +3,7 @@
 #include <QFileInfo>
 
 #include "folio/backend.h"
+#include "folio/chat_prompt.h"
 #include "folio/chat_template.h"
 #include "folio/model.h"
 #include "folio/tokenizer.h"
@@ -133,20 +134,11 @@ void EngineHost::submit(const ChatRequest& request) {
         emit requestUpdated(u);
     };
     if (!loaded_ || !loaded_->engine) return reject(tr("No model is loaded: open one from the Model menu."));
-    folio::ChatTemplateInputs inputs;
-    inputs.messages = request.messages;
-    inputs.add_generation_prompt = true;
-    const folio::Tokenizer& tok = loaded_->tokenizer;
-    if (tok.bos_id() >= 0) inputs.bos_token = tok.token_text(tok.bos_id());
-    if (tok.eos_id() >= 0) inputs.eos_token = tok.token_text(tok.eos_id());
-    auto text = loaded_->chat_template.render(inputs);
-    if (!text) return reject(tr("The chat template failed: %1").arg(QString::fromStdString(text.error().message)));
-    // BOS is added unless the template already wrote it (as the CLI does).
-    const bool has_bos = tok.bos_id() >= 0 && text->rfind(tok.token_text(tok.bos_id()), 0) == 0;
+    auto ids = folio::chat_prompt_tokens(loaded_->chat_template, loaded_->tokenizer, request.messages);
+    if (!ids) return reject(tr("The conversation cannot be sent: %1").arg(QString::fromStdString(ids.error().message)));
 
     folio::GenerationRequest g;
-    g.prompt_tokens = tok.encode(*text, /*add_special=*/!has_bos, /*parse_special=*/true);
-    if (g.prompt_tokens.empty()) return reject(tr("The conversation has no tokens."));
+    g.prompt_tokens = std::move(*ids);
     g.sampling = request.sampling;
     g.max_tokens = request.max_tokens;
     g.priority = request.priority;

@@ -57,11 +57,11 @@ int run_chat(int argc, char** argv) {
         }
         if (line.empty()) continue;
         messages.push_back({"user", line, ""});
-        auto text = render_chat(m, messages, !announced);
+        auto ids = chat_tokens(m, messages, !announced);
         announced = true;
-        if (!text) return fail("chat", "chat template: " + text.error().message);
+        if (!ids) return fail("chat", ids.error().message);
         GenerationRequest request;
-        request.prompt_tokens = tokenize_chat(m, *text);
+        request.prompt_tokens = std::move(*ids);
         request.sampling = params;
         request.max_tokens = static_cast<int32_t>(*n_predict);
         if (static_cast<int64_t>(request.prompt_tokens.size()) + 1 >= m.backend->max_context()) {

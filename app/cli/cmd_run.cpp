@@ -8,6 +8,7 @@
 #include <string>
 
 #include "commands.h"
+#include "folio/chat_prompt.h"
 #include "folio/chat_template.h"
 #include "inference_common.h"
 
@@ -37,22 +38,11 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-Result<std::string> render_chat(const LoadedModel& m, const std::vector<ChatMessage>& messages, bool announce) {
+Result<std::vector<int32_t>> chat_tokens(const LoadedModel& m, const std::vector<ChatMessage>& messages,
+                                         bool announce) {
     ChatTemplateChoice choice = ChatTemplate::for_model(m.model.chat_template, m.model.hparams.architecture);
     if (announce && choice.is_fallback) std::fprintf(stderr, "folio: %s\n", choice.notice.c_str());
-    ChatTemplateInputs inputs;
-    inputs.messages = messages;
-    inputs.add_generation_prompt = true;
-    if (m.tokenizer.bos_id() >= 0) inputs.bos_token = m.tokenizer.token_text(m.tokenizer.bos_id());
-    if (m.tokenizer.eos_id() >= 0) inputs.eos_token = m.tokenizer.token_text(m.tokenizer.eos_id());
-    return choice.chat_template.render(inputs);
-}
-
-std::vector<int32_t> tokenize_chat(const LoadedModel& m, const std::string& text) {
-    const Tokenizer& tok = m.tokenizer;
-    const bool has_bos = tok.bos_id() >= 0 && text.rfind(tok.token_text(tok.bos_id()), 0) == 0;
-    std::vector<int32_t> ids = tok.encode(text, /*add_special=*/!has_bos, /*parse_special=*/true);
-    return ids;
+    return chat_prompt_tokens(choice.chat_template, m.tokenizer, messages);
 }
 
 // One prompt per line of a file (blank lines skipped).
@@ -110,9 +100,9 @@ int run_run(int argc, char** argv) {
     for (size_t i = 0; i < prompts.size(); ++i) {
         GenerationRequest r;
         if (args->has("--chat")) {
-            auto text = render_chat(m, {ChatMessage{"user", prompts[i], ""}}, i == 0);
-            if (!text) return fail("run", "chat template: " + text.error().message);
-            r.prompt_tokens = tokenize_chat(m, *text);
+            auto ids = chat_tokens(m, {ChatMessage{"user", prompts[i], ""}}, i == 0);
+            if (!ids) return fail("run", ids.error().message);
+            r.prompt_tokens = std::move(*ids);
         } else {
             r.prompt_tokens = m.tokenizer.encode(prompts[i], /*add_special=*/true, /*parse_special=*/true);
         }

@@ -49,11 +49,11 @@ Result<float> get_float(const Args& args, const std::string& long_name, float fa
 // --temp --seed --top-k --top-p --min-p --repeat-penalty --repeat-last-n into params.
 Status read_sampling_flags(const Args& args, SamplingParams& params);
 
-// The conversation rendered by the model's chat template (or the built-in
-// fallback, announced on stderr when `announce`), ready for generation.
-Result<std::string> render_chat(const LoadedModel& m, const std::vector<ChatMessage>& messages, bool announce);
-// Tokens of a rendered chat: BOS added unless the template already wrote it.
-std::vector<int32_t> tokenize_chat(const LoadedModel& m, const std::string& text);
+// The conversation as the model's prompt tokens (folio/chat_prompt.h),
+// through its chat template or the built-in fallback, announced on stderr
+// when `announce`.
+Result<std::vector<int32_t>> chat_tokens(const LoadedModel& m, const std::vector<ChatMessage>& messages,
+                                         bool announce);
 
 // The flags above, for a verb's flag table.
 std::vector<FlagSpec> model_flags();
