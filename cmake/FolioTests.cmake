@@ -72,8 +72,11 @@ function(folio_add_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 600)
   endif()
+  # Qt Test's own watchdog (300 s per test function by default) follows the
+  # CTest timeout, so a slow machine meets one limit, not two.
+  math(EXPR qt_function_timeout_ms "${T_TIMEOUT} * 1000")
   set_tests_properties(${T_NAME} PROPERTIES
     LABELS "${T_LABELS}"
     TIMEOUT ${T_TIMEOUT}
-    ENVIRONMENT "QT_QPA_PLATFORM=offscreen;${T_ENVIRONMENT}")
+    ENVIRONMENT "QT_QPA_PLATFORM=offscreen;QTEST_FUNCTION_TIMEOUT=${qt_function_timeout_ms};${T_ENVIRONMENT}")
 endfunction()
