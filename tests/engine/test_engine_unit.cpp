@@ -145,8 +145,12 @@ private slots:
         StepRecorder steps;
         int max_shared = 0;
         (*engine)->subscribe(steps.callback());
-        (*engine)->subscribe([&max_shared](std::shared_ptr<const folio::StepEvent> e) {
-            for (const folio::BlockCell& c : e->blocks) max_shared = std::max<int>(max_shared, c.ref_count);
+        std::atomic<folio::RequestId> foreign_owner{-1};
+        (*engine)->subscribe([&max_shared, &foreign_owner](std::shared_ptr<const folio::StepEvent> e) {
+            for (const folio::BlockCell& c : e->blocks) {
+                max_shared = std::max<int>(max_shared, c.ref_count);
+                if (c.owner >= 0 && c.owner != 1) foreign_owner = c.owner;  // the samples' blocks belong to request 1
+            }
         });
         std::vector<int32_t> prompt(22);  // 5 full blocks of 4 and a partial one: the forks write into it
         for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>('a' + (i * 7) % 26);
@@ -162,6 +166,7 @@ private slots:
         (*engine)->submit(r, c.callback(0));
         (*engine)->wait_idle();
         QCOMPARE(max_shared, 3);  // the prompt's blocks were shared by the three samples
+        QCOMPARE(foreign_owner.load(), folio::RequestId{-1});
         // Each sample k is what a lone request seeded 77 + k draws: the
         // shared blocks and the copied partial block held the right K/V.
         for (int k = 0; k < 3; ++k) {

@@ -425,7 +425,8 @@ void Engine::publish_step(const StepPlan& plan, double duration_s) {
         for (size_t i = 0; i < table.size(); ++i) {
             BlockCell& cell = event->blocks[static_cast<size_t>(table[i])];
             if (cell.owner >= 0) continue;
-            cell.owner = id;
+            const auto owner = requests_.find(id);
+            cell.owner = owner != requests_.end() ? owner->second->public_id : id;  // n samples: the request's id
             const int64_t held = std::clamp<int64_t>(s->num_computed - static_cast<int64_t>(i) * pool.block_size(), 0,
                                                      pool.block_size());
             cell.tokens = static_cast<uint16_t>(held);
