@@ -101,7 +101,7 @@ struct StepEvent {
     std::vector<RequestId> preempted_ids;  // which requests (submit() ids)
     double kv_usage = 0;          // share of blocks in use
     uint32_t block_size = 0;
-    std::vector<BlockCell> blocks;
+    std::vector<BlockCell> blocks;  // filled when anybody subscribes to step events
 };
 
 using OutputCallback = std::function<void(const RequestOutput&)>;
@@ -148,6 +148,7 @@ private:
     // the last output (with `pending`'s new tokens and text when given) and forgets it.
     void finish(Request& r, FinishReason reason, std::string error = {}, RequestOutput* pending = nullptr);
     void publish_step(const StepPlan& plan, double duration_s);
+    void fill_block_map(StepEvent& event) const;
     // Copy `index` of a request at its first token: a scheduler fork sharing its blocks.
     RequestId fork(Request& parent, int32_t index);
     double now_s() const;

@@ -395,9 +395,37 @@ void Engine::finish(Request& r, FinishReason reason, std::string error, RequestO
     ++finished_since_publish_;  // wait_idle() returns once the step event showing it is out
 }
 
+void Engine::fill_block_map(StepEvent& event) const {
+    const BlockPool& pool = kv_.pool();
+    event.blocks.resize(pool.n_blocks());
+    for (uint32_t b = 0; b < pool.n_blocks(); ++b) {
+        const KvBlock& kb = pool.block(static_cast<int32_t>(b));
+        event.blocks[b].ref_count = static_cast<uint16_t>(std::min<int32_t>(kb.ref_count, 0xFFFF));
+        event.blocks[b].cached = kb.cached;
+        if (kb.cached) event.blocks[b].tokens = static_cast<uint16_t>(pool.block_size());
+    }
+    for (SeqId id : scheduler_.running()) {
+        const Sequence* s = scheduler_.find(id);
+        const auto request = requests_.find(id);
+        const RequestId owner = request != requests_.end() ? request->second->public_id : id;  // n samples: the request
+        const std::vector<int32_t>& table = kv_.table(id);
+        for (size_t i = 0; i < table.size(); ++i) {
+            BlockCell& cell = event.blocks[static_cast<size_t>(table[i])];
+            if (cell.owner >= 0) continue;
+            cell.owner = owner;
+            const int64_t held = std::clamp<int64_t>(s->num_computed - static_cast<int64_t>(i) * pool.block_size(), 0,
+                                                     pool.block_size());
+            cell.tokens = static_cast<uint16_t>(held);
+        }
+    }
+}
+
 void Engine::publish_step(const StepPlan& plan, double duration_s) {
-    for (SeqId id : plan.preempted)
-        if (auto it = requests_.find(id); it != requests_.end()) ++it->second->timings.preemptions;
+    std::vector<StepCallback> subscribers;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& sub : step_subscribers_) subscribers.push_back(sub.second);
+    }
     auto event = std::make_shared<StepEvent>();
     event->step = ++step_count_;
     event->time_s = now_s();
@@ -408,31 +436,14 @@ void Engine::publish_step(const StepPlan& plan, double duration_s) {
     event->waiting = static_cast<int32_t>(scheduler_.num_waiting());
     event->preempted = static_cast<int32_t>(plan.preempted.size());
     for (SeqId id : plan.preempted)
-        if (auto it = requests_.find(id); it != requests_.end()) event->preempted_ids.push_back(it->second->public_id);
+        if (auto it = requests_.find(id); it != requests_.end()) {
+            ++it->second->timings.preemptions;
+            event->preempted_ids.push_back(it->second->public_id);
+        }
     event->kv_usage = kv_.pool().usage();
     event->block_size = kv_.block_size();
-    const BlockPool& pool = kv_.pool();
-    event->blocks.resize(pool.n_blocks());
-    for (uint32_t b = 0; b < pool.n_blocks(); ++b) {
-        const KvBlock& kb = pool.block(static_cast<int32_t>(b));
-        event->blocks[b].ref_count = static_cast<uint16_t>(std::min<int32_t>(kb.ref_count, 0xFFFF));
-        event->blocks[b].cached = kb.cached;
-        if (kb.cached) event->blocks[b].tokens = static_cast<uint16_t>(pool.block_size());
-    }
-    for (SeqId id : scheduler_.running()) {
-        const Sequence* s = scheduler_.find(id);
-        const std::vector<int32_t>& table = kv_.table(id);
-        for (size_t i = 0; i < table.size(); ++i) {
-            BlockCell& cell = event->blocks[static_cast<size_t>(table[i])];
-            if (cell.owner >= 0) continue;
-            const auto owner = requests_.find(id);
-            cell.owner = owner != requests_.end() ? owner->second->public_id : id;  // n samples: the request's id
-            const int64_t held = std::clamp<int64_t>(s->num_computed - static_cast<int64_t>(i) * pool.block_size(), 0,
-                                                     pool.block_size());
-            cell.tokens = static_cast<uint16_t>(held);
-        }
-    }
-    std::vector<StepCallback> subscribers;
+    // The block map costs a pass over the whole pool: only for someone who looks.
+    if (!subscribers.empty()) fill_block_map(*event);
     {
         std::lock_guard lock(mutex_);
         metrics_.num_preemptions_total = scheduler_.num_preemptions();
@@ -441,7 +452,6 @@ void Engine::publish_step(const StepPlan& plan, double duration_s) {
         metrics_.num_requests_running = scheduler_.num_running();
         metrics_.num_requests_waiting = scheduler_.num_waiting();
         metrics_.kv_cache_usage_perc = event->kv_usage;
-        for (const auto& sub : step_subscribers_) subscribers.push_back(sub.second);
     }
     for (const StepCallback& fn : subscribers) fn(event);
 }
