@@ -52,8 +52,8 @@ private slots:
                 split[static_cast<size_t>(r * hd + i + hd / 2)] = interleaved[static_cast<size_t>(r * hd + 2 * i + 1)];
             }
         const std::vector<float> before = interleaved;
-        ops.rope(interleaved.data(), n_rows, n_heads, hd, positions, 10000.0f, 1.0f, RopeStyle::Interleaved);
-        ops.rope(split.data(), n_rows, n_heads, hd, positions, 10000.0f, 1.0f, RopeStyle::SplitHalf);
+        ops.rope(interleaved.data(), n_rows, n_heads, hd, positions, {10000.0f, 1.0f, RopeStyle::Interleaved});
+        ops.rope(split.data(), n_rows, n_heads, hd, positions, {10000.0f, 1.0f, RopeStyle::SplitHalf});
         float max_diff = 0.0f;
         for (int r = 0; r < n_rows * n_heads; ++r)
             for (int i = 0; i < hd / 2; ++i) {
@@ -137,6 +137,15 @@ private:
                  random_vector(len_a * n_kv * hd, 12)};
         Tokens b{random_vector(len_b * n_head * hd, 13), random_vector(len_b * n_kv * hd, 14),
                  random_vector(len_b * n_kv * hd, 15)};
+        // The reference attends with queries and keys rotated by their positions.
+        auto rotated = [&](Tokens t, int len) {
+            std::vector<int32_t> pos(static_cast<size_t>(len));
+            for (int j = 0; j < len; ++j) pos[static_cast<size_t>(j)] = j;
+            ops.rope(t.q.data(), len, n_head, hd, pos, p.rope);
+            ops.rope(t.k.data(), len, n_kv, hd, pos, p.rope);
+            return t;
+        };
+        const Tokens a_rot = rotated(a, len_a), b_rot = rotated(b, len_b);
         const std::vector<int32_t> table_a = {5, 2, 9}, table_b = {7, 0};
         auto slot = [&](const std::vector<int32_t>& t, int j) { return int64_t{t[static_cast<size_t>(j / block)]} * block + j % block; };
 
@@ -207,9 +216,9 @@ private:
                 for (int d = 0; d < hd; ++d) max_diff = std::max(max_diff, std::fabs(got[h * hd + d] - want[static_cast<size_t>(d)]));
             }
         };
-        for (int j = 0; j < 7; ++j) compare(a, j, out1.data() + j * n_head * hd);
-        for (int r = 0; r < 3; ++r) compare(a, 7 + r, out2.data() + r * n_head * hd);
-        for (int r = 0; r < 5; ++r) compare(b, r, out2.data() + (3 + r) * n_head * hd);
+        for (int j = 0; j < 7; ++j) compare(a_rot, j, out1.data() + j * n_head * hd);
+        for (int r = 0; r < 3; ++r) compare(a_rot, 7 + r, out2.data() + r * n_head * hd);
+        for (int r = 0; r < 5; ++r) compare(b_rot, r, out2.data() + (3 + r) * n_head * hd);
         QVERIFY2(max_diff < 1e-5f, ("paged attention differs from the dense reference by " + std::to_string(max_diff)).c_str());
     }
 };

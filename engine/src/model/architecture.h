@@ -4,6 +4,7 @@
 // hparams.architecture.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -24,33 +25,26 @@ struct KvShape {
     int head_dim = 0;
 };
 
-// The activations of one forward step, shared by every architecture: grown
-// to the largest batch seen and then reused, so a warm decode step allocates
-// nothing.
-class ActivationBuffers {
-public:
+// The activations of one forward step, shared by every architecture, in the
+// backend's memory (Ops::buffer): grown to the largest batch seen and then
+// reused, so a warm decode step allocates nothing.
+struct ActivationBuffers {
     float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr;
     float *attn_out = nullptr, *gate = nullptr, *up = nullptr;
+    float* logit_rows = nullptr;  // the rows that need logits, gathered before the output head
 
-    void prepare(int64_t n_tokens, int64_t n_embd, int64_t q_dim, int64_t kv_dim, int64_t n_ff) {
-        x = grow(x_, n_tokens * n_embd);
-        h = grow(h_, n_tokens * n_embd);
-        q = grow(q_, n_tokens * q_dim);
-        k = grow(k_, n_tokens * kv_dim);
-        v = grow(v_, n_tokens * kv_dim);
-        attn_out = grow(attn_out_, n_tokens * q_dim);
-        gate = grow(gate_, n_tokens * n_ff);
-        up = grow(up_, n_tokens * n_ff);
+    void prepare(Ops& ops, int64_t n_tokens, int64_t n_logit_rows, int64_t n_embd, int64_t q_dim, int64_t kv_dim,
+                 int64_t n_ff) {
+        x = ops.buffer(Buffer::X, n_tokens * n_embd);
+        h = ops.buffer(Buffer::H, n_tokens * n_embd);
+        q = ops.buffer(Buffer::Q, n_tokens * q_dim);
+        k = ops.buffer(Buffer::K, n_tokens * kv_dim);
+        v = ops.buffer(Buffer::V, n_tokens * kv_dim);
+        attn_out = ops.buffer(Buffer::AttnOut, n_tokens * q_dim);
+        gate = ops.buffer(Buffer::Gate, n_tokens * n_ff);
+        up = ops.buffer(Buffer::Up, n_tokens * n_ff);
+        logit_rows = ops.buffer(Buffer::LogitRows, std::max<int64_t>(1, n_logit_rows) * n_embd);
     }
-    // Room for the rows that need logits, gathered before the output head.
-    float* logit_rows(int64_t n_rows, int64_t n_embd) { return grow(final_, n_rows * n_embd); }
-
-private:
-    static float* grow(std::vector<float>& buf, int64_t size) {
-        if (buf.size() < static_cast<size_t>(size)) buf.resize(static_cast<size_t>(size));
-        return buf.data();
-    }
-    std::vector<float> x_, h_, q_, k_, v_, attn_out_, gate_, up_, final_;
 };
 
 class Architecture {
@@ -63,8 +57,14 @@ public:
     virtual KvShape kv_shape() const = 0;
     virtual int32_t n_vocab() const = 0;
     // Every matrix the forward pass multiplies with, so a backend can check
-    // it has kernels for their types before the first step.
+    // it has kernels for their types before the first step (a GPU backend
+    // copies them, and embedding(), to the device).
     virtual std::vector<Weight> matrices() const = 0;
+    // The token embedding table (Ops::embed reads rows of it).
+    virtual Weight embedding() const = 0;
+    // Every vector (norm weights, biases) it hands to Ops, for a backend that
+    // keeps its own copies.
+    virtual std::vector<std::span<const float>> vectors() const = 0;
 };
 
 // The architecture of `model`, with its tensors bound and checked; an Error

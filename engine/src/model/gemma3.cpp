@@ -32,6 +32,8 @@ public:
     KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
     int32_t n_vocab() const override { return static_cast<int32_t>(token_embd_.out_features); }
     std::vector<Weight> matrices() const override;
+    Weight embedding() const override { return token_embd_; }
+    std::vector<std::span<const float>> vectors() const override;
 
 private:
     HParams hp_;
@@ -112,16 +114,26 @@ std::vector<Weight> Gemma3::matrices() const {
     return all;
 }
 
+std::vector<std::span<const float>> Gemma3::vectors() const {
+    std::vector<std::span<const float>> all = {output_norm_};
+    for (const Gemma3Layer& L : layers_)
+        for (const std::vector<float>* v :
+             {&L.attn_norm, &L.q_norm, &L.k_norm, &L.post_attn_norm, &L.ffn_norm, &L.post_ffn_norm})
+            all.emplace_back(*v);
+    return all;
+}
+
 Status Gemma3::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     const int64_t n = batch.n_tokens();
+    const int64_t n_out = static_cast<int64_t>(batch.logits_rows.size());
     const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
-    act_.prepare(n, n_embd_, q_dim, kv_dim, n_ff_);
+    act_.prepare(ops, n, n_out, n_embd_, q_dim, kv_dim, n_ff_);
     float *x = act_.x, *h = act_.h, *q = act_.q, *k = act_.k, *v = act_.v;
     float *attn_out = act_.attn_out, *gate = act_.gate, *up = act_.up;
     const float eps = hp_.rms_norm_eps;
     const float base_local = hp_.rope_freq_base_swa > 0 ? hp_.rope_freq_base_swa : hp_.rope_freq_base;
 
-    FOLIO_RETURN_IF_ERROR(ops.embed(token_embd_, batch.token_ids, x));
+    FOLIO_RETURN_IF_ERROR(ops.embed(token_embd_, batch, x));
     ops.scale(x, std::sqrt(static_cast<float>(n_embd_)), n * n_embd_);
 
     AttentionParams attn;
@@ -131,47 +143,42 @@ Status Gemma3::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     const float qk_scalar = hp_.query_pre_attn_scalar > 0 ? hp_.query_pre_attn_scalar : static_cast<float>(head_dim_);
     attn.scale = 1.0f / std::sqrt(qk_scalar);
     attn.logit_softcap = hp_.attn_logit_softcap;
+    // Each sub-block's (post-normed) output is added to x by the next norm (add_rms_norm).
+    ops.rms_norm(x, layers_[0].attn_norm.data(), eps, n, n_embd_, h);
     for (int l = 0; l < n_layer_; ++l) {
         const Gemma3Layer& L = layers_[static_cast<size_t>(l)];
-        ops.rms_norm(x, L.attn_norm.data(), eps, n, n_embd_, h);
+        // h = attn_norm(x)
         const Weight qkv[] = {L.wq, L.wk, L.wv};
         float* const qkv_out[] = {q, k, v};
         FOLIO_RETURN_IF_ERROR(ops.matmuls(qkv, h, n, qkv_out));
         ops.rms_norm(q, L.q_norm.data(), eps, n * n_head_, head_dim_, q);
         ops.rms_norm(k, L.k_norm.data(), eps, n * n_head_kv_, head_dim_, k);
-        const float base = L.is_local ? base_local : hp_.rope_freq_base;
-        const float rope_scale = L.is_local ? 1.0f : hp_.rope_scale_linear;
-        ops.rope(q, n, n_head_, head_dim_, batch.positions, base, rope_scale, hp_.rope_style);
-        ops.rope(k, n, n_head_kv_, head_dim_, batch.positions, base, rope_scale, hp_.rope_style);
+        attn.rope = L.is_local ? RopeParams{base_local, 1.0f, hp_.rope_style}
+                               : RopeParams{hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style};
         attn.layer = l;
         attn.sliding_window = L.is_local ? hp_.sliding_window : 0;
         FOLIO_RETURN_IF_ERROR(ops.attention(attn, batch, q, k, v, attn_out));
         FOLIO_RETURN_IF_ERROR(ops.matmul(L.wo, attn_out, n, h));
         ops.rms_norm(h, L.post_attn_norm.data(), eps, n, n_embd_, h);
-        ops.add(x, h, n * n_embd_);
 
-        ops.rms_norm(x, L.ffn_norm.data(), eps, n, n_embd_, h);
+        ops.add_rms_norm(x, h, L.ffn_norm.data(), eps, n, n_embd_, h);
         const Weight gate_up[] = {L.ffn_gate, L.ffn_up};
         float* const gate_up_out[] = {gate, up};
         FOLIO_RETURN_IF_ERROR(ops.matmuls(gate_up, h, n, gate_up_out));
         ops.gelu_mul(gate, up, n * n_ff_);
         FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_down, gate, n, h));
         ops.rms_norm(h, L.post_ffn_norm.data(), eps, n, n_embd_, h);
-        ops.add(x, h, n * n_embd_);
+        if (l + 1 < n_layer_) ops.add_rms_norm(x, h, layers_[static_cast<size_t>(l) + 1].attn_norm.data(), eps, n, n_embd_, h);
     }
+    ops.add(x, h, n * n_embd_);
 
-    const int64_t n_out = static_cast<int64_t>(batch.logits_rows.size());
-    float* last = act_.logit_rows(std::max<int64_t>(1, n_out), n_embd_);
-    for (int64_t i = 0; i < n_out; ++i)
-        std::copy_n(x + batch.logits_rows[static_cast<size_t>(i)] * n_embd_, n_embd_, last + i * n_embd_);
-    ops.rms_norm(last, output_norm_.data(), eps, n_out, n_embd_, last);
-    FOLIO_RETURN_IF_ERROR(ops.matmul(output_, last, n_out, logits.data()));
-    if (hp_.final_logit_softcap > 0) {
-        const float cap = hp_.final_logit_softcap;
-        for (int64_t i = 0; i < n_out * output_.out_features; ++i)
-            logits[static_cast<size_t>(i)] = cap * std::tanh(logits[static_cast<size_t>(i)] / cap);
-    }
-    return {};
+    ops.select_logit_rows(batch, x, n_embd_, act_.logit_rows);
+    ops.rms_norm(act_.logit_rows, output_norm_.data(), eps, n_out, n_embd_, act_.logit_rows);
+    const int64_t n_logits = n_out * output_.out_features;
+    float* target = ops.logits_target(logits, n_logits);
+    FOLIO_RETURN_IF_ERROR(ops.matmul(output_, act_.logit_rows, n_out, target));
+    if (hp_.final_logit_softcap > 0) ops.softcap(target, hp_.final_logit_softcap, n_logits);
+    return ops.read_logits(target, logits, n_logits);
 }
 
 }  // namespace

@@ -29,6 +29,8 @@ public:
     KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
     int32_t n_vocab() const override { return static_cast<int32_t>(output_.out_features); }
     std::vector<Weight> matrices() const override;
+    Weight embedding() const override { return token_embd_; }
+    std::vector<std::span<const float>> vectors() const override;
 
 private:
     HParams hp_;
@@ -38,7 +40,6 @@ private:
     std::vector<float> output_norm_;
     std::vector<LlamaLayer> layers_;
 
-    // Activations, grown to the largest batch seen.
     ActivationBuffers act_;
 };
 
@@ -109,56 +110,64 @@ std::vector<Weight> Llama::matrices() const {
     return all;
 }
 
+std::vector<std::span<const float>> Llama::vectors() const {
+    std::vector<std::span<const float>> all = {output_norm_};
+    for (const LlamaLayer& L : layers_)
+        for (const std::vector<float>* v : {&L.attn_norm, &L.ffn_norm, &L.bq, &L.bk, &L.bv})
+            if (!v->empty()) all.emplace_back(*v);
+    return all;
+}
+
 Status Llama::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     const int64_t n = batch.n_tokens();
+    const int64_t n_out = static_cast<int64_t>(batch.logits_rows.size());
     const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
-    act_.prepare(n, n_embd_, q_dim, kv_dim, n_ff_);
+    act_.prepare(ops, n, n_out, n_embd_, q_dim, kv_dim, n_ff_);
     float *x = act_.x, *h = act_.h, *q = act_.q, *k = act_.k, *v = act_.v;
     float *attn_out = act_.attn_out, *gate = act_.gate, *up = act_.up;
+    const float eps = hp_.rms_norm_eps;
 
-    FOLIO_RETURN_IF_ERROR(ops.embed(token_embd_, batch.token_ids, x));
+    FOLIO_RETURN_IF_ERROR(ops.embed(token_embd_, batch, x));
 
     AttentionParams attn;
     attn.n_head = n_head_;
     attn.n_head_kv = n_head_kv_;
     attn.head_dim = head_dim_;
     attn.scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
+    attn.rope = {hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style};
+    // Each sub-block's output is added to x by the next norm (add_rms_norm).
+    ops.rms_norm(x, layers_[0].attn_norm.data(), eps, n, n_embd_, h);
     for (int l = 0; l < n_layer_; ++l) {
         const LlamaLayer& L = layers_[static_cast<size_t>(l)];
-        // Self-attention block.
-        ops.rms_norm(x, L.attn_norm.data(), hp_.rms_norm_eps, n, n_embd_, h);
+        // Self-attention block; h = attn_norm(x).
         const Weight qkv[] = {L.wq, L.wk, L.wv};
         float* const qkv_out[] = {q, k, v};
         FOLIO_RETURN_IF_ERROR(ops.matmuls(qkv, h, n, qkv_out));
         if (!L.bq.empty()) ops.add_bias(q, L.bq.data(), n, q_dim);
         if (!L.bk.empty()) ops.add_bias(k, L.bk.data(), n, kv_dim);
         if (!L.bv.empty()) ops.add_bias(v, L.bv.data(), n, kv_dim);
-        ops.rope(q, n, n_head_, head_dim_, batch.positions, hp_.rope_freq_base, hp_.rope_scale_linear,
-                 hp_.rope_style);
-        ops.rope(k, n, n_head_kv_, head_dim_, batch.positions, hp_.rope_freq_base, hp_.rope_scale_linear,
-                 hp_.rope_style);
         attn.layer = l;
         FOLIO_RETURN_IF_ERROR(ops.attention(attn, batch, q, k, v, attn_out));
         FOLIO_RETURN_IF_ERROR(ops.matmul(L.wo, attn_out, n, h));
-        ops.add(x, h, n * n_embd_);
 
         // Feed-forward block (SwiGLU).
-        ops.rms_norm(x, L.ffn_norm.data(), hp_.rms_norm_eps, n, n_embd_, h);
+        ops.add_rms_norm(x, h, L.ffn_norm.data(), eps, n, n_embd_, h);
         const Weight gate_up[] = {L.ffn_gate, L.ffn_up};
         float* const gate_up_out[] = {gate, up};
         FOLIO_RETURN_IF_ERROR(ops.matmuls(gate_up, h, n, gate_up_out));
         ops.silu_mul(gate, up, n * n_ff_);
         FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_down, gate, n, h));
-        ops.add(x, h, n * n_embd_);
+        if (l + 1 < n_layer_) ops.add_rms_norm(x, h, layers_[static_cast<size_t>(l) + 1].attn_norm.data(), eps, n, n_embd_, h);
     }
+    ops.add(x, h, n * n_embd_);
 
     // Only the rows that need logits go through the output head.
-    const int64_t n_out = static_cast<int64_t>(batch.logits_rows.size());
-    float* last = act_.logit_rows(std::max<int64_t>(1, n_out), n_embd_);
-    for (int64_t i = 0; i < n_out; ++i)
-        std::copy_n(x + batch.logits_rows[static_cast<size_t>(i)] * n_embd_, n_embd_, last + i * n_embd_);
-    ops.rms_norm(last, output_norm_.data(), hp_.rms_norm_eps, n_out, n_embd_, last);
-    return ops.matmul(output_, last, n_out, logits.data());
+    ops.select_logit_rows(batch, x, n_embd_, act_.logit_rows);
+    ops.rms_norm(act_.logit_rows, output_norm_.data(), eps, n_out, n_embd_, act_.logit_rows);
+    const int64_t n_logits = n_out * output_.out_features;
+    float* target = ops.logits_target(logits, n_logits);
+    FOLIO_RETURN_IF_ERROR(ops.matmul(output_, act_.logit_rows, n_out, target));
+    return ops.read_logits(target, logits, n_logits);
 }
 
 }  // namespace

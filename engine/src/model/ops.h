@@ -1,7 +1,11 @@
 // The handful of operations a transformer forward pass is made of, as an
 // interface: architecture files (llama.cpp, gemma3.cpp) say *what* to compute
-// with these, a backend (CPU now, CUDA later) says *how*. Activations are
-// row-major float matrices, one row per batch row (token).
+// with these, a backend (CPU, CUDA) says *how*. Activations are row-major
+// float matrices, one row per batch row (token), in memory the backend hands
+// out (buffer()): host memory on the CPU, device memory on a GPU, so an
+// architecture never reads or writes an activation itself. Weights and norm
+// vectors are named by their host address; a backend that keeps its own
+// copies (a GPU) maps the address to them.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +29,14 @@ struct Weight {
     int64_t out_features = 0;
 };
 
+// Rotary position embedding: pair i of a head turns by
+// position / scale * base^(-2i/head_dim), pairs laid out by `style`.
+struct RopeParams {
+    float base = 10000.0f;
+    float scale = 1.0f;
+    RopeStyle style = RopeStyle::Interleaved;
+};
+
 struct AttentionParams {
     int layer = 0;
     int n_head = 0;
@@ -33,17 +45,33 @@ struct AttentionParams {
     float scale = 1.0f;             // applied to q·k
     uint32_t sliding_window = 0;    // 0 = attend to the whole prefix; else keys with q_pos - k_pos < window
     float logit_softcap = 0.0f;     // 0 = off; else scores = cap * tanh(scores / cap)
+    RopeParams rope;
 };
+
+// The activation buffers of a forward step (see ActivationBuffers).
+enum class Buffer { X, H, Q, K, V, AttnOut, Gate, Up, LogitRows, Logits, Count };
 
 class Ops {
 public:
     virtual ~Ops() = default;
 
-    // out[i] = row ids[i] of `table` as floats ([n][in_features]).
-    virtual Status embed(const Weight& table, std::span<const int32_t> ids, float* out) = 0;
+    // At least n floats of activation memory for `which`, kept (and reused)
+    // across steps; a larger request may move it.
+    virtual float* buffer(Buffer which, int64_t n) = 0;
+
+    // out[i] = row batch.token_ids[i] of `table` as floats ([n_tokens][in_features]).
+    virtual Status embed(const Weight& table, const Batch& batch, float* out) = 0;
+    // out[i] = row batch.logits_rows[i] of x ([n][dim]).
+    virtual void select_logit_rows(const Batch& batch, const float* x, int64_t dim, float* out) = 0;
     // Each of n_rows rows of `dim`: out = x / rms(x) * weight. out may be x.
     virtual void rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim,
                           float* out) = 0;
+    // The residual add fused with the next norm: x += y, then out = rms_norm(x) * weight.
+    virtual void add_rms_norm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t dim,
+                              float* out) {
+        add(x, y, n_rows * dim);
+        rms_norm(x, weight, eps, n_rows, dim, out);
+    }
     // y [n_rows][out_features] = x [n_rows][in_features] · Wᵀ.
     virtual Status matmul(const Weight& w, const float* x, int64_t n_rows, float* y) = 0;
     // y[i] = x · w[i]ᵀ for weights that share their input (Q, K, V; gate, up).
@@ -55,15 +83,13 @@ public:
             if (Status s = matmul(w[i], x, n_rows, y[i]); !s) return s;
         return {};
     }
-    // Rotates each head of each row by its row's position (RoPE): angle
-    // position / scale * base^(-2i/head_dim) for pair i, pairs laid out by `style`.
-    virtual void rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions,
-                      float base, float scale, RopeStyle style) = 0;
-    // Stores k, v ([n_tokens][n_head_kv * head_dim]) into the layer's KV
-    // cache at batch.slot_mapping, then out[row] = softmax(q·Kᵀ·scale) V over
-    // each sequence's causal (and windowed) prefix read through its block table.
-    virtual Status attention(const AttentionParams& params, const Batch& batch, const float* q, const float* k,
-                             const float* v, float* out) = 0;
+    // Rotates q and k by their rows' positions (params.rope), stores k and v
+    // ([n_tokens][n_head_kv * head_dim]) into the layer's KV cache at
+    // batch.slot_mapping, then out[row] = softmax(q·Kᵀ·scale) V over each
+    // sequence's causal (and windowed) prefix read through its block table.
+    // q and k are rotated in place.
+    virtual Status attention(const AttentionParams& params, const Batch& batch, float* q, float* k, const float* v,
+                             float* out) = 0;
 
     // gate[i] = silu(gate[i]) * up[i]   (SwiGLU)
     virtual void silu_mul(float* gate, const float* up, int64_t n) = 0;
@@ -75,6 +101,14 @@ public:
     virtual void add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) = 0;
     // x[i] *= s
     virtual void scale(float* x, float s, int64_t n) = 0;
+    // x[i] = cap * tanh(x[i] / cap)
+    virtual void softcap(float* x, float cap, int64_t n) = 0;
+
+    // Where the output head writes the first n floats of `logits` (the
+    // backend's memory; on the CPU `logits` itself), and the copy into
+    // `logits` once they are computed.
+    virtual float* logits_target(std::span<float> logits, int64_t n) = 0;
+    virtual Status read_logits(const float* target, std::span<float> logits, int64_t n) = 0;
 };
 
 }  // namespace folio::model

@@ -11,12 +11,14 @@
 
 namespace folio::cpu {
 
-Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, const float* q, const float* k,
-                         const float* v, float* out) {
+Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, float* q, float* k, const float* v,
+                         float* out) {
     if (p.layer < 0 || p.layer >= cache_.n_layer || p.n_head_kv != cache_.n_head_kv || p.head_dim != cache_.head_dim)
         return make_error("attention: layer shape does not match the KV cache");
     if (!row_sequence_) return make_error("attention: no row-to-sequence map for this batch");
     const int64_t n_tokens = batch.n_tokens();
+    rope(q, n_tokens, p.n_head, p.head_dim, batch.positions, p.rope);
+    rope(k, n_tokens, p.n_head_kv, p.head_dim, batch.positions, p.rope);
     const int64_t kv_dim = cache_.slot_values();
     const int64_t q_dim = int64_t{p.n_head} * p.head_dim;
     uint16_t* k_cache = cache_.k[static_cast<size_t>(p.layer)].get();

@@ -53,7 +53,14 @@ void CpuOps::for_chunks(int64_t n, int64_t min_chunk, int64_t align, Fn&& fn) {
     });
 }
 
-Status CpuOps::embed(const model::Weight& table, std::span<const int32_t> ids, float* out) {
+float* CpuOps::buffer(model::Buffer which, int64_t n) {
+    std::vector<float>& buf = buffers_[static_cast<size_t>(which)];
+    if (buf.size() < static_cast<size_t>(n)) buf.resize(static_cast<size_t>(n));
+    return buf.data();
+}
+
+Status CpuOps::embed(const model::Weight& table, const Batch& batch, float* out) {
+    const std::span<const int32_t> ids = batch.token_ids;
     const int64_t dim = table.in_features;
     const size_t row_bytes = weight_row_bytes(table.type, dim);
     if (row_bytes == 0) return make_error("embedding: rows of type " + std::string(traits(table.type).name) +
@@ -65,6 +72,11 @@ Status CpuOps::embed(const model::Weight& table, std::span<const int32_t> ids, f
         if (Status s = dequantize(table.type, row, row_bytes, out + static_cast<int64_t>(i) * dim, dim); !s) return s;
     }
     return {};
+}
+
+void CpuOps::select_logit_rows(const Batch& batch, const float* x, int64_t dim, float* out) {
+    for (size_t i = 0; i < batch.logits_rows.size(); ++i)
+        std::copy_n(x + batch.logits_rows[i] * dim, dim, out + static_cast<int64_t>(i) * dim);
 }
 
 void CpuOps::rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) {
@@ -84,8 +96,10 @@ Status CpuOps::matmuls(std::span<const model::Weight> w, const float* x, int64_t
     return cpu::matmul_many(std::span(matrices, w.size()), x, n_rows, y, pool_, scratch_);
 }
 
-void CpuOps::rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions, float base,
-                  float scale, RopeStyle style) {
+void CpuOps::rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions,
+                  const model::RopeParams& rope) {
+    const float base = rope.base, scale = rope.scale;
+    const RopeStyle style = rope.style;
     const int half = head_dim / 2;
     const float theta_scale = std::pow(base, -2.0f / static_cast<float>(head_dim));
     rope_table_.resize(static_cast<size_t>(n_rows) * head_dim);
@@ -133,6 +147,10 @@ void CpuOps::add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) 
 
 void CpuOps::scale(float* x, float s, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void CpuOps::softcap(float* x, float cap, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
 }  // namespace folio::cpu

@@ -37,20 +37,27 @@ public:
     void set_row_sequences(const std::vector<int32_t>* row_sequence) { row_sequence_ = row_sequence; }
     ThreadPool& pool() { return pool_; }
 
-    Status embed(const model::Weight& table, std::span<const int32_t> ids, float* out) override;
+    float* buffer(model::Buffer which, int64_t n) override;
+    Status embed(const model::Weight& table, const Batch& batch, float* out) override;
+    void select_logit_rows(const Batch& batch, const float* x, int64_t dim, float* out) override;
     void rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) override;
     Status matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) override;
     Status matmuls(std::span<const model::Weight> w, const float* x, int64_t n_rows,
                    std::span<float* const> y) override;
-    void rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions, float base,
-              float scale, RopeStyle style) override;
-    Status attention(const model::AttentionParams& params, const Batch& batch, const float* q, const float* k,
-                     const float* v, float* out) override;
+    Status attention(const model::AttentionParams& params, const Batch& batch, float* q, float* k, const float* v,
+                     float* out) override;
     void silu_mul(float* gate, const float* up, int64_t n) override;
     void gelu_mul(float* gate, const float* up, int64_t n) override;
     void add(float* x, const float* y, int64_t n) override;
     void add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) override;
     void scale(float* x, float s, int64_t n) override;
+    void softcap(float* x, float cap, int64_t n) override;
+    float* logits_target(std::span<float> logits, int64_t) override { return logits.data(); }
+    Status read_logits(const float*, std::span<float>, int64_t) override { return {}; }
+
+    // Rotates each head of each row by its row's position (RoPE).
+    void rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions,
+              const model::RopeParams& rope);
 
 private:
     // Splits n elements into chunks of at least min_chunk, each a multiple
@@ -65,6 +72,7 @@ private:
     std::vector<std::vector<float>> scores_;  // per thread: a query block's attention scores
     std::vector<std::vector<float>> q_scratch_;  // per thread: a query block rounded to half
     std::vector<float> rope_table_;
+    std::vector<float> buffers_[static_cast<size_t>(model::Buffer::Count)];
     struct QueryBlock {
         int32_t sequence, first_row, n_rows;
     };
