@@ -1,0 +1,191 @@
+// Element-wise and row-wise kernels: memory-bound, one pass over their
+// operands, 16-byte accesses where the sizes allow.
+#include <algorithm>
+#include <cmath>
+
+#include "folio_kernels/elementwise.h"
+
+namespace folio::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+// A grid that covers n items with grid-stride loops: a few waves of the
+// largest part, capped so small tensors don't launch idle blocks.
+unsigned grid_for(int64_t n, int per_thread = 1) {
+    const int64_t blocks = (n + int64_t{kThreads} * per_thread - 1) / (int64_t{kThreads} * per_thread);
+    return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, 132 * 16));
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Sum over the block; every thread gets the total.
+__device__ float block_sum(float v, float* scratch) {
+    v = warp_sum(v);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n_warps = blockDim.x / 32;
+    __syncthreads();  // scratch may still be read by a previous call
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    float total = lane < n_warps ? scratch[lane] : 0.0f;
+    return warp_sum(total);
+}
+
+// One block per row. With add_y, x += y first (written back), then the norm
+// of the sum. Each thread touches the same columns in both passes.
+template <bool AddY>
+__global__ void __launch_bounds__(kThreads) rms_norm_kernel(float* x, const float* y, const float* w, float eps,
+                                                            int64_t dim, float* out, bool vec) {
+    __shared__ float scratch[32];
+    const int64_t row = blockIdx.x;
+    float* xr = x + row * dim;
+    float* outr = out + row * dim;
+    float sum = 0.0f;
+    if (vec) {
+        const int64_t n4 = dim / 4;
+        auto* x4 = reinterpret_cast<float4*>(xr);
+        for (int64_t i = threadIdx.x; i < n4; i += blockDim.x) {
+            float4 v = x4[i];
+            if constexpr (AddY) {
+                const float4 u = reinterpret_cast<const float4*>(y + row * dim)[i];
+                v.x += u.x, v.y += u.y, v.z += u.z, v.w += u.w;
+                x4[i] = v;
+            }
+            sum += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+        }
+        const float inv = 1.0f / sqrtf(block_sum(sum, scratch) / static_cast<float>(dim) + eps);
+        for (int64_t i = threadIdx.x; i < n4; i += blockDim.x) {
+            const float4 v = x4[i], g = reinterpret_cast<const float4*>(w)[i];
+            reinterpret_cast<float4*>(outr)[i] = make_float4(v.x * inv * g.x, v.y * inv * g.y, v.z * inv * g.z,
+                                                             v.w * inv * g.w);
+        }
+    } else {
+        for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+            float v = xr[i];
+            if constexpr (AddY) xr[i] = v = v + y[row * dim + i];
+            sum += v * v;
+        }
+        const float inv = 1.0f / sqrtf(block_sum(sum, scratch) / static_cast<float>(dim) + eps);
+        for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) outr[i] = xr[i] * inv * w[i];
+    }
+}
+
+// Applies f(a, b) -> a over n elements, four at a time when n allows.
+template <typename F>
+__global__ void __launch_bounds__(kThreads) binary_kernel(float* a, const float* b, int64_t n, F f, bool vec) {
+    const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+    const int64_t first = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+    if (vec) {
+        auto* a4 = reinterpret_cast<float4*>(a);
+        const auto* b4 = reinterpret_cast<const float4*>(b);
+        for (int64_t i = first; i < n / 4; i += stride) {
+            float4 x = a4[i];
+            const float4 y = b ? b4[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+            x.x = f(x.x, y.x), x.y = f(x.y, y.y), x.z = f(x.z, y.z), x.w = f(x.w, y.w);
+            a4[i] = x;
+        }
+    } else {
+        for (int64_t i = first; i < n; i += stride) a[i] = f(a[i], b ? b[i] : 0.0f);
+    }
+}
+
+struct SiluMul {
+    __device__ float operator()(float g, float u) const { return g / (1.0f + expf(-g)) * u; }
+};
+struct GeluMul {
+    __device__ float operator()(float g, float u) const {
+        return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
+    }
+};
+struct Add {
+    __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct Scale {
+    float v;
+    __device__ float operator()(float a, float) const { return a * v; }
+};
+struct Softcap {
+    float cap;
+    __device__ float operator()(float a, float) const { return cap * tanhf(a / cap); }
+};
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <typename F>
+cudaError_t launch_binary(float* a, const float* b, int64_t n, F f, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    const bool vec = n % 4 == 0 && aligned16(a) && (!b || aligned16(b));
+    binary_kernel<<<grid_for(n, 4), kThreads, 0, s>>>(a, b, n, f, vec);
+    return cudaGetLastError();
+}
+
+__global__ void __launch_bounds__(kThreads) add_bias_kernel(float* x, const float* bias, int64_t n, int64_t dim) {
+    const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+    for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) x[i] += bias[i % dim];
+}
+
+__global__ void __launch_bounds__(kThreads) gather_rows_kernel(const float* x, const int32_t* rows, int64_t dim,
+                                                               float* out) {
+    const float* src = x + int64_t{rows[blockIdx.x]} * dim;
+    float* dst = out + int64_t{blockIdx.x} * dim;
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = src[i];
+}
+
+}  // namespace
+
+cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t n_rows, int64_t dim, float* out,
+                     cudaStream_t s) {
+    if (n_rows <= 0 || dim <= 0) return cudaSuccess;
+    if (n_rows > 0x7fffffff) return cudaErrorInvalidValue;
+    // The float4 path needs 16-byte aligned rows; other shapes take the scalar one.
+    const bool vec = dim % 4 == 0 && aligned16(x) && aligned16(w) && aligned16(out);
+    rms_norm_kernel<false><<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(const_cast<float*>(x), nullptr, w, eps,
+                                                                               dim, out, vec);
+    return cudaGetLastError();
+}
+
+cudaError_t add_rms_norm(float* x, const float* y, const float* w, float eps, int64_t n_rows, int64_t dim,
+                         float* out, cudaStream_t s) {
+    if (n_rows <= 0 || dim <= 0) return cudaSuccess;
+    if (n_rows > 0x7fffffff || out == x) return cudaErrorInvalidValue;
+    const bool vec = dim % 4 == 0 && aligned16(x) && aligned16(y) && aligned16(w) && aligned16(out);
+    rms_norm_kernel<true><<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, y, w, eps, dim, out, vec);
+    return cudaGetLastError();
+}
+
+cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s) {
+    return launch_binary(gate, up, n, SiluMul{}, s);
+}
+
+cudaError_t gelu_mul(float* gate, const float* up, int64_t n, cudaStream_t s) {
+    return launch_binary(gate, up, n, GeluMul{}, s);
+}
+
+cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t s) { return launch_binary(x, y, n, Add{}, s); }
+
+cudaError_t add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim, cudaStream_t s) {
+    if (n_rows <= 0 || dim <= 0) return cudaSuccess;
+    add_bias_kernel<<<grid_for(n_rows * dim), kThreads, 0, s>>>(x, bias, n_rows * dim, dim);
+    return cudaGetLastError();
+}
+
+cudaError_t scale(float* x, float v, int64_t n, cudaStream_t s) {
+    return launch_binary(x, nullptr, n, Scale{v}, s);
+}
+
+cudaError_t softcap(float* x, float cap, int64_t n, cudaStream_t s) {
+    if (!(cap > 0.0f)) return cudaErrorInvalidValue;
+    return launch_binary(x, nullptr, n, Softcap{cap}, s);
+}
+
+cudaError_t gather_rows_f32(const float* x, const int32_t* rows, int64_t n_rows, int64_t dim, float* out,
+                            cudaStream_t s) {
+    if (n_rows <= 0 || dim <= 0) return cudaSuccess;
+    if (n_rows > 0x7fffffff) return cudaErrorInvalidValue;
+    gather_rows_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, rows, dim, out);
+    return cudaGetLastError();
+}
+
+}  // namespace folio::kernels

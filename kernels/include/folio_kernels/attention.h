@@ -1,0 +1,71 @@
+// Paged attention on the GPU: the fused RoPE + KV-cache write of a step's rows,
+// and attention of each row over its sequence's cached prefix read through the
+// sequence's block table (vLLM's flat batch: decode rows and prefill chunks of
+// several sequences in one launch). Semantics follow the CPU backend
+// (engine/src/backend/cpu/attention.cpp): queries and probabilities rounded to
+// half, K and V stored as half, F32 accumulation.
+//
+// Every function only enqueues work on `s`: grid sizes come from the host-side
+// bounds in AttentionBatch, actual lengths are read from its device arrays, so
+// a step can be captured in a CUDA graph and replayed with new contents.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace folio::kernels {
+
+// One layer's paged KV cache: K and V each [n_blocks][n_head_kv][block_size][head_dim] IEEE half.
+struct PagedKvLayer {
+    void* k = nullptr;
+    void* v = nullptr;
+    int32_t n_blocks = 0, block_size = 16, n_head_kv = 0, head_dim = 0;
+};
+
+// The step's batch as the engine lays it out (vLLM's flat batch), in device memory.
+struct AttentionBatch {
+    const int32_t* positions = nullptr;     // [n_tokens] position of each row in its sequence
+    const int64_t* slot_mapping = nullptr;  // [n_tokens] block_id * block_size + offset for the row's K/V (< 0: none)
+    const int32_t* row_seq = nullptr;       // [n_tokens] the row's sequence index
+    const int32_t* query_start = nullptr;   // [n_seqs] first row of each sequence (its rows are consecutive)
+    const int32_t* n_query = nullptr;       // [n_seqs] rows of each sequence in this step
+    const int32_t* seq_len = nullptr;       // [n_seqs] tokens in the cache after this step (prefix + rows)
+    const int32_t* block_tables = nullptr;  // [n_seqs][max_blocks] physical block of each logical block
+    int32_t n_tokens = 0, n_seqs = 0, max_blocks = 0;
+    int32_t max_seq_len = 0;  // host-side upper bound of seq_len (grid sizing)
+    int32_t max_n_query = 0;  // host-side upper bound of n_query
+};
+
+struct RopeParams {
+    float base = 10000.f;
+    float scale = 1.f;
+    bool split_half = false;  // pairs (i, i + d/2) (NeoX) instead of (2i, 2i + 1)
+};
+
+// RoPE on q (in place, [n_tokens][n_head*head_dim]) and k, then K (rotated) and V ([n_tokens][n_head_kv*head_dim],
+// F32) written as half into the cache at slot_mapping. One kernel (the fused RoPE + cache write). Angles as the
+// CPU backend computes them: position / scale * base^(-2i/head_dim), in float, by repeated multiplication.
+// Rows whose slot is negative (padding) rotate q and write nothing.
+cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, const PagedKvLayer& kv,
+                          const RopeParams& rope, const AttentionBatch& b, cudaStream_t s);
+
+struct AttentionParams {
+    int n_head = 0;
+    float scale = 1.f;           // applied to q·k
+    int32_t sliding_window = 0;  // 0 = whole prefix; else keys with q_pos - k_pos < window
+    float softcap = 0.f;         // 0 = off; else scores = cap * tanh(scores / cap)
+};
+
+// Scratch paged_attention needs for this batch shape (split-K partials), 0 when none.
+size_t attention_workspace_bytes(const AttentionBatch& b, int n_head, int head_dim);
+
+// out[row] = softmax(q·Kᵀ·scale [softcapped]) V over the row's causal prefix (positions 0..pos, or the last
+// sliding_window of them), read through the sequence's block table. GQA: head h uses kv head h / (n_head/n_head_kv).
+// q and out are [n_tokens][n_head*head_dim] F32. head_dim 64, 128 or 256; n_head/n_head_kv at most 8.
+// Long prefixes are split over several blocks (flash-decoding) whose partial results a second kernel merges.
+cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const AttentionBatch& b, const AttentionParams& p,
+                            float* out, void* workspace, size_t workspace_bytes, cudaStream_t s);
+
+}  // namespace folio::kernels

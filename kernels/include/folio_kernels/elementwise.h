@@ -1,0 +1,36 @@
+// Element-wise and row-wise CUDA kernels of the forward pass (norms, gated
+// activations, residual adds). All pointers are device memory; activations are
+// F32, row-major. Every function only enqueues work on `s` (no allocation, no
+// host synchronisation), so all of them can be captured in a CUDA graph, and
+// returns the launch's error.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace folio::kernels {
+
+// Each of n_rows rows of `dim`: out = x / rms(x) * w. out may be x.
+cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t n_rows, int64_t dim, float* out,
+                     cudaStream_t s);
+// Residual add fused with the next norm: x += y; out = rms_norm(x) * w.  (out != x)
+cudaError_t add_rms_norm(float* x, const float* y, const float* w, float eps, int64_t n_rows, int64_t dim,
+                         float* out, cudaStream_t s);
+// gate = silu(gate) * up   (SwiGLU)
+cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s);
+// gate = gelu_tanh(gate) * up   (GeGLU)
+cudaError_t gelu_mul(float* gate, const float* up, int64_t n, cudaStream_t s);
+// x += y
+cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t s);
+// x[r][c] += bias[c]
+cudaError_t add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim, cudaStream_t s);
+// x *= v
+cudaError_t scale(float* x, float v, int64_t n, cudaStream_t s);
+// x = cap * tanh(x / cap)
+cudaError_t softcap(float* x, float cap, int64_t n, cudaStream_t s);
+// out[i] = x[rows[i]] for i < n_rows (rows of `dim` floats): the rows whose logits a step returns.
+cudaError_t gather_rows_f32(const float* x, const int32_t* rows, int64_t n_rows, int64_t dim, float* out,
+                            cudaStream_t s);
+
+}  // namespace folio::kernels

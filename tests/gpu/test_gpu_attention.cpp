@@ -1,0 +1,845 @@
+// The CUDA attention and element-wise kernels against plain double-precision
+// references written here: random inputs (never zeros), NaN-poisoned outputs
+// and unused cache slots, batches mixing decode rows and prefill chunks of
+// several sequences over shuffled block tables, GQA, sliding window, softcap,
+// head_dim 64/128/256, long prefixes (split-K), and a CUDA-graph replay.
+// Skips without a GPU. FOLIO_GPU_BENCH=1 also times the kernels (bench slot).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "folio_kernels/attention.h"
+#include "folio_kernels/elementwise.h"
+#include "folio_test.h"
+
+namespace fk = folio::kernels;
+
+namespace {
+
+bool have_gpu() {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+std::string cuda_error(cudaError_t e, const char* what) {
+    return e == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(e);
+}
+
+// ---- IEEE half on the host ---------------------------------------------------
+
+float half_to_float(uint16_t h) {
+    const uint32_t sign = uint32_t{h & 0x8000u} << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (mant << 13);
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (mant << 13);
+    } else if (mant == 0) {
+        bits = sign;
+    } else {  // subnormal: 2^-24 * mant
+        const float f = std::ldexp(static_cast<float>(mant), -24);
+        return sign ? -f : f;
+    }
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint16_t float_to_half(float f) {
+    // Round to nearest even through the exact value in double (inputs here are finite and small).
+    if (std::isnan(f)) return 0x7e00;
+    const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+    double a = std::fabs(static_cast<double>(f));
+    if (a >= 65520.0) return sign | 0x7c00;
+    int e;
+    std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+    const int exp = std::max(e - 1, -14);  // half exponents from -14 (subnormals share it)
+    const double q = std::nearbyint(std::ldexp(a, 10 - exp));  // units of the last place
+    uint32_t mant = static_cast<uint32_t>(q);
+    int biased = exp + 15;
+    if (mant >= 2048) mant >>= 1, ++biased;  // rounded up to the next binade
+    if (mant < 1024) return sign | static_cast<uint16_t>(mant);  // subnormal
+    if (biased >= 31) return sign | 0x7c00;
+    return sign | static_cast<uint16_t>((biased << 10) | (mant - 1024));
+}
+
+float round_half(float f) { return half_to_float(float_to_half(f)); }
+
+constexpr uint16_t kHalfNaN = 0x7e00;
+
+// ---- device memory -----------------------------------------------------------
+
+template <typename T>
+struct DeviceArray {
+    T* ptr = nullptr;
+    size_t count = 0;
+    cudaError_t status = cudaSuccess;
+    explicit DeviceArray(size_t n) : count(n) {
+        if (n) status = cudaMalloc(&ptr, n * sizeof(T));
+    }
+    explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
+        if (status == cudaSuccess && count)
+            status = cudaMemcpy(ptr, host.data(), count * sizeof(T), cudaMemcpyHostToDevice);
+    }
+    ~DeviceArray() { cudaFree(ptr); }
+    DeviceArray(const DeviceArray&) = delete;
+    DeviceArray& operator=(const DeviceArray&) = delete;
+    cudaError_t poison() { return cudaMemset(ptr, 0xff, count * sizeof(T)); }  // NaN floats
+    cudaError_t download(std::vector<T>& host) const {
+        host.resize(count);
+        return cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost);
+    }
+};
+
+double rel_error(const std::vector<float>& out, const std::vector<double>& ref, size_t* non_finite) {
+    double num = 0, den = 0;
+    *non_finite = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+        if (!std::isfinite(out[i])) ++*non_finite;
+        num += (out[i] - ref[i]) * (out[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return std::sqrt(num / std::max(den, 1e-300));
+}
+
+std::string check_close(const char* what, const std::vector<float>& out, const std::vector<double>& ref,
+                        double tolerance, double* error_out = nullptr) {
+    size_t bad = 0;
+    const double err = rel_error(out, ref, &bad);
+    if (error_out) *error_out = err;
+    if (bad || !(err <= tolerance))
+        return std::string(what) + ": rel error " + std::to_string(err) + " (tolerance " +
+               std::to_string(tolerance) + "), " + std::to_string(bad) + " non-finite of " +
+               std::to_string(out.size());
+    return {};
+}
+
+std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (auto& x : v) {
+        do x = dist(rng);
+        while (x == 0.0f);
+    }
+    return v;
+}
+
+// ---- a paged batch -------------------------------------------------------------
+
+struct SeqSpec {
+    int n_query;
+    int seq_len;
+};
+
+struct Shape {
+    int n_head, n_head_kv, head_dim, block_size;
+    int window = 0;
+    float softcap = 0.0f;
+    float q_range = 1.0f;  // |q| bound: larger makes the softmax peakier (and softcap bite)
+};
+
+// Host copy of a batch and its cache; unused cache slots hold NaN so that a
+// read outside a sequence's blocks shows up.
+struct HostBatch {
+    std::vector<int32_t> positions, row_seq, query_start, n_query, seq_len, block_tables;
+    std::vector<int64_t> slot_mapping;
+    std::vector<uint16_t> k_cache, v_cache;
+    int n_tokens = 0, n_seqs = 0, max_blocks = 0, n_blocks = 0;
+};
+
+HostBatch make_batch(std::mt19937& rng, const Shape& sh, const std::vector<SeqSpec>& seqs) {
+    HostBatch hb;
+    hb.n_seqs = static_cast<int>(seqs.size());
+    int total_blocks = 0;
+    for (const auto& s : seqs) {
+        const int blocks = (s.seq_len + sh.block_size - 1) / sh.block_size;
+        total_blocks += blocks;
+        hb.max_blocks = std::max(hb.max_blocks, blocks);
+    }
+    hb.max_blocks += 3;  // tables wider than needed, the tail unused
+    hb.n_blocks = total_blocks + 11;
+    std::vector<int32_t> pool(static_cast<size_t>(hb.n_blocks));
+    std::iota(pool.begin(), pool.end(), 0);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    const size_t slot_values = static_cast<size_t>(sh.n_head_kv) * sh.head_dim;
+    hb.k_cache.assign(static_cast<size_t>(hb.n_blocks) * sh.block_size * slot_values, kHalfNaN);
+    hb.v_cache = hb.k_cache;
+    hb.block_tables.assign(static_cast<size_t>(hb.n_seqs) * hb.max_blocks, -1);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    size_t next = 0;
+    for (int s = 0; s < hb.n_seqs; ++s) {
+        const SeqSpec& spec = seqs[static_cast<size_t>(s)];
+        const int blocks = (spec.seq_len + sh.block_size - 1) / sh.block_size;
+        for (int b = 0; b < blocks; ++b) hb.block_tables[static_cast<size_t>(s * hb.max_blocks + b)] = pool[next++];
+        hb.query_start.push_back(hb.n_tokens);
+        hb.n_query.push_back(spec.n_query);
+        hb.seq_len.push_back(spec.seq_len);
+        for (int i = 0; i < spec.n_query; ++i) {
+            const int pos = spec.seq_len - spec.n_query + i;
+            const int64_t block = hb.block_tables[static_cast<size_t>(s * hb.max_blocks + pos / sh.block_size)];
+            hb.positions.push_back(pos);
+            hb.row_seq.push_back(s);
+            hb.slot_mapping.push_back(block * sh.block_size + pos % sh.block_size);
+        }
+        hb.n_tokens += spec.n_query;
+        // Every token of the sequence (prefix and this step's rows) has K and V.
+        for (int j = 0; j < spec.seq_len; ++j) {
+            const int64_t block = hb.block_tables[static_cast<size_t>(s * hb.max_blocks + j / sh.block_size)];
+            for (int h = 0; h < sh.n_head_kv; ++h)
+                for (int d = 0; d < sh.head_dim; ++d) {
+                    const size_t at =
+                        static_cast<size_t>(((block * sh.n_head_kv + h) * sh.block_size + j % sh.block_size) *
+                                                sh.head_dim +
+                                            d);
+                    float x;
+                    do x = dist(rng);
+                    while (x == 0.0f);
+                    hb.k_cache[at] = float_to_half(x);
+                    do x = dist(rng);
+                    while (x == 0.0f);
+                    hb.v_cache[at] = float_to_half(x);
+                }
+        }
+    }
+    return hb;
+}
+
+// Device copies of a HostBatch's arrays.
+struct DeviceBatch {
+    DeviceArray<int32_t> positions, row_seq, query_start, n_query, seq_len, block_tables;
+    DeviceArray<int64_t> slot_mapping;
+    DeviceArray<uint16_t> k_cache, v_cache;
+    fk::AttentionBatch b;
+    fk::PagedKvLayer kv;
+    DeviceBatch(const HostBatch& hb, const Shape& sh, int slack)
+        : positions(hb.positions), row_seq(hb.row_seq), query_start(hb.query_start), n_query(hb.n_query),
+          seq_len(hb.seq_len), block_tables(hb.block_tables), slot_mapping(hb.slot_mapping), k_cache(hb.k_cache),
+          v_cache(hb.v_cache) {
+        b.positions = positions.ptr;
+        b.slot_mapping = slot_mapping.ptr;
+        b.row_seq = row_seq.ptr;
+        b.query_start = query_start.ptr;
+        b.n_query = n_query.ptr;
+        b.seq_len = seq_len.ptr;
+        b.block_tables = block_tables.ptr;
+        b.n_tokens = hb.n_tokens;
+        b.n_seqs = hb.n_seqs;
+        b.max_blocks = hb.max_blocks;
+        // Host-side bounds need not be tight (a captured graph serves many steps).
+        b.max_seq_len = *std::max_element(hb.seq_len.begin(), hb.seq_len.end()) + slack;
+        // (A decode-only batch keeps its bound of 1: that picks the decode tiles.)
+        const int max_n_query = *std::max_element(hb.n_query.begin(), hb.n_query.end());
+        b.max_n_query = max_n_query + (slack && max_n_query > 1 ? 1 : 0);
+        kv.k = k_cache.ptr;
+        kv.v = v_cache.ptr;
+        kv.n_blocks = hb.n_blocks;
+        kv.block_size = sh.block_size;
+        kv.n_head_kv = sh.n_head_kv;
+        kv.head_dim = sh.head_dim;
+    }
+    cudaError_t status() const {
+        for (cudaError_t e : {positions.status, row_seq.status, query_start.status, n_query.status, seq_len.status,
+                              block_tables.status, slot_mapping.status, k_cache.status, v_cache.status})
+            if (e != cudaSuccess) return e;
+        return cudaSuccess;
+    }
+};
+
+// out[row][head] = softmax(q_half · K · scale [softcapped]) V, in double.
+std::vector<double> reference_attention(const HostBatch& hb, const Shape& sh, float scale,
+                                        const std::vector<float>& q) {
+    const int D = sh.head_dim, group = sh.n_head / sh.n_head_kv;
+    std::vector<double> out(static_cast<size_t>(hb.n_tokens) * sh.n_head * D, 0.0);
+    std::vector<double> scores, qh(static_cast<size_t>(D));
+    for (int r = 0; r < hb.n_tokens; ++r) {
+        const int s = hb.row_seq[static_cast<size_t>(r)], pos = hb.positions[static_cast<size_t>(r)];
+        const int first = sh.window > 0 ? std::max(0, pos + 1 - sh.window) : 0;
+        for (int h = 0; h < sh.n_head; ++h) {
+            const int kvh = h / group;
+            for (int d = 0; d < D; ++d)
+                qh[static_cast<size_t>(d)] = round_half(q[(static_cast<size_t>(r) * sh.n_head + h) * D + d]);
+            scores.assign(static_cast<size_t>(pos - first + 1), 0.0);
+            auto at = [&](int j, int d) {
+                const int64_t block = hb.block_tables[static_cast<size_t>(s * hb.max_blocks + j / sh.block_size)];
+                return static_cast<size_t>(((block * sh.n_head_kv + kvh) * sh.block_size + j % sh.block_size) * D +
+                                           d);
+            };
+            double max_score = -1e300;
+            for (int j = first; j <= pos; ++j) {
+                double dot = 0;
+                for (int d = 0; d < D; ++d) dot += qh[static_cast<size_t>(d)] * half_to_float(hb.k_cache[at(j, d)]);
+                double sc = dot * scale;
+                if (sh.softcap > 0) sc = sh.softcap * std::tanh(sc / sh.softcap);
+                scores[static_cast<size_t>(j - first)] = sc;
+                max_score = std::max(max_score, sc);
+            }
+            double sum = 0;
+            for (double& sc : scores) sum += (sc = std::exp(sc - max_score));
+            double* o = out.data() + (static_cast<size_t>(r) * sh.n_head + h) * D;
+            for (int j = first; j <= pos; ++j) {
+                const double p = scores[static_cast<size_t>(j - first)] / sum;
+                for (int d = 0; d < D; ++d) o[d] += p * half_to_float(hb.v_cache[at(j, d)]);
+            }
+        }
+    }
+    return out;
+}
+
+// One attention check: random batch and queries, poisoned output and workspace.
+std::string check_attention(std::mt19937& rng, const Shape& sh, const std::vector<SeqSpec>& seqs, double* error,
+                            const char* name) {
+    const HostBatch hb = make_batch(rng, sh, seqs);
+    DeviceBatch db(hb, sh, 5);
+    if (std::string e = cuda_error(db.status(), "upload"); !e.empty()) return e;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
+    const size_t q_size = static_cast<size_t>(hb.n_tokens) * sh.n_head * sh.head_dim;
+    const std::vector<float> q = random_floats(rng, q_size, -sh.q_range, sh.q_range);
+    DeviceArray<float> dq(q), dout(q_size);
+    const size_t ws_bytes = fk::attention_workspace_bytes(db.b, sh.n_head, sh.head_dim);
+    DeviceArray<unsigned char> ws(ws_bytes);
+    if (std::string e = cuda_error(dq.status != cudaSuccess ? dq.status : dout.status, "alloc"); !e.empty()) return e;
+    if (std::string e = cuda_error(ws.status, "alloc workspace"); !e.empty()) return e;
+    if (std::string e = cuda_error(dout.poison(), "poison"); !e.empty()) return e;
+    if (ws_bytes) {
+        if (std::string e = cuda_error(ws.poison(), "poison"); !e.empty()) return e;
+    }
+    fk::AttentionParams p;
+    p.n_head = sh.n_head;
+    p.scale = scale;
+    p.sliding_window = sh.window;
+    p.softcap = sh.softcap;
+    if (std::string e = cuda_error(fk::paged_attention(dq.ptr, db.kv, db.b, p, dout.ptr, ws.ptr, ws_bytes, nullptr),
+                                   "paged_attention");
+        !e.empty())
+        return std::string(name) + ": " + e;
+    if (std::string e = cuda_error(cudaDeviceSynchronize(), "sync"); !e.empty()) return std::string(name) + ": " + e;
+    std::vector<float> out;
+    if (std::string e = cuda_error(dout.download(out), "download"); !e.empty()) return e;
+    const std::vector<double> ref = reference_attention(hb, sh, scale, q);
+    return check_close(name, out, ref, 2e-3, error);
+}
+
+// ---- timing (FOLIO_GPU_BENCH=1) ---------------------------------------------
+
+bool bench_enabled() {
+    const char* v = std::getenv("FOLIO_GPU_BENCH");
+    return v && std::string(v) == "1";
+}
+
+// Random finite halves in ±[2^-5, 1): integer arithmetic, fast for caches of
+// hundreds of megabytes.
+void fill_random_halves(std::vector<uint16_t>& v, std::mt19937_64& rng) {
+    for (size_t i = 0; i + 4 <= v.size(); i += 4) {
+        const uint64_t r = rng();
+        for (int u = 0; u < 4; ++u) {
+            const auto bits = static_cast<uint16_t>(r >> (16 * u));
+            const uint16_t exponent = static_cast<uint16_t>(10 + (bits >> 11) % 5);  // 2^-5 .. 2^-1
+            v[i + static_cast<size_t>(u)] = static_cast<uint16_t>((bits & 0x8000) | (exponent << 10) | (bits & 0x3ff));
+        }
+    }
+}
+
+struct BenchCase {
+    const char* name;
+    int n_head, n_head_kv, head_dim;
+    int n_seqs, n_query, seq_len;  // every sequence alike
+    int copies;                    // distinct caches cycled through (more bytes than L2)
+    int launches;                  // per graph
+};
+
+// Median time per launch of paged_attention over a graph of `launches`
+// launches cycling through `copies` caches, and the bytes and FLOPs it needs.
+std::string bench_attention(const BenchCase& c, double* ms, double* kv_bytes, double* flops) {
+    const int bs = 16;
+    const int blocks_per_seq = (c.seq_len + bs - 1) / bs;
+    const int n_blocks = c.n_seqs * blocks_per_seq;
+    const int n_tokens = c.n_seqs * c.n_query;
+    std::mt19937 rng(99);
+    std::mt19937_64 rng64(98);
+    std::vector<int32_t> positions, row_seq, query_start, n_query, seq_len, tables;
+    std::vector<int64_t> row_slots;
+    std::vector<int32_t> pool(static_cast<size_t>(n_blocks));
+    std::iota(pool.begin(), pool.end(), 0);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    *kv_bytes = 0;
+    *flops = 0;
+    for (int s = 0; s < c.n_seqs; ++s) {
+        for (int b = 0; b < blocks_per_seq; ++b) tables.push_back(pool[static_cast<size_t>(s * blocks_per_seq + b)]);
+        query_start.push_back(s * c.n_query);
+        n_query.push_back(c.n_query);
+        seq_len.push_back(c.seq_len);
+        for (int i = 0; i < c.n_query; ++i) {
+            const int pos = c.seq_len - c.n_query + i;
+            positions.push_back(pos);
+            row_seq.push_back(s);
+            row_slots.push_back(int64_t{tables[static_cast<size_t>(s * blocks_per_seq + pos / bs)]} * bs + pos % bs);
+            *flops += 4.0 * c.head_dim * c.n_head * (pos + 1);
+        }
+        *kv_bytes += 2.0 * 2.0 * c.seq_len * c.n_head_kv * c.head_dim;
+    }
+    DeviceArray<int32_t> d_positions(positions), d_row_seq(row_seq), d_query_start(query_start), d_n_query(n_query),
+        d_seq_len(seq_len), d_tables(tables);
+    DeviceArray<int64_t> d_slots(row_slots);
+    const size_t cache_values = static_cast<size_t>(n_blocks) * c.n_head_kv * bs * c.head_dim;
+    std::vector<uint16_t> host_cache(cache_values);
+    std::vector<std::unique_ptr<DeviceArray<uint16_t>>> caches;
+    for (int i = 0; i < 2 * c.copies; ++i) {
+        fill_random_halves(host_cache, rng64);
+        caches.push_back(std::make_unique<DeviceArray<uint16_t>>(host_cache));
+        if (caches.back()->status != cudaSuccess) return cuda_error(caches.back()->status, "cache alloc");
+    }
+    fk::AttentionBatch b;
+    b.positions = d_positions.ptr;
+    b.slot_mapping = d_slots.ptr;
+    b.row_seq = d_row_seq.ptr;
+    b.query_start = d_query_start.ptr;
+    b.n_query = d_n_query.ptr;
+    b.seq_len = d_seq_len.ptr;
+    b.block_tables = d_tables.ptr;
+    b.n_tokens = n_tokens;
+    b.n_seqs = c.n_seqs;
+    b.max_blocks = blocks_per_seq;
+    b.max_seq_len = c.seq_len;
+    b.max_n_query = c.n_query;
+    const size_t q_size = static_cast<size_t>(n_tokens) * c.n_head * c.head_dim;
+    DeviceArray<float> dq(random_floats(rng, q_size, -1, 1)), dout(q_size);
+    const size_t ws_bytes = fk::attention_workspace_bytes(b, c.n_head, c.head_dim);
+    DeviceArray<unsigned char> ws(ws_bytes);
+    if (dq.status != cudaSuccess || dout.status != cudaSuccess || ws.status != cudaSuccess) return "alloc failed";
+    fk::AttentionParams p;
+    p.n_head = c.n_head;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    auto layer = [&](int i) {
+        fk::PagedKvLayer kv;
+        kv.k = caches[static_cast<size_t>(2 * (i % c.copies))]->ptr;
+        kv.v = caches[static_cast<size_t>(2 * (i % c.copies) + 1)]->ptr;
+        kv.n_blocks = n_blocks;
+        kv.block_size = bs;
+        kv.n_head_kv = c.n_head_kv;
+        kv.head_dim = c.head_dim;
+        return kv;
+    };
+    cudaStream_t stream;
+    if (cudaError_t e = cudaStreamCreate(&stream); e != cudaSuccess) return cuda_error(e, "stream");
+    // Eager once (also raises the kernels' shared-memory limits outside the capture).
+    if (cudaError_t e = fk::paged_attention(dq.ptr, layer(0), b, p, dout.ptr, ws.ptr, ws_bytes, stream);
+        e != cudaSuccess)
+        return cuda_error(e, "paged_attention");
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    if (cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal); e != cudaSuccess)
+        return cuda_error(e, "capture");
+    cudaError_t launch = cudaSuccess;
+    for (int i = 0; i < c.launches && launch == cudaSuccess; ++i)
+        launch = fk::paged_attention(dq.ptr, layer(i), b, p, dout.ptr, ws.ptr, ws_bytes, stream);
+    if (cudaError_t e = cudaStreamEndCapture(stream, &graph); e != cudaSuccess) return cuda_error(e, "end capture");
+    if (launch != cudaSuccess) return cuda_error(launch, "captured launch");
+    if (cudaError_t e = cudaGraphInstantiate(&exec, graph, 0); e != cudaSuccess) return cuda_error(e, "instantiate");
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    std::vector<float> times;
+    for (int rep = 0; rep < 23; ++rep) {
+        cudaEventRecord(start, stream);
+        cudaGraphLaunch(exec, stream);
+        cudaEventRecord(stop, stream);
+        if (cudaError_t e = cudaEventSynchronize(stop); e != cudaSuccess) return cuda_error(e, "replay");
+        float t = 0;
+        cudaEventElapsedTime(&t, start, stop);
+        if (rep >= 3) times.push_back(t / static_cast<float>(c.launches));
+    }
+    std::sort(times.begin(), times.end());
+    *ms = times[times.size() / 2];
+    std::vector<float> out;
+    if (cudaError_t e = dout.download(out); e != cudaSuccess) return cuda_error(e, "download");
+    for (float x : out)
+        if (!std::isfinite(x)) return "non-finite output";
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+    return {};
+}
+
+// Median milliseconds of fn() (enqueued on the default stream) over 20 runs.
+template <typename Fn>
+float time_ms(Fn&& fn) {
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    std::vector<float> times;
+    for (int rep = 0; rep < 23; ++rep) {
+        cudaEventRecord(start);
+        fn();
+        cudaEventRecord(stop);
+        cudaEventSynchronize(stop);
+        float t = 0;
+        cudaEventElapsedTime(&t, start, stop);
+        if (rep >= 3) times.push_back(t);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+}  // namespace
+
+class TestGpuAttention : public QObject {
+    Q_OBJECT
+#if !FOLIO_TEST_WITH_QT
+    friend int main();
+#endif
+
+private slots:
+    void elementwise_kernels_match_reference() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(11);
+        for (const int64_t dim : {int64_t{576}, int64_t{2048}, int64_t{33}}) {
+            const int64_t rows = 7;
+            const size_t n = static_cast<size_t>(rows * dim);
+            const auto x = random_floats(rng, n, -2, 2), y = random_floats(rng, n, -2, 2);
+            const auto w = random_floats(rng, static_cast<size_t>(dim), 0.5f, 1.5f);
+            const float eps = 1e-6f;
+            std::vector<double> ref(n), ref_sum(n), ref_add(n);
+            for (int64_t r = 0; r < rows; ++r) {
+                double ss = 0, ss_sum = 0;
+                for (int64_t c = 0; c < dim; ++c) {
+                    const size_t i = static_cast<size_t>(r * dim + c);
+                    ss += double{x[i]} * x[i];
+                    ref_add[i] = double{x[i]} + y[i];
+                    ss_sum += ref_add[i] * ref_add[i];
+                }
+                const double inv = 1 / std::sqrt(ss / dim + eps), inv_sum = 1 / std::sqrt(ss_sum / dim + eps);
+                for (int64_t c = 0; c < dim; ++c) {
+                    const size_t i = static_cast<size_t>(r * dim + c);
+                    ref[i] = x[i] * inv * w[static_cast<size_t>(c)];
+                    ref_sum[i] = ref_add[i] * inv_sum * w[static_cast<size_t>(c)];
+                }
+            }
+            DeviceArray<float> dx(x), dy(y), dw(w), dout(n);
+            QVERIFY(dx.status == cudaSuccess && dout.status == cudaSuccess);
+            std::vector<float> out;
+            QVERIFY(dout.poison() == cudaSuccess);
+            QVERIFY(fk::rms_norm(dx.ptr, dw.ptr, eps, rows, dim, dout.ptr, nullptr) == cudaSuccess);
+            QVERIFY(dout.download(out) == cudaSuccess);
+            std::string e = check_close("rms_norm", out, ref, 1e-5);
+            QVERIFY2(e.empty(), e.c_str());
+            // In place.
+            QVERIFY(fk::rms_norm(dx.ptr, dw.ptr, eps, rows, dim, dx.ptr, nullptr) == cudaSuccess);
+            QVERIFY(dx.download(out) == cudaSuccess);
+            e = check_close("rms_norm in place", out, ref, 1e-5);
+            QVERIFY2(e.empty(), e.c_str());
+            // x + y, then its norm.
+            DeviceArray<float> dx2(x);
+            QVERIFY(dout.poison() == cudaSuccess);
+            QVERIFY(fk::add_rms_norm(dx2.ptr, dy.ptr, dw.ptr, eps, rows, dim, dout.ptr, nullptr) == cudaSuccess);
+            QVERIFY(dout.download(out) == cudaSuccess);
+            e = check_close("add_rms_norm out", out, ref_sum, 1e-5);
+            QVERIFY2(e.empty(), e.c_str());
+            QVERIFY(dx2.download(out) == cudaSuccess);
+            e = check_close("add_rms_norm x", out, ref_add, 1e-6);
+            QVERIFY2(e.empty(), e.c_str());
+            // Bias, and gather of rows in a shuffled order with repeats.
+            DeviceArray<float> dx3(x);
+            QVERIFY(fk::add_bias(dx3.ptr, dw.ptr, rows, dim, nullptr) == cudaSuccess);
+            QVERIFY(dx3.download(out) == cudaSuccess);
+            std::vector<double> ref_bias(n);
+            for (size_t i = 0; i < n; ++i) ref_bias[i] = double{x[i]} + w[i % static_cast<size_t>(dim)];
+            e = check_close("add_bias", out, ref_bias, 1e-6);
+            QVERIFY2(e.empty(), e.c_str());
+            const std::vector<int32_t> rows_wanted = {5, 0, 6, 5, 2};
+            DeviceArray<int32_t> drows(rows_wanted);
+            DeviceArray<float> dgather(rows_wanted.size() * static_cast<size_t>(dim));
+            QVERIFY(dgather.poison() == cudaSuccess);
+            QVERIFY(fk::gather_rows_f32(dy.ptr, drows.ptr, static_cast<int64_t>(rows_wanted.size()), dim,
+                                        dgather.ptr, nullptr) == cudaSuccess);
+            QVERIFY(dgather.download(out) == cudaSuccess);
+            std::vector<double> ref_gather;
+            for (int32_t r : rows_wanted)
+                for (int64_t c = 0; c < dim; ++c) ref_gather.push_back(y[static_cast<size_t>(r * dim + c)]);
+            e = check_close("gather_rows_f32", out, ref_gather, 0.0);
+            QVERIFY2(e.empty(), e.c_str());
+        }
+        for (const int64_t n : {int64_t{100003}, int64_t{4096}}) {
+            const auto g = random_floats(rng, static_cast<size_t>(n), -6, 6);
+            const auto u = random_floats(rng, static_cast<size_t>(n), -2, 2);
+            std::vector<double> silu(g.size()), gelu(g.size()), sum(g.size()), scaled(g.size()), capped(g.size());
+            for (size_t i = 0; i < g.size(); ++i) {
+                const double x = g[i];
+                silu[i] = x / (1 + std::exp(-x)) * u[i];
+                gelu[i] = 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) * u[i];
+                sum[i] = x + u[i];
+                scaled[i] = x * 0.37;
+                capped[i] = 3.0 * std::tanh(x / 3.0);
+            }
+            std::vector<float> out;
+            DeviceArray<float> du(u);
+            struct Case {
+                const char* name;
+                const std::vector<double>* ref;
+            };
+            for (const Case& c : {Case{"silu_mul", &silu}, Case{"gelu_mul", &gelu}, Case{"add", &sum},
+                                  Case{"scale", &scaled}, Case{"softcap", &capped}}) {
+                DeviceArray<float> dg(g);
+                QVERIFY(dg.status == cudaSuccess);
+                cudaError_t err = cudaSuccess;
+                const std::string name = c.name;
+                if (name == "silu_mul") err = fk::silu_mul(dg.ptr, du.ptr, n, nullptr);
+                if (name == "gelu_mul") err = fk::gelu_mul(dg.ptr, du.ptr, n, nullptr);
+                if (name == "add") err = fk::add(dg.ptr, du.ptr, n, nullptr);
+                if (name == "scale") err = fk::scale(dg.ptr, 0.37f, n, nullptr);
+                if (name == "softcap") err = fk::softcap(dg.ptr, 3.0f, n, nullptr);
+                QVERIFY2(err == cudaSuccess, cuda_error(err, c.name).c_str());
+                QVERIFY(dg.download(out) == cudaSuccess);
+                const std::string e = check_close(c.name, out, *c.ref, 1e-6);
+                QVERIFY2(e.empty(), e.c_str());
+            }
+        }
+    }
+
+    void rope_store_kv_rotates_and_fills_the_slots() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(12);
+        struct Case {
+            int n_head, n_head_kv, head_dim, block_size;
+            bool split_half;
+            float base, scale;
+        };
+        for (const Case& c : {Case{9, 3, 64, 16, false, 10000.f, 1.f}, Case{32, 8, 128, 16, true, 500000.f, 1.f},
+                              Case{4, 1, 256, 32, true, 1000000.f, 8.f}, Case{4, 4, 128, 8, false, 10000.f, 2.f}}) {
+            const Shape sh{c.n_head, c.n_head_kv, c.head_dim, c.block_size};
+            // Prefill chunk, decode rows far into the sequence, and a padding row (slot -1).
+            HostBatch hb = make_batch(rng, sh, {{20, 50}, {1, 5000}, {3, 700}, {1, 1}});
+            hb.slot_mapping.back() = -1;
+            std::fill(hb.k_cache.begin(), hb.k_cache.end(), kHalfNaN);
+            std::fill(hb.v_cache.begin(), hb.v_cache.end(), kHalfNaN);
+            DeviceBatch db(hb, sh, 0);
+            QVERIFY(db.status() == cudaSuccess);
+            const int D = c.head_dim, half = D / 2;
+            const size_t q_size = static_cast<size_t>(hb.n_tokens) * c.n_head * D;
+            const size_t kv_size = static_cast<size_t>(hb.n_tokens) * c.n_head_kv * D;
+            const auto q = random_floats(rng, q_size, -2, 2), k = random_floats(rng, kv_size, -2, 2),
+                       v = random_floats(rng, kv_size, -2, 2);
+            DeviceArray<float> dq(q), dk(k), dv(v);
+            fk::RopeParams rope{c.base, c.scale, c.split_half};
+            const cudaError_t err = fk::rope_store_kv(dq.ptr, dk.ptr, dv.ptr, c.n_head, db.kv, rope, db.b, nullptr);
+            QVERIFY2(err == cudaSuccess, cuda_error(err, "rope_store_kv").c_str());
+            std::vector<float> q_out;
+            std::vector<uint16_t> k_cache, v_cache;
+            QVERIFY(dq.download(q_out) == cudaSuccess);
+            QVERIFY(db.k_cache.download(k_cache) == cudaSuccess);
+            QVERIFY(db.v_cache.download(v_cache) == cudaSuccess);
+
+            // The angles as the CPU backend makes them (float, repeated products); the rotation in double.
+            const float theta_scale = std::pow(c.base, -2.0f / static_cast<float>(D));
+            auto rotate = [&](const float* x, int n_heads, int pos, std::vector<double>& y) {
+                y.assign(static_cast<size_t>(n_heads) * D, 0.0);
+                float theta = static_cast<float>(pos) / c.scale;
+                for (int i = 0; i < half; ++i, theta *= theta_scale) {
+                    const double cs = std::cos(static_cast<double>(theta)), sn = std::sin(static_cast<double>(theta));
+                    for (int h = 0; h < n_heads; ++h) {
+                        const int a = c.split_half ? i : 2 * i, b = c.split_half ? i + half : 2 * i + 1;
+                        const double x0 = x[h * D + a], x1 = x[h * D + b];
+                        y[static_cast<size_t>(h * D + a)] = x0 * cs - x1 * sn;
+                        y[static_cast<size_t>(h * D + b)] = x0 * sn + x1 * cs;
+                    }
+                }
+            };
+            std::vector<double> ref_q, ref_k, ref_v, y;
+            std::vector<float> k_got, v_got;
+            for (int r = 0; r < hb.n_tokens; ++r) {
+                const int pos = hb.positions[static_cast<size_t>(r)];
+                rotate(q.data() + static_cast<size_t>(r) * c.n_head * D, c.n_head, pos, y);
+                ref_q.insert(ref_q.end(), y.begin(), y.end());
+                const int64_t slot = hb.slot_mapping[static_cast<size_t>(r)];
+                if (slot < 0) continue;
+                rotate(k.data() + static_cast<size_t>(r) * c.n_head_kv * D, c.n_head_kv, pos, y);
+                for (int h = 0; h < c.n_head_kv; ++h)
+                    for (int d = 0; d < D; ++d) {
+                        const size_t at = static_cast<size_t>(
+                            ((slot / c.block_size * c.n_head_kv + h) * c.block_size + slot % c.block_size) * D + d);
+                        k_got.push_back(half_to_float(k_cache[at]));
+                        v_got.push_back(half_to_float(v_cache[at]));
+                        ref_k.push_back(y[static_cast<size_t>(h * D + d)]);
+                        ref_v.push_back(v[(static_cast<size_t>(r) * c.n_head_kv + h) * D + d]);
+                        k_cache[at] = v_cache[at] = kHalfNaN;  // checked: only poison may remain
+                    }
+            }
+            std::string e = check_close("rope q", q_out, ref_q, 2e-6);
+            QVERIFY2(e.empty(), e.c_str());
+            QCOMPARE(ref_k.size(), k_got.size());
+            e = check_close("rope k cache", k_got, ref_k, 1e-3);
+            QVERIFY2(e.empty(), e.c_str());
+            e = check_close("v cache", v_got, ref_v, 1e-3);
+            QVERIFY2(e.empty(), e.c_str());
+            for (size_t i = 0; i < k_cache.size(); ++i)
+                QVERIFY2(k_cache[i] == kHalfNaN && v_cache[i] == kHalfNaN,
+                         ("cache element " + std::to_string(i) + " written outside the rows' slots").c_str());
+        }
+    }
+
+    void attention_over_mixed_batches() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(13);
+        struct Case {
+            const char* name;
+            Shape shape;
+            std::vector<SeqSpec> seqs;
+        };
+        const std::vector<Case> cases = {
+            {"d64 gqa3 mixed", {9, 3, 64, 16}, {{1, 37}, {45, 65}, {1, 300}, {70, 70}}},
+            {"d128 gqa4 mixed", {32, 8, 128, 16}, {{1, 200}, {1, 1}, {33, 33}, {17, 150}}},
+            {"d256 gqa8 window softcap", {8, 1, 256, 32, 40, 30.f, 4.f}, {{1, 100}, {60, 90}, {1, 41}, {5, 300}}},
+            {"d128 mha bs8", {4, 4, 128, 8}, {{1, 77}, {100, 130}, {1, 9}}},
+            {"d64 gqa2 bs32 window", {4, 2, 64, 32, 16}, {{1, 50}, {40, 40}, {3, 70}}},
+            {"d128 gqa4 decode", {32, 8, 128, 16}, {{1, 1}, {1, 17}, {1, 64}, {1, 65}, {1, 333}, {1, 129}}},
+            {"d256 gqa8 decode softcap", {8, 1, 256, 16, 0, 50.f, 4.f}, {{1, 31}, {1, 520}, {1, 2}}},
+            {"d64 mha decode", {3, 3, 64, 8}, {{1, 15}, {1, 700}, {1, 3}}},
+            {"d128 gqa2 spec rows", {8, 4, 128, 16}, {{2, 90}, {2, 2}, {1, 47}}},
+        };
+        for (const Case& c : cases) {
+            double err = 0;
+            const std::string e = check_attention(rng, c.shape, c.seqs, &err, c.name);
+            QVERIFY2(e.empty(), e.c_str());
+            std::printf("  %-28s rel error %.2e\n", c.name, err);
+        }
+    }
+
+    void attention_over_long_prefixes_splits_keys() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(14);
+        struct Case {
+            const char* name;
+            Shape shape;
+            std::vector<SeqSpec> seqs;
+        };
+        const std::vector<Case> cases = {
+            {"d128 gqa4 decode 4096+", {32, 8, 128, 16}, {{1, 4096}, {1, 6000}}},
+            {"d128 gqa4 chunk after 4096", {8, 2, 128, 16}, {{1, 4100}, {1, 5000}, {64, 4160}}},
+            {"d256 gqa2 window 1024 softcap", {4, 2, 256, 32, 1024, 30.f, 3.f}, {{1, 4500}, {32, 4200}}},
+            {"d64 gqa3 decode 8192", {9, 3, 64, 16}, {{1, 8192}}},
+        };
+        for (const Case& c : cases) {
+            double err = 0;
+            const std::string e = check_attention(rng, c.shape, c.seqs, &err, c.name);
+            QVERIFY2(e.empty(), e.c_str());
+            std::printf("  %-28s rel error %.2e\n", c.name, err);
+        }
+    }
+
+    // A decode step captured once and replayed with the batch's device arrays
+    // rewritten in between (other positions and lengths, fresh queries): no
+    // allocation or host sync inside, lengths read from the device.
+    void attention_replays_in_a_cuda_graph() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(15);
+        const Shape sh{8, 2, 128, 16};
+        HostBatch hb = make_batch(rng, sh, {{1, 500}, {1, 2000}});  // cache filled up to these lengths
+        DeviceBatch db(hb, sh, 0);
+        QVERIFY(db.status() == cudaSuccess);
+        fk::AttentionBatch bounds = db.b;
+        bounds.max_seq_len = 2048;  // the graph's bound
+        const size_t q_size = static_cast<size_t>(hb.n_tokens) * sh.n_head * sh.head_dim;
+        DeviceArray<float> dq(q_size), dout(q_size);
+        const size_t ws_bytes = fk::attention_workspace_bytes(bounds, sh.n_head, sh.head_dim);
+        DeviceArray<unsigned char> ws(ws_bytes);
+        QVERIFY(dq.status == cudaSuccess && dout.status == cudaSuccess && ws.status == cudaSuccess);
+        fk::AttentionParams p;
+        p.n_head = sh.n_head;
+        p.scale = 1.0f / std::sqrt(128.0f);
+        cudaStream_t stream;
+        QVERIFY(cudaStreamCreate(&stream) == cudaSuccess);
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        QVERIFY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess);
+        const cudaError_t launch = fk::paged_attention(dq.ptr, db.kv, bounds, p, dout.ptr, ws.ptr, ws_bytes, stream);
+        QVERIFY(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+        QVERIFY2(launch == cudaSuccess, cuda_error(launch, "capture").c_str());
+        QVERIFY(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+        const int lengths[][2] = {{500, 2000}, {11, 1000}, {250, 1601}};
+        for (const auto& len : lengths) {
+            hb.seq_len = {len[0], len[1]};
+            hb.positions = {len[0] - 1, len[1] - 1};
+            QVERIFY(cudaMemcpy(db.positions.ptr, hb.positions.data(), 8, cudaMemcpyHostToDevice) == cudaSuccess);
+            QVERIFY(cudaMemcpy(db.seq_len.ptr, hb.seq_len.data(), 8, cudaMemcpyHostToDevice) == cudaSuccess);
+            const auto q = random_floats(rng, q_size, -1, 1);
+            QVERIFY(cudaMemcpy(dq.ptr, q.data(), q.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+            QVERIFY(dout.poison() == cudaSuccess);
+            QVERIFY(cudaGraphLaunch(exec, stream) == cudaSuccess);
+            QVERIFY(cudaStreamSynchronize(stream) == cudaSuccess);
+            std::vector<float> out;
+            QVERIFY(dout.download(out) == cudaSuccess);
+            const std::string e = check_close("graph replay", out, reference_attention(hb, sh, p.scale, q), 2e-3);
+            QVERIFY2(e.empty(), e.c_str());
+        }
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        cudaStreamDestroy(stream);
+    }
+
+    // Timings for bench/results (FOLIO_GPU_BENCH=1): KV bandwidth of decode,
+    // FLOP rate of prefill, the element-wise kernels' bandwidth.
+    void bench() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        if (!bench_enabled()) QSKIP("set FOLIO_GPU_BENCH=1 to time the kernels");
+        {  // the ceiling: a device-to-device copy, bytes read + written
+            const size_t n = size_t{1} << 28;
+            DeviceArray<float> a(n), b(n);
+            QVERIFY(a.status == cudaSuccess && b.status == cudaSuccess);
+            QVERIFY(cudaMemset(a.ptr, 0x3c, n * 4) == cudaSuccess);
+            const float ms = time_ms([&] { cudaMemcpyAsync(b.ptr, a.ptr, n * 4, cudaMemcpyDeviceToDevice); });
+            std::printf("BENCH copy 1 GiB d2d: %.3f ms, %.0f GB/s (read + write)\n", ms, 2.0 * n * 4 / ms / 1e6);
+        }
+        const BenchCase cases[] = {
+            {"8B decode b1 ctx4096", 32, 8, 128, 1, 1, 4096, 8, 32},
+            {"8B decode b1 ctx32768", 32, 8, 128, 1, 1, 32768, 2, 8},
+            {"8B decode b128 ctx256", 32, 8, 128, 128, 1, 256, 2, 8},
+            {"8B decode b32 ctx2048", 32, 8, 128, 32, 1, 2048, 2, 8},
+            {"gemma3-270m decode b1 ctx4096", 4, 1, 256, 1, 1, 4096, 16, 32},
+            {"smollm2 decode b1 ctx4096", 9, 3, 64, 1, 1, 4096, 16, 32},
+            {"8B decode b64 ctx1024 (gqa4)", 32, 8, 128, 64, 1, 1024, 2, 8},
+            {"8B prefill 512", 32, 8, 128, 1, 512, 512, 2, 8},
+            {"8B prefill 512 after 3584", 32, 8, 128, 1, 512, 4096, 2, 8},
+            {"gemma3 prefill 512", 4, 1, 256, 1, 512, 512, 2, 8},
+        };
+        for (const BenchCase& c : cases) {
+            double ms = 0, bytes = 0, flops = 0;
+            const std::string e = bench_attention(c, &ms, &bytes, &flops);
+            QVERIFY2(e.empty(), (std::string(c.name) + ": " + e).c_str());
+            std::printf("BENCH %-32s %9.4f ms  KV %8.2f MB  %7.0f GB/s  %6.2f TFLOP/s  (floor at 4.3 TB/s: %.4f ms)\n",
+                        c.name, ms, bytes / 1e6, bytes / ms / 1e6, flops / ms / 1e9, bytes / 4.3e9);
+        }
+        {  // element-wise: 64 Mi floats
+            const int64_t n = int64_t{1} << 26;
+            DeviceArray<float> g(static_cast<size_t>(n)), u(static_cast<size_t>(n)), o(static_cast<size_t>(n));
+            QVERIFY(g.status == cudaSuccess && u.status == cudaSuccess && o.status == cudaSuccess);
+            QVERIFY(cudaMemset(g.ptr, 0x3c, static_cast<size_t>(n) * 4) == cudaSuccess);
+            QVERIFY(cudaMemset(u.ptr, 0x3c, static_cast<size_t>(n) * 4) == cudaSuccess);
+            float ms = time_ms([&] { fk::silu_mul(g.ptr, u.ptr, n, nullptr); });
+            std::printf("BENCH silu_mul 64Mi: %.3f ms, %.0f GB/s\n", ms, 3.0 * n * 4 / ms / 1e6);
+            const int64_t dim = 4096, rows = n / dim;
+            ms = time_ms([&] { fk::rms_norm(g.ptr, u.ptr, 1e-5f, rows, dim, o.ptr, nullptr); });
+            std::printf("BENCH rms_norm %lldx%lld: %.3f ms, %.0f GB/s\n", static_cast<long long>(rows),
+                        static_cast<long long>(dim), ms, 2.0 * n * 4 / ms / 1e6);
+            ms = time_ms([&] { fk::add_rms_norm(g.ptr, u.ptr, u.ptr, 1e-5f, rows, dim, o.ptr, nullptr); });
+            std::printf("BENCH add_rms_norm %lldx%lld: %.3f ms, %.0f GB/s\n", static_cast<long long>(rows),
+                        static_cast<long long>(dim), ms, 4.0 * n * 4 / ms / 1e6);
+            QVERIFY(cudaDeviceSynchronize() == cudaSuccess);
+        }
+    }
+};
+
+FOLIO_TEST_MAIN(TestGpuAttention)
+#include "test_gpu_attention.moc"
