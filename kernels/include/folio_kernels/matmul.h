@@ -1,0 +1,91 @@
+// Matrix products of the CUDA backend: y = x · Wᵀ for every weight type a
+// GGUF file holds, plus the helpers around them (device layout, random
+// weights, embedding lookup). Pointers, shapes and a stream in; no engine
+// types. Quantized weights compute like the CPU backend: each activation row
+// is quantized to the CPU's partner format (Q8_0 / Q8_1 / Q8_K, rounded the
+// same way), then integer dot products with one float scale per block, so the
+// only difference from the CPU is the order of the float sums.
+//
+// Batch invariance: for quantized weights a row's y does not depend on n (the
+// kernels walk the activation rows in tiles of up to 8 and every row takes
+// the same path in any tile). F32 / F16 / BF16 weights go through cuBLAS when
+// n > kMatmulTileRows and are not batch-invariant across that threshold.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+namespace folio::kernels {
+
+// GGML's type ids (the GGUF tensor type field).
+enum class WeightType : int32_t {
+    F32 = 0,
+    F16 = 1,
+    Q4_0 = 2,
+    Q4_1 = 3,
+    Q5_0 = 6,
+    Q5_1 = 7,
+    Q8_0 = 8,
+    Q4_K = 12,
+    Q5_K = 13,
+    Q6_K = 14,
+    BF16 = 30
+};
+
+// Activation rows the matrix kernels read per pass over the weights.
+inline constexpr int kMatmulTileRows = 8;
+
+bool matmul_supported(WeightType t);  // all of the above
+
+// Elements per block of the type (1, 32 or 256): cols must be a multiple.
+int64_t weight_block_elems(WeightType t);
+
+// Bytes of a rows x cols matrix in the device layout (after prepare_matrix).
+// rows = out features, cols = in features. 0 when the shape is invalid.
+size_t device_matrix_bytes(WeightType t, int64_t rows, int64_t cols);
+
+// GGUF bytes of the matrix, already in device memory at `src` (rows * GGUF
+// row bytes), into the device layout at `dst` (src and dst must not overlap).
+// Q4_0 .. Q8_0 and Q6_K are repacked (quants apart from the scales, so that
+// loads are 16 bytes wide and aligned); the others are copied.
+cudaError_t prepare_matrix(WeightType t, const void* src, int64_t rows, int64_t cols, void* dst, cudaStream_t s);
+
+// Deterministic pseudo-random weights written straight into the device layout
+// (for `--load-format dummy`): values of magnitude ~scale, finite, every byte
+// written (quantized types: random quants with block scales giving weights of
+// magnitude ~scale).
+cudaError_t fill_random_matrix(WeightType t, void* dst, int64_t rows, int64_t cols, uint64_t seed, float scale,
+                               cudaStream_t s);
+
+struct DeviceMatrix {
+    WeightType type = WeightType::F32;
+    const void* data = nullptr;  // device layout, 256-byte aligned (cudaMalloc gives that)
+    int64_t rows = 0, cols = 0;
+};
+
+// Scratch for one stream: activation quantization / F16 conversion / cuBLAS
+// workspace. data must be 256-byte aligned.
+struct MatmulWorkspace {
+    void* data = nullptr;
+    size_t bytes = 0;
+    cublasHandle_t cublas = nullptr;
+};
+
+// Workspace bytes a matmul of n activation rows with this matrix needs (the
+// backend allocates the max over its matrices and batch sizes).
+size_t matmul_workspace_bytes(WeightType t, int64_t n, int64_t rows, int64_t cols);
+
+// y[n][rows] = x[n][cols] · Wᵀ ; x and y are F32, row-major, device memory.
+// No allocation, no host sync: capturable in a CUDA graph (the cublas
+// handle's stream and workspace are set on ws.cublas per call).
+cudaError_t matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,
+                   cudaStream_t s);
+
+// out[i][cols] = row ids[i] of w as F32 (embedding lookup), exactly as the
+// engine's dequantizer computes it; ids is device memory, each in [0, rows).
+cudaError_t gather_rows(const DeviceMatrix& w, const int32_t* ids, int64_t n, float* out, cudaStream_t s);
+
+}  // namespace folio::kernels

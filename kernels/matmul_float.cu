@@ -1,0 +1,221 @@
+// F32, F16 and BF16 weights times F32 activations. Up to kMatmulTileRows
+// activation rows: one warp per weight row, 16-byte weight loads, F32
+// arithmetic (the weights are read once; this is the decode path). More rows:
+// cuBLAS, with the activations converted to the weights' type in the
+// workspace (F32 weights: F32 math, no TF32), accumulating in F32.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "folio_kernels/check.h"
+#include "matmul_layout.cuh"
+
+namespace folio::kernels::detail {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;  // what cuBLAS asks for on Hopper
+
+template <WeightType T>
+constexpr int kElemBytes = T == WeightType::F32 ? 4 : 2;
+
+// 16 bytes of weights as floats (4 for F32, 8 for F16 / BF16).
+template <WeightType T>
+__device__ __forceinline__ void unpack16(const uint4& v, float (&out)[16 / kElemBytes<T>]) {
+    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        if constexpr (T == WeightType::F32) {
+            out[k] = __uint_as_float(words[k]);
+        } else if constexpr (T == WeightType::F16) {
+            const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&words[k]));
+            out[2 * k] = f.x;
+            out[2 * k + 1] = f.y;
+        } else {
+            out[2 * k] = __uint_as_float(words[k] << 16);
+            out[2 * k + 1] = __uint_as_float(words[k] & 0xffff0000u);
+        }
+    }
+}
+
+template <WeightType T>
+__device__ __forceinline__ float element(const uint8_t* w, int64_t i) {
+    if constexpr (T == WeightType::F32) return reinterpret_cast<const float*>(w)[i];
+    if constexpr (T == WeightType::F16) return __half2float(reinterpret_cast<const __half*>(w)[i]);
+    return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(w)[i]);
+}
+
+// y[j0 + j][row] for j < NT, one warp per row. kVec: rows are whole 16-byte chunks.
+template <WeightType T, int NT, bool kVec>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, NT <= 2 ? 8 : 4)
+    matvec_float(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, const float* __restrict__ x, int64_t j0,
+                 float* __restrict__ y) {
+    constexpr int kElems = 16 / kElemBytes<T>;
+    constexpr int kUnroll = 8;
+    const int lane = threadIdx.x % 32;
+    const int64_t row = blockIdx.x * static_cast<int64_t>(kWarpsPerBlock) + threadIdx.x / 32;
+    if (row >= rows) return;
+    float acc[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[j] = 0.0f;
+    const float* xs = x + j0 * cols;
+    if constexpr (kVec) {
+        const int64_t chunks = cols / kElems;
+        const uint8_t* wr = w + row * cols * kElemBytes<T>;
+        uint4 v[kUnroll];
+        // The first chunks load while the grid before this one finishes.
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) {
+            const int64_t c = 32 * i + lane;
+            if (c < chunks) v[i] = __ldcs(reinterpret_cast<const uint4*>(wr) + c);
+        }
+        wait_for_earlier_grids();
+        allow_later_grids();
+        for (int64_t base = 0; base < chunks; base += 32 * kUnroll) {
+            if (base > 0) {
+#pragma unroll
+                for (int i = 0; i < kUnroll; ++i) {
+                    const int64_t c = base + 32 * i + lane;
+                    if (c < chunks) v[i] = __ldcs(reinterpret_cast<const uint4*>(wr) + c);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < kUnroll; ++i) {
+                const int64_t c = base + 32 * i + lane;
+                if (c >= chunks) break;
+                float f[kElems];
+                unpack16<T>(v[i], f);
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    const float4* xv = reinterpret_cast<const float4*>(xs + j * cols + c * kElems);
+#pragma unroll
+                    for (int q = 0; q < kElems / 4; ++q) {
+                        const float4 a = __ldg(xv + q);
+                        acc[j] = fmaf(f[4 * q], a.x, acc[j]);
+                        acc[j] = fmaf(f[4 * q + 1], a.y, acc[j]);
+                        acc[j] = fmaf(f[4 * q + 2], a.z, acc[j]);
+                        acc[j] = fmaf(f[4 * q + 3], a.w, acc[j]);
+                    }
+                }
+            }
+        }
+    } else {
+        wait_for_earlier_grids();
+        allow_later_grids();
+        for (int64_t c = lane; c < cols; c += 32) {
+            const float f = element<T>(w, row * cols + c);
+#pragma unroll
+            for (int j = 0; j < NT; ++j) acc[j] = fmaf(f, xs[j * cols + c], acc[j]);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], o);
+        if (lane == j) y[(j0 + j) * rows + row] = acc[j];
+    }
+}
+
+template <WeightType T, int NT>
+cudaError_t launch_matvec(const DeviceMatrix& w, const float* x, int64_t j0, float* y, cudaStream_t s) {
+    constexpr int kElems = 16 / kElemBytes<T>;
+    const bool vec = w.cols % kElems == 0 && reinterpret_cast<uintptr_t>(w.data) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    const unsigned grid = blocks_for(w.rows, kWarpsPerBlock);
+    const auto* wp = static_cast<const uint8_t*>(w.data);
+    if (vec)
+        return launch_overlapped(matvec_float<T, NT, true>, dim3(grid), dim3(kWarpsPerBlock * 32), s, wp, w.rows,
+                                 w.cols, x, j0, y);
+    return launch_overlapped(matvec_float<T, NT, false>, dim3(grid), dim3(kWarpsPerBlock * 32), s, wp, w.rows,
+                             w.cols, x, j0, y);
+}
+
+template <WeightType T>
+cudaError_t launch_small(const DeviceMatrix& w, const float* x, int64_t n, float* y, cudaStream_t s) {
+    switch (n) {
+        case 1: return launch_matvec<T, 1>(w, x, 0, y, s);
+        case 2: return launch_matvec<T, 2>(w, x, 0, y, s);
+        case 3: return launch_matvec<T, 3>(w, x, 0, y, s);
+        case 4: return launch_matvec<T, 4>(w, x, 0, y, s);
+        case 5: return launch_matvec<T, 5>(w, x, 0, y, s);
+        case 6: return launch_matvec<T, 6>(w, x, 0, y, s);
+        case 7: return launch_matvec<T, 7>(w, x, 0, y, s);
+        default: return launch_matvec<T, 8>(w, x, 0, y, s);
+    }
+}
+
+template <WeightType T>
+__global__ void convert_activations(const float* __restrict__ x, size_t count, void* __restrict__ out) {
+    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+         i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+        if constexpr (T == WeightType::F16) static_cast<__half*>(out)[i] = __float2half_rn(x[i]);
+        if constexpr (T == WeightType::BF16) static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(x[i]);
+    }
+}
+
+cudaError_t cublas_error(cublasStatus_t st) {
+    switch (st) {
+        case CUBLAS_STATUS_SUCCESS: return cudaSuccess;
+        case CUBLAS_STATUS_NOT_INITIALIZED: return cudaErrorNotReady;
+        case CUBLAS_STATUS_ALLOC_FAILED: return cudaErrorMemoryAllocation;
+        case CUBLAS_STATUS_ARCH_MISMATCH: return cudaErrorNotSupported;
+        default: return cudaErrorUnknown;
+    }
+}
+
+size_t converted_bytes(WeightType t, int64_t n, int64_t cols) {
+    return t == WeightType::F32 ? 0 : align256(static_cast<size_t>(n * cols) * 2);
+}
+
+// y (col-major rows x n, i.e. row-major [n][rows]) = Wᵀ-view of the row-major
+// weights (col-major cols x rows, transposed) times x (col-major cols x n).
+cudaError_t cublas_matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,
+                          cudaStream_t s) {
+    if (!ws.cublas) return cudaErrorInvalidValue;
+    if (w.rows > INT32_MAX || w.cols > INT32_MAX || n > INT32_MAX) return cudaErrorInvalidValue;
+    auto* base = static_cast<uint8_t*>(ws.data);
+    const size_t conv = converted_bytes(w.type, n, w.cols);
+    const void* b = x;
+    cudaDataType_t type = CUDA_R_32F;
+    if (w.type != WeightType::F32) {
+        const size_t count = static_cast<size_t>(n * w.cols);
+        const unsigned grid = blocks_for(static_cast<long long>(count), 256) < 4096
+                                  ? blocks_for(static_cast<long long>(count), 256)
+                                  : 4096u;
+        if (w.type == WeightType::F16) {
+            convert_activations<WeightType::F16><<<grid, 256, 0, s>>>(x, count, base);
+            type = CUDA_R_16F;
+        } else {
+            convert_activations<WeightType::BF16><<<grid, 256, 0, s>>>(x, count, base);
+            type = CUDA_R_16BF;
+        }
+        FOLIO_CUDA_TRY(cudaGetLastError());
+        b = base;
+    }
+    FOLIO_CUDA_TRY(cublas_error(cublasSetStream(ws.cublas, s)));
+    FOLIO_CUDA_TRY(cublas_error(cublasSetWorkspace(ws.cublas, base + conv, kCublasWorkspaceBytes)));
+    FOLIO_CUDA_TRY(cublas_error(cublasSetMathMode(ws.cublas, CUBLAS_DEFAULT_MATH)));  // no TF32 for F32
+    const float alpha = 1.0f, beta = 0.0f;
+    const int m = static_cast<int>(w.rows), nn = static_cast<int>(n), k = static_cast<int>(w.cols);
+    return cublas_error(cublasGemmEx(ws.cublas, CUBLAS_OP_T, CUBLAS_OP_N, m, nn, k, &alpha, w.data, type, k, b, type,
+                                     k, &beta, y, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace
+
+size_t float_workspace_bytes(WeightType t, int64_t n, int64_t cols) {
+    if (n <= kMatmulTileRows) return 0;
+    return converted_bytes(t, n, cols) + kCublasWorkspaceBytes;
+}
+
+cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,
+                         cudaStream_t s) {
+    if (n > kMatmulTileRows) return cublas_matmul(w, x, n, y, ws, s);
+    switch (w.type) {
+        case WeightType::F32: return launch_small<WeightType::F32>(w, x, n, y, s);
+        case WeightType::F16: return launch_small<WeightType::F16>(w, x, n, y, s);
+        case WeightType::BF16: return launch_small<WeightType::BF16>(w, x, n, y, s);
+        default: return cudaErrorInvalidValue;
+    }
+}
+
+}  // namespace folio::kernels::detail

@@ -1,0 +1,153 @@
+// Internal to the matmul files: where each part of a weight matrix lies in
+// the device layout, and the small device helpers the kernels share.
+//
+// Device layouts (rows x cols, nb blocks per row, blocks in row-major order):
+//   F32, F16, BF16, Q4_K, Q5_K: as in GGUF (Q4_K / Q5_K blocks are 144 / 176
+//     bytes, multiples of 16, so their loads are aligned as they are).
+//   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 ("split"): all blocks' quants (16 or 32 bytes
+//     per block), then for the Q5 types all blocks' high bits (a uint32 each),
+//     then all blocks' scales (half d, or half2 d, m for Q4_1 / Q5_1).
+//   Q6_K: all blocks' ql, qh, scales (208 bytes per block), then all blocks' d.
+// Each region starts on a 256-byte boundary.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "folio_kernels/matmul.h"
+
+namespace folio::kernels::detail {
+
+inline constexpr int kQK = 32;    // legacy block
+inline constexpr int kQKK = 256;  // K-quant super-block
+
+inline constexpr size_t align256(size_t v) { return (v + 255) / 256 * 256; }
+
+// GGUF block bytes for the type (per block_elems elements).
+__host__ __device__ inline constexpr int gguf_block_bytes(WeightType t) {
+    switch (t) {
+        case WeightType::F32: return 4;
+        case WeightType::F16: return 2;
+        case WeightType::BF16: return 2;
+        case WeightType::Q4_0: return 18;
+        case WeightType::Q4_1: return 20;
+        case WeightType::Q5_0: return 22;
+        case WeightType::Q5_1: return 24;
+        case WeightType::Q8_0: return 34;
+        case WeightType::Q4_K: return 144;
+        case WeightType::Q5_K: return 176;
+        case WeightType::Q6_K: return 210;
+    }
+    return 0;
+}
+
+__host__ __device__ inline constexpr int block_elems(WeightType t) {
+    switch (t) {
+        case WeightType::F32:
+        case WeightType::F16:
+        case WeightType::BF16: return 1;
+        case WeightType::Q4_K:
+        case WeightType::Q5_K:
+        case WeightType::Q6_K: return kQKK;
+        default: return kQK;
+    }
+}
+
+// Offsets of the regions of a split (legacy) or Q6_K matrix.
+struct SplitLayout {
+    int64_t blocks = 0;     // rows * nb
+    size_t qs_offset = 0;   // quants (16 / 32 bytes per block; Q6_K: 208)
+    size_t qh_offset = 0;   // Q5_0 / Q5_1 high bits, uint32 per block
+    size_t scale_offset = 0;  // half d or half2 (d, m) per block
+    size_t bytes = 0;
+};
+
+__host__ __device__ inline constexpr int split_qs_bytes(WeightType t) {
+    switch (t) {
+        case WeightType::Q8_0: return 32;
+        case WeightType::Q6_K: return 208;
+        default: return 16;
+    }
+}
+__host__ __device__ inline constexpr bool has_qh(WeightType t) { return t == WeightType::Q5_0 || t == WeightType::Q5_1; }
+__host__ __device__ inline constexpr bool has_min(WeightType t) { return t == WeightType::Q4_1 || t == WeightType::Q5_1; }
+__host__ __device__ inline constexpr bool is_split(WeightType t) {
+    return t == WeightType::Q4_0 || t == WeightType::Q4_1 || t == WeightType::Q5_0 || t == WeightType::Q5_1 ||
+           t == WeightType::Q8_0 || t == WeightType::Q6_K;
+}
+
+inline SplitLayout split_layout(WeightType t, int64_t rows, int64_t cols) {
+    SplitLayout l;
+    l.blocks = rows * (cols / block_elems(t));
+    const auto blocks = static_cast<size_t>(l.blocks);
+    l.qs_offset = 0;
+    l.qh_offset = align256(blocks * split_qs_bytes(t));
+    l.scale_offset = l.qh_offset + (has_qh(t) ? align256(blocks * 4) : 0);
+    l.bytes = l.scale_offset + align256(blocks * (has_min(t) ? 4 : 2));
+    return l;
+}
+
+// ---- programmatic dependent launch ---------------------------------------------
+// The matmul kernels are launched so that they may start while the kernel
+// before them in the stream finishes (Hopper's programmatic dependent launch):
+// they load weights first, then wait for the earlier grids before they read
+// activations or write outputs. FOLIO_CUDA_PDL=0 in the environment turns it off.
+
+bool pdl_enabled();
+
+__device__ __forceinline__ void wait_for_earlier_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_later_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+template <typename... Params, typename... Args>
+cudaError_t launch_overlapped(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = 0;
+    config.stream = s;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+}
+
+// ---- device helpers ----------------------------------------------------------
+
+__device__ __forceinline__ float half_bits_to_float(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
+__device__ __forceinline__ float bf16_bits_to_float(uint16_t bits) {
+    return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+}
+
+// The 6-bit scale and min of sub-block j of a Q4_K / Q5_K super-block.
+__device__ __forceinline__ void k_scale_min(int j, const uint8_t* s, int& sc, int& m) {
+    if (j < 4) {
+        sc = s[j] & 63;
+        m = s[j + 4] & 63;
+    } else {
+        sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+// ---- the product's two families (matmul_quant.cu, matmul_float.cu) ----------------
+
+size_t quantized_workspace_bytes(WeightType t, int64_t n, int64_t cols);
+cudaError_t quantized_matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, void* ws, cudaStream_t s);
+
+size_t float_workspace_bytes(WeightType t, int64_t n, int64_t cols);
+cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,
+                         cudaStream_t s);
+
+}  // namespace folio::kernels::detail

@@ -1,0 +1,498 @@
+// Quantized weights times F32 activations, the way the CPU backend computes
+// it: each activation row is quantized to the partner format (Q8_0 for
+// Q4_0 / Q5_0 / Q8_0, Q8_1 for Q4_1 / Q5_1, Q8_K for the K-quants) with the
+// CPU's rounding, then every block contributes an integer dot product
+// (__dp4a) times its float scales.
+//
+// One warp computes one weight row against a tile of up to kMatmulTileRows
+// activation rows. Lane l takes the row's units (a block, or a quarter of a
+// K-quant super-block) l, l + 32, ... in that order and the lanes' sums are
+// combined by one fixed butterfly, whatever the tile size: a row's y is the
+// same bits alone or in any batch (batch invariance).
+#include <cuda_fp16.h>
+
+#include "folio_kernels/check.h"
+#include "matmul_layout.cuh"
+
+namespace folio::kernels::detail {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+
+// ---- activation quantization -----------------------------------------------------
+// Workspace: qs int8 [n][cols], then per block either float2 meta [n][cols/32]
+// (d, and s for Q8_1 or the exact sum of the quants for Q8_0), or for Q8_K
+// float d [n][cols/256] and int16 bsums [n][cols/16].
+
+struct ActQ8 {
+    const int8_t* qs = nullptr;
+    const float2* meta = nullptr;  // legacy partners
+    const float* d = nullptr;      // Q8_K
+    const int16_t* bsums = nullptr;  // Q8_K
+    int64_t cols = 0;
+};
+
+struct ActLayout {
+    size_t meta_offset = 0, d_offset = 0, bsums_offset = 0, bytes = 0;
+};
+
+ActLayout act_layout(bool k_quant, int64_t n, int64_t cols) {
+    ActLayout l;
+    const auto qs = align256(static_cast<size_t>(n * cols));
+    if (k_quant) {
+        l.d_offset = qs;
+        l.bsums_offset = l.d_offset + align256(static_cast<size_t>(n * (cols / kQKK)) * sizeof(float));
+        l.bytes = l.bsums_offset + align256(static_cast<size_t>(n * (cols / 16)) * sizeof(int16_t));
+    } else {
+        l.meta_offset = qs;
+        l.bytes = l.meta_offset + align256(static_cast<size_t>(n * (cols / kQK)) * sizeof(float2));
+    }
+    return l;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ int warp_sum(int v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float half_round(float v) { return __half2float(__float2half_rn(v)); }
+
+// One warp per block of 32: d = amax / 127, q = round_even(x / d) as
+// x * (1 / d), d and s stored as halves (read back as floats), like the CPU.
+template <bool kQ8_1>
+__global__ void quantize_q8_blocks(const float* __restrict__ x, int64_t blocks, int8_t* __restrict__ qs,
+                                   float2* __restrict__ meta) {
+    const int64_t b = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    wait_for_earlier_grids();
+    allow_later_grids();
+    if (b >= blocks) return;  // whole warps leave together
+    const float v = x[b * kQK + lane];
+    const float amax = warp_max(fabsf(v));
+    const float d = __fdiv_rn(amax, 127.0f);
+    const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+    const int q = __float2int_rn(__fmul_rn(v, id));
+    qs[b * kQK + lane] = static_cast<int8_t>(q);
+    const int sum = warp_sum(q);
+    if (lane == 0) {
+        const float s = kQ8_1 ? half_round(__fmul_rn(d, static_cast<float>(sum))) : static_cast<float>(sum);
+        meta[b] = make_float2(half_round(d), s);
+    }
+}
+
+// One warp per super-block of 256 (8 elements a lane): iscale = 127 / amax,
+// q = round_even(x * iscale), d = 1 / iscale, sums of each 16 quants.
+__global__ void quantize_q8_k_blocks(const float* __restrict__ x, int64_t blocks, int8_t* __restrict__ qs,
+                                     float* __restrict__ d_out, int16_t* __restrict__ bsums) {
+    const int64_t b = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    wait_for_earlier_grids();
+    allow_later_grids();
+    if (b >= blocks) return;
+    const float4* in = reinterpret_cast<const float4*>(x + b * kQKK + 8 * lane);
+    const float4 v0 = in[0], v1 = in[1];
+    const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+    float m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(v[i]));
+    const float amax = warp_max(m);
+    const float iscale = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+    int q[8], sum = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        q[i] = __float2int_rn(__fmul_rn(v[i], iscale));
+        sum += q[i];
+    }
+    int2 packed;
+    packed.x = (q[0] & 0xff) | ((q[1] & 0xff) << 8) | ((q[2] & 0xff) << 16) | (q[3] << 24);
+    packed.y = (q[4] & 0xff) | ((q[5] & 0xff) << 8) | ((q[6] & 0xff) << 16) | (q[7] << 24);
+    reinterpret_cast<int2*>(qs + b * kQKK)[lane] = packed;
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);  // the two lanes of a run of 16
+    if (lane % 2 == 0) bsums[b * (kQKK / 16) + lane / 2] = static_cast<int16_t>(sum);
+    if (lane == 0) d_out[b] = amax != 0.0f ? __fdiv_rn(1.0f, iscale) : 0.0f;
+}
+
+// ---- per-type units ---------------------------------------------------------------
+
+__device__ __forceinline__ uint4 load16(const uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+__device__ __forceinline__ int4 load16(const int8_t* p) { return __ldg(reinterpret_cast<const int4*>(p)); }
+
+// Bit 4 of each byte from 4 bits of t (the fifth bit of Q5 quants).
+__device__ __forceinline__ int spread_bits(uint32_t t) {
+    return static_cast<int>(((t & 1u) << 4) | ((t & 2u) << 11) | ((t & 4u) << 18) | ((t & 8u) << 25));
+}
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int k) {
+    return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ int int_of(const int4& v, int k) {
+    return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ int byte_of(const uint4& v, int i) {  // i may be a run-time value
+    return static_cast<int>((word_of(v, i >> 2) >> (8 * (i & 3))) & 0xffu);
+}
+
+// The legacy types: one unit is one block of 32.
+template <WeightType T>
+struct Block32 {
+    static constexpr int kUnitElems = kQK;
+    struct Unit {
+        uint4 qs, qs_hi;  // qs_hi: Q8_0's second 16 bytes
+        uint32_t qh;
+        float d, m;
+    };
+    __device__ static Unit load(const uint8_t* w, const SplitLayout& l, int64_t blk) {
+        Unit u{};
+        const uint8_t* qs = w + l.qs_offset + blk * split_qs_bytes(T);
+        u.qs = load16(qs);
+        if constexpr (T == WeightType::Q8_0) u.qs_hi = load16(qs + 16);
+        if constexpr (has_qh(T)) u.qh = __ldg(reinterpret_cast<const uint32_t*>(w + l.qh_offset) + blk);
+        if constexpr (has_min(T)) {
+            const __half2 dm = __ldg(reinterpret_cast<const __half2*>(w + l.scale_offset) + blk);
+            u.d = __low2float(dm);
+            u.m = __high2float(dm);
+        } else {
+            u.d = __half2float(__ldg(reinterpret_cast<const __half*>(w + l.scale_offset) + blk));
+        }
+        return u;
+    }
+    // acc[j] += this block times activation row j0 + j.
+    template <int NT>
+    __device__ static void dot(const Unit& u, const ActQ8& a, int64_t row_unit, int64_t j0, float (&acc)[NT]) {
+        const int64_t nb = a.cols / kQK;
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const int8_t* aq = a.qs + (j0 + j) * a.cols + row_unit * kQK;
+            const int4 a_lo = load16(aq), a_hi = load16(aq + 16);
+            const float2 meta = __ldg(a.meta + (j0 + j) * nb + row_unit);
+            int sumi = 0;
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                if constexpr (T == WeightType::Q8_0) {
+                    sumi = __dp4a(static_cast<int>(word_of(u.qs, k)), int_of(a_lo, k), sumi);
+                    sumi = __dp4a(static_cast<int>(word_of(u.qs_hi, k)), int_of(a_hi, k), sumi);
+                } else {
+                    int lo = static_cast<int>(word_of(u.qs, k) & 0x0f0f0f0fu);
+                    int hi = static_cast<int>((word_of(u.qs, k) >> 4) & 0x0f0f0f0fu);
+                    if constexpr (has_qh(T)) {
+                        lo |= spread_bits(u.qh >> (4 * k));
+                        hi |= spread_bits(u.qh >> (16 + 4 * k));
+                    }
+                    sumi = __dp4a(lo, int_of(a_lo, k), sumi);
+                    sumi = __dp4a(hi, int_of(a_hi, k), sumi);
+                }
+            }
+            float v;
+            if constexpr (has_min(T)) {  // d * sum(q a) * da + m * s
+                v = __fadd_rn(__fmul_rn(__fmul_rn(static_cast<float>(sumi), u.d), meta.x), __fmul_rn(u.m, meta.y));
+            } else {
+                if constexpr (T == WeightType::Q4_0) sumi -= 8 * __float2int_rn(meta.y);
+                if constexpr (T == WeightType::Q5_0) sumi -= 16 * __float2int_rn(meta.y);
+                v = __fmul_rn(__fmul_rn(static_cast<float>(sumi), u.d), meta.x);
+            }
+            acc[j] = __fadd_rn(acc[j], v);
+        }
+    }
+};
+
+// Q4_K / Q5_K: one unit is a pair of sub-blocks (64 elements, 32 bytes of qs).
+template <WeightType T>
+struct PairK {
+    static constexpr int kUnitElems = 64;
+    static constexpr bool kFive = T == WeightType::Q5_K;
+    struct Unit {
+        uint4 header;  // d, dmin, scales[12]
+        uint4 qs[2];
+        uint4 qh[2];
+        int pair;
+    };
+    __device__ static Unit load(const uint8_t* w, const SplitLayout&, int64_t unit) {
+        Unit u{};
+        const uint8_t* b = w + (unit / 4) * gguf_block_bytes(T);
+        u.pair = static_cast<int>(unit % 4);
+        u.header = load16(b);
+        const uint8_t* qs = b + (kFive ? 48 : 16) + 32 * u.pair;
+        u.qs[0] = load16(qs);
+        u.qs[1] = load16(qs + 16);
+        if constexpr (kFive) {
+            u.qh[0] = load16(b + 16);
+            u.qh[1] = load16(b + 32);
+        }
+        return u;
+    }
+    template <int NT>
+    __device__ static void dot(const Unit& u, const ActQ8& a, int64_t row_unit, int64_t j0, float (&acc)[NT]) {
+        const int p = u.pair;
+        const int64_t sb = row_unit / 4;
+        // Scale and min of sub-blocks 2p and 2p + 1 (bytes 4.. of the header).
+        int sc[2], mn[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int j = 2 * p + h;
+            if (j < 4) {
+                sc[h] = byte_of(u.header, 4 + j) & 63;
+                mn[h] = byte_of(u.header, 8 + j) & 63;
+            } else {
+                sc[h] = (byte_of(u.header, 8 + j) & 0xF) | ((byte_of(u.header, j) >> 6) << 4);
+                mn[h] = (byte_of(u.header, 8 + j) >> 4) | ((byte_of(u.header, 4 + j) >> 6) << 4);
+            }
+        }
+        const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(u.header.x & 0xffffu)));
+        const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(u.header.x >> 16)));
+        // Quants as bytes: lo[k] elements 4k.. of sub-block 2p, hi[k] of 2p + 1.
+        int lo[8], hi[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const uint32_t q = word_of(u.qs[k / 4], k % 4);
+            lo[k] = static_cast<int>(q & 0x0f0f0f0fu);
+            hi[k] = static_cast<int>((q >> 4) & 0x0f0f0f0fu);
+            if constexpr (kFive) {
+                const uint32_t h = word_of(u.qh[k / 4], k % 4);
+                lo[k] |= static_cast<int>(((h >> (2 * p)) & 0x01010101u) << 4);
+                hi[k] |= static_cast<int>(((h >> (2 * p + 1)) & 0x01010101u) << 4);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const int8_t* aq = a.qs + (j0 + j) * a.cols + row_unit * 64;
+            const int4 a0 = load16(aq), a1 = load16(aq + 16), a2 = load16(aq + 32), a3 = load16(aq + 48);
+            const int2 bs = __ldg(reinterpret_cast<const int2*>(a.bsums + (j0 + j) * (a.cols / 16) + 4 * row_unit));
+            const float da = __ldg(a.d + (j0 + j) * (a.cols / kQKK) + sb);
+            int dot_lo = 0, dot_hi = 0;
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                dot_lo = __dp4a(lo[k], int_of(a0, k), dot_lo);
+                dot_lo = __dp4a(lo[k + 4], int_of(a1, k), dot_lo);
+                dot_hi = __dp4a(hi[k], int_of(a2, k), dot_hi);
+                dot_hi = __dp4a(hi[k + 4], int_of(a3, k), dot_hi);
+            }
+            const int bs0 = static_cast<int16_t>(bs.x & 0xffff), bs1 = static_cast<int16_t>(bs.x >> 16);
+            const int bs2 = static_cast<int16_t>(bs.y & 0xffff), bs3 = static_cast<int16_t>(bs.y >> 16);
+            const int scaled = sc[0] * dot_lo + sc[1] * dot_hi;
+            const int offsets = mn[0] * (bs0 + bs1) + mn[1] * (bs2 + bs3);
+            const float v = __fmul_rn(da, __fsub_rn(__fmul_rn(d, static_cast<float>(scaled)),
+                                                    __fmul_rn(dmin, static_cast<float>(offsets))));
+            acc[j] = __fadd_rn(acc[j], v);
+        }
+    }
+};
+
+// Q6_K: one unit is a quarter of the super-block: half h (128 elements), and
+// within it the runs 16s.. of each of its four 32-element groups (64 elements,
+// sub-blocks 8h + s + 2t for t = 0..3).
+struct QuarterQ6K {
+    static constexpr int kUnitElems = 64;
+    struct Unit {
+        uint4 ql_lo, ql_hi, qh, scales;
+        float d;
+        int quarter;
+    };
+    __device__ static Unit load(const uint8_t* w, const SplitLayout& l, int64_t unit) {
+        Unit u;
+        const int64_t blk = unit / 4;
+        u.quarter = static_cast<int>(unit % 4);
+        const int h = u.quarter >> 1, s = u.quarter & 1;
+        const uint8_t* b = w + l.qs_offset + blk * 208;
+        u.ql_lo = load16(b + 64 * h + 16 * s);
+        u.ql_hi = load16(b + 64 * h + 32 + 16 * s);
+        u.qh = load16(b + 128 + 32 * h + 16 * s);
+        u.scales = load16(b + 192);
+        u.d = __half2float(__ldg(reinterpret_cast<const __half*>(w + l.scale_offset) + blk));
+        return u;
+    }
+    template <int NT>
+    __device__ static void dot(const Unit& u, const ActQ8& a, int64_t row_unit, int64_t j0, float (&acc)[NT]) {
+        const int h = u.quarter >> 1, s = u.quarter & 1;
+        const int64_t sb = row_unit / 4;
+        // q[t][k]: elements 128h + 16s + 32t + 4k .. + 3, as bytes 0..63.
+        int q[4][4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const uint32_t lo = word_of(u.ql_lo, k), hi = word_of(u.ql_hi, k), hb = word_of(u.qh, k);
+            q[0][k] = static_cast<int>((lo & 0x0f0f0f0fu) | ((hb << 4) & 0x30303030u));
+            q[1][k] = static_cast<int>((hi & 0x0f0f0f0fu) | ((hb << 2) & 0x30303030u));
+            q[2][k] = static_cast<int>(((lo >> 4) & 0x0f0f0f0fu) | (hb & 0x30303030u));
+            q[3][k] = static_cast<int>(((hi >> 4) & 0x0f0f0f0fu) | ((hb >> 2) & 0x30303030u));
+        }
+        int sc[4];
+#pragma unroll
+        for (int t = 0; t < 4; ++t) sc[t] = static_cast<int8_t>(byte_of(u.scales, 8 * h + s + 2 * t));
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const int8_t* aq = a.qs + (j0 + j) * a.cols + sb * kQKK + 128 * h + 16 * s;
+            const int4 bs8 = __ldg(reinterpret_cast<const int4*>(a.bsums + (j0 + j) * (a.cols / 16) + sb * 16 + 8 * h));
+            const float da = __ldg(a.d + (j0 + j) * (a.cols / kQKK) + sb);
+            int sumi = 0;
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+                const int4 av = load16(aq + 32 * t);
+                int dot = 0;
+#pragma unroll
+                for (int k = 0; k < 4; ++k) dot = __dp4a(q[t][k], int_of(av, k), dot);
+                const int word = int_of(bs8, t);  // bsums 8h + 2t, 8h + 2t + 1
+                const int bsum = s == 0 ? static_cast<int16_t>(word & 0xffff) : static_cast<int16_t>(word >> 16);
+                sumi += sc[t] * (dot - 32 * bsum);
+            }
+            acc[j] = __fadd_rn(acc[j], __fmul_rn(__fmul_rn(da, u.d), static_cast<float>(sumi)));
+        }
+    }
+};
+
+template <WeightType T>
+struct UnitOf {
+    using type = Block32<T>;
+};
+template <>
+struct UnitOf<WeightType::Q4_K> {
+    using type = PairK<WeightType::Q4_K>;
+};
+template <>
+struct UnitOf<WeightType::Q5_K> {
+    using type = PairK<WeightType::Q5_K>;
+};
+template <>
+struct UnitOf<WeightType::Q6_K> {
+    using type = QuarterQ6K;
+};
+
+// Units each lane loads before it computes (bytes in flight).
+template <WeightType T>
+constexpr int kUnroll = T == WeightType::Q4_K || T == WeightType::Q5_K || T == WeightType::Q6_K ? 2 : 4;
+
+// y[j][row] for activation rows j_begin .. j_begin + tiles * NT, one warp a row.
+// Registers capped so that enough warps stream weights: 64 a thread for one
+// or two activation rows (decode; ~100 for the K-quants' larger units), 128
+// for larger tiles.
+template <WeightType T>
+constexpr bool kSuperBlocks = T == WeightType::Q4_K || T == WeightType::Q5_K || T == WeightType::Q6_K;
+template <WeightType T, int NT>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, NT <= 2 ? (kSuperBlocks<T> ? 5 : 8) : 4)
+    mmq_kernel(const uint8_t* __restrict__ w, SplitLayout l, int64_t rows, int64_t cols, ActQ8 a, int64_t j_begin,
+               int tiles, float* __restrict__ y) {
+    using U = typename UnitOf<T>::type;
+    constexpr int kU = kUnroll<T>;
+    const int lane = threadIdx.x % 32;
+    const int64_t row = blockIdx.x * static_cast<int64_t>(kWarpsPerBlock) + threadIdx.x / 32;
+    if (row >= rows) return;
+    const int units = static_cast<int>(cols / U::kUnitElems);
+    const int64_t first_unit = row * units;
+    // The first units' weights are loaded while the activations are still
+    // being quantized; a row of at most 32 * kU units stays in registers for
+    // every tile.
+    typename U::Unit unit[kU];
+#pragma unroll
+    for (int i = 0; i < kU; ++i) {
+        const int u = 32 * i + lane;
+        if (u < units) unit[i] = U::load(w, l, first_unit + u);
+    }
+    wait_for_earlier_grids();
+    allow_later_grids();
+    const bool reload_first = units > 32 * kU;
+    for (int tile = 0; tile < tiles; ++tile) {
+        const int64_t j0 = j_begin + static_cast<int64_t>(tile) * NT;
+        float acc[NT];
+#pragma unroll
+        for (int j = 0; j < NT; ++j) acc[j] = 0.0f;
+        for (int base = 0; base < units; base += 32 * kU) {
+            if (base > 0 || (tile > 0 && reload_first)) {
+#pragma unroll
+                for (int i = 0; i < kU; ++i) {
+                    const int u = base + 32 * i + lane;
+                    if (u < units) unit[i] = U::load(w, l, first_unit + u);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < kU; ++i) {
+                const int u = base + 32 * i + lane;
+                if (u < units) U::template dot<NT>(unit[i], a, u, j0, acc);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc[j] = __fadd_rn(acc[j], __shfl_xor_sync(0xffffffffu, acc[j], o));
+            if (lane == j) y[(j0 + j) * rows + row] = acc[j];
+        }
+    }
+}
+
+template <WeightType T, int NT>
+cudaError_t launch_tiles(const DeviceMatrix& w, const SplitLayout& l, const ActQ8& a, int64_t j_begin, int tiles,
+                         float* y, cudaStream_t s) {
+    const unsigned grid = blocks_for(w.rows, kWarpsPerBlock);
+    return launch_overlapped(mmq_kernel<T, NT>, dim3(grid), dim3(kWarpsPerBlock * 32), s,
+                             static_cast<const uint8_t*>(w.data), l, w.rows, w.cols, a, j_begin, tiles, y);
+}
+
+template <WeightType T>
+cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, float* y, void* ws, cudaStream_t s) {
+    constexpr bool kK = T == WeightType::Q4_K || T == WeightType::Q5_K || T == WeightType::Q6_K;
+    const ActLayout al = act_layout(kK, n, w.cols);
+    auto* base = static_cast<uint8_t*>(ws);
+    ActQ8 a;
+    a.cols = w.cols;
+    a.qs = reinterpret_cast<const int8_t*>(base);
+    constexpr int kThreads = 256;
+    if constexpr (kK) {
+        a.d = reinterpret_cast<const float*>(base + al.d_offset);
+        a.bsums = reinterpret_cast<const int16_t*>(base + al.bsums_offset);
+        const int64_t blocks = n * (w.cols / kQKK);
+        FOLIO_CUDA_TRY(launch_overlapped(quantize_q8_k_blocks, dim3(blocks_for(blocks * 32, kThreads)),
+                                         dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
+                                         reinterpret_cast<float*>(base + al.d_offset),
+                                         reinterpret_cast<int16_t*>(base + al.bsums_offset)));
+    } else {
+        a.meta = reinterpret_cast<const float2*>(base + al.meta_offset);
+        const int64_t blocks = n * (w.cols / kQK);
+        constexpr bool kQ8_1 = has_min(T);
+        FOLIO_CUDA_TRY(launch_overlapped(quantize_q8_blocks<kQ8_1>, dim3(blocks_for(blocks * 32, kThreads)),
+                                         dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
+                                         reinterpret_cast<float2*>(base + al.meta_offset)));
+    }
+    const SplitLayout l = is_split(T) ? split_layout(T, w.rows, w.cols) : SplitLayout{};
+    constexpr int kTile = kMatmulTileRows;
+    const int64_t full = n / kTile;
+    // Tiles per launch stay well inside int; each launch walks its tiles in order.
+    for (int64_t t = 0; t < full; t += 1 << 20) {
+        const int tiles = static_cast<int>(full - t < (1 << 20) ? full - t : (1 << 20));
+        FOLIO_CUDA_TRY((launch_tiles<T, kTile>(w, l, a, t * kTile, tiles, y, s)));
+    }
+    const int64_t j = full * kTile;
+    switch (n - j) {
+        case 0: return cudaSuccess;
+        case 1: return launch_tiles<T, 1>(w, l, a, j, 1, y, s);
+        case 2: return launch_tiles<T, 2>(w, l, a, j, 1, y, s);
+        case 3: return launch_tiles<T, 3>(w, l, a, j, 1, y, s);
+        case 4: return launch_tiles<T, 4>(w, l, a, j, 1, y, s);
+        case 5: return launch_tiles<T, 5>(w, l, a, j, 1, y, s);
+        case 6: return launch_tiles<T, 6>(w, l, a, j, 1, y, s);
+        default: return launch_tiles<T, 7>(w, l, a, j, 1, y, s);
+    }
+}
+
+}  // namespace
+
+size_t quantized_workspace_bytes(WeightType t, int64_t n, int64_t cols) {
+    const bool k = t == WeightType::Q4_K || t == WeightType::Q5_K || t == WeightType::Q6_K;
+    return act_layout(k, n, cols).bytes;
+}
+
+cudaError_t quantized_matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, void* ws, cudaStream_t s) {
+    switch (w.type) {
+        case WeightType::Q4_0: return launch_mmq<WeightType::Q4_0>(w, x, n, y, ws, s);
+        case WeightType::Q4_1: return launch_mmq<WeightType::Q4_1>(w, x, n, y, ws, s);
+        case WeightType::Q5_0: return launch_mmq<WeightType::Q5_0>(w, x, n, y, ws, s);
+        case WeightType::Q5_1: return launch_mmq<WeightType::Q5_1>(w, x, n, y, ws, s);
+        case WeightType::Q8_0: return launch_mmq<WeightType::Q8_0>(w, x, n, y, ws, s);
+        case WeightType::Q4_K: return launch_mmq<WeightType::Q4_K>(w, x, n, y, ws, s);
+        case WeightType::Q5_K: return launch_mmq<WeightType::Q5_K>(w, x, n, y, ws, s);
+        case WeightType::Q6_K: return launch_mmq<WeightType::Q6_K>(w, x, n, y, ws, s);
+        default: return cudaErrorInvalidValue;
+    }
+}
+
+}  // namespace folio::kernels::detail

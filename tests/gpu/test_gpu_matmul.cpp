@@ -1,0 +1,475 @@
+// The CUDA matrix kernels (folio_kernels/matmul.h) against the CPU backend:
+// quantized products must equal the CPU kernels' up to float summation order
+// (same activation quantization, same integer dots), every type against a
+// double-precision product of the engine's dequantized weights, a row's
+// result must not depend on the batch around it, and gather_rows must
+// reproduce the dequantizer bit for bit. Skips without a CUDA GPU.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cpu/kernels.h"
+// After cpu/kernels.h, which it uses without including.
+#include "../cpu/quant_reference.h"
+#include "folio/dequant.h"
+#include "folio_kernels/matmul.h"
+#include "folio_test.h"
+
+namespace fk = folio::kernels;
+using folio::TensorType;
+
+namespace {
+
+const TensorType kQuantized[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+                                 TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+const TensorType kAllTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0,
+                                TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
+                                TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+const int64_t kBatchSizes[] = {1, 2, 3, 8, 9, 64, 300};
+
+std::string name_of(TensorType t) { return std::string(folio::traits(t).name); }
+fk::WeightType kind(TensorType t) { return static_cast<fk::WeightType>(static_cast<int32_t>(t)); }
+
+bool gpu_present() {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+std::string cuda_message(cudaError_t e, const char* what) {
+    return std::string(what) + ": " + cudaGetErrorString(e);
+}
+
+// Device memory freed on scope exit.
+class DeviceBuffer {
+public:
+    explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+        if (bytes > 0 && cudaMalloc(&ptr_, bytes) != cudaSuccess) ptr_ = nullptr;
+    }
+    ~DeviceBuffer() { cudaFree(ptr_); }
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    template <typename T = void>
+    T* get() const { return static_cast<T*>(ptr_); }
+    size_t bytes() const { return bytes_; }
+    bool ok() const { return ptr_ != nullptr || bytes_ == 0; }
+
+private:
+    void* ptr_ = nullptr;
+    size_t bytes_ = 0;
+};
+
+// GGUF bytes of a random rows x cols matrix of the type (valid blocks, scales
+// of realistic size; BF16 from normal floats).
+std::vector<std::byte> random_gguf(TensorType type, int64_t rows, int64_t cols, uint32_t seed) {
+    cpu_test::BlockFactory factory(seed);
+    if (type == TensorType::BF16) {
+        std::vector<std::byte> out(static_cast<size_t>(rows * cols) * 2);
+        for (int64_t i = 0; i < rows * cols; ++i) {
+            const float v = factory.normal();
+            uint32_t bits;
+            std::memcpy(&bits, &v, 4);
+            const auto b = static_cast<uint16_t>(bits >> 16);
+            std::memcpy(out.data() + 2 * i, &b, 2);
+        }
+        return out;
+    }
+    std::vector<std::byte> out;
+    for (int64_t r = 0; r < rows; ++r) {
+        const std::vector<std::byte> row = factory.row(type, cols);
+        out.insert(out.end(), row.begin(), row.end());
+    }
+    return out;
+}
+
+std::vector<float> random_activations(int64_t n, int64_t cols, uint32_t seed) {
+    cpu_test::BlockFactory factory(seed);
+    std::vector<float> x;
+    x.reserve(static_cast<size_t>(n * cols));
+    for (int64_t j = 0; j < n; ++j) {
+        const std::vector<float> row = factory.activations(cols);
+        x.insert(x.end(), row.begin(), row.end());
+    }
+    if (n > 5) std::fill(x.begin() + 5 * cols, x.begin() + 6 * cols, 0.0f);  // an all-zero row
+    return x;
+}
+
+std::vector<float> dequantized(TensorType type, const std::vector<std::byte>& gguf, int64_t rows, int64_t cols) {
+    std::vector<float> w(static_cast<size_t>(rows * cols));
+    const folio::Status st = folio::dequantize(type, gguf.data(), gguf.size(), w.data(), rows * cols);
+    if (!st) w.clear();
+    return w;
+}
+
+// A weight matrix on the device in its prepared layout.
+struct GpuMatrix {
+    std::unique_ptr<DeviceBuffer> data;
+    fk::DeviceMatrix m;
+};
+
+cudaError_t upload(TensorType type, const std::vector<std::byte>& gguf, int64_t rows, int64_t cols, GpuMatrix& out) {
+    DeviceBuffer staging(gguf.size());
+    out.data = std::make_unique<DeviceBuffer>(fk::device_matrix_bytes(kind(type), rows, cols));
+    if (!staging.ok() || !out.data->ok() || out.data->bytes() == 0) return cudaErrorMemoryAllocation;
+    cudaError_t e = cudaMemcpy(staging.get(), gguf.data(), gguf.size(), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = fk::prepare_matrix(kind(type), staging.get(), rows, cols, out.data->get(), nullptr);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    out.m = fk::DeviceMatrix{kind(type), out.data->get(), rows, cols};
+    return e;
+}
+
+// Runs y = x · Wᵀ on the GPU with a NaN-poisoned output.
+cudaError_t gpu_matmul(const GpuMatrix& w, const std::vector<float>& x, int64_t n, std::vector<float>& y,
+                       cublasHandle_t cublas) {
+    const int64_t rows = w.m.rows, cols = w.m.cols;
+    DeviceBuffer dx(x.size() * sizeof(float)), dy(static_cast<size_t>(n * rows) * sizeof(float));
+    DeviceBuffer ws(fk::matmul_workspace_bytes(w.m.type, n, rows, cols));
+    if (!dx.ok() || !dy.ok() || !ws.ok()) return cudaErrorMemoryAllocation;
+    cudaError_t e = cudaMemcpy(dx.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemset(dy.get(), 0xff, dy.bytes());  // NaN
+    if (e != cudaSuccess) return e;
+    fk::MatmulWorkspace workspace{ws.get(), ws.bytes(), cublas};
+    e = fk::matmul(w.m, dx.get<float>(), n, dy.get<float>(), workspace, nullptr);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) return e;
+    y.resize(static_cast<size_t>(n * rows));
+    return cudaMemcpy(y.data(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost);
+}
+
+// y of the CPU backend's kernels: quantize each activation row, then dot.
+bool cpu_matmul(TensorType type, const std::vector<std::byte>& gguf, int64_t rows, int64_t cols,
+                const std::vector<float>& x, int64_t n, std::vector<float>& y) {
+    const folio::cpu::DotKernels* k = folio::cpu::dot_kernels(type, folio::cpu::best_isa());
+    if (!k) return false;
+    const size_t w_row = gguf.size() / static_cast<size_t>(rows);
+    const size_t a_row = folio::cpu::activation_row_bytes(k->activation, cols);
+    std::vector<std::byte> a(a_row);
+    y.assign(static_cast<size_t>(n * rows), 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+        const void* act = x.data() + j * cols;
+        if (k->quantize) {
+            k->quantize(x.data() + j * cols, a.data(), cols);
+            act = a.data();
+        }
+        for (int64_t r = 0; r < rows; ++r) y[j * rows + r] = k->dot(cols, gguf.data() + r * w_row, act);
+    }
+    return true;
+}
+
+struct Error {
+    double norm = 0;  // ||a - b|| / ||b||
+    double max = 0;   // max |a - b| / max |b|
+    bool finite = true;
+};
+
+Error compare(const std::vector<float>& got, const std::vector<double>& want) {
+    double diff2 = 0, ref2 = 0, max_diff = 0, max_ref = 0;
+    Error e;
+    for (size_t i = 0; i < want.size(); ++i) {
+        if (!std::isfinite(got[i])) e.finite = false;
+        const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
+        diff2 += d * d;
+        ref2 += want[i] * want[i];
+        max_diff = std::max(max_diff, d);
+        max_ref = std::max(max_ref, std::fabs(want[i]));
+    }
+    e.norm = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+    e.max = max_ref > 0 ? max_diff / max_ref : max_diff;
+    return e;
+}
+
+std::vector<double> widened(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// Double-precision product with the dequantized weights, for rows j of x
+// listed in `which` (all when empty); returns the matching GPU values too.
+void double_reference(const std::vector<float>& w, int64_t rows, int64_t cols, const std::vector<float>& x,
+                      const std::vector<float>& y_gpu, const std::vector<int64_t>& which, std::vector<double>& ref,
+                      std::vector<float>& got) {
+    ref.clear();
+    got.clear();
+    for (const int64_t j : which) {
+        for (int64_t r = 0; r < rows; ++r) {
+            double s = 0;
+            for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(w[r * cols + c]) * x[j * cols + c];
+            ref.push_back(s);
+            got.push_back(y_gpu[j * rows + r]);
+        }
+    }
+}
+
+std::vector<int64_t> sample_rows(int64_t n) {
+    if (n <= 9) {
+        std::vector<int64_t> all;
+        for (int64_t j = 0; j < n; ++j) all.push_back(j);
+        return all;
+    }
+    return {0, 5, 7, 8, n / 2, n - 1};
+}
+
+// Tolerance against the double product: the activation quantization (8-bit
+// quants of each block) dominates for quantized types; F16 / BF16 activations
+// on the cuBLAS path (n > 8) round x to 11 / 8 bits.
+double double_tolerance(TensorType t, int64_t n) {
+    if (t == TensorType::F32) return 1e-5;
+    if (t == TensorType::F16) return n > fk::kMatmulTileRows ? 3e-3 : 1e-5;
+    if (t == TensorType::BF16) return n > fk::kMatmulTileRows ? 2e-2 : 1e-5;
+    return 2e-2;
+}
+
+}  // namespace
+
+class GpuMatmulTest : public QObject {
+    Q_OBJECT
+
+private:
+    bool gpu_ = false;
+    cublasHandle_t cublas_ = nullptr;
+
+    // One type and shape over every batch size: GPU vs CPU kernel vs double.
+    void check_type(TensorType type, int64_t rows, int64_t cols, const std::vector<int64_t>& batches, uint32_t seed,
+                    std::string& report, bool& ok) {
+        const std::vector<std::byte> gguf = random_gguf(type, rows, cols, seed);
+        const std::vector<float> w = dequantized(type, gguf, rows, cols);
+        GpuMatrix gm;
+        const cudaError_t e = upload(type, gguf, rows, cols, gm);
+        if (e != cudaSuccess || w.empty()) {
+            report += name_of(type) + ": " + cuda_message(e, "upload") + "\n";
+            ok = false;
+            return;
+        }
+        double worst_cpu = 0, worst_ref = 0;
+        for (const int64_t n : batches) {
+            const std::vector<float> x = random_activations(n, cols, seed + static_cast<uint32_t>(n));
+            std::vector<float> y;
+            const cudaError_t me = gpu_matmul(gm, x, n, y, cublas_);
+            const std::string what = name_of(type) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                     " n=" + std::to_string(n);
+            if (me != cudaSuccess) {
+                report += what + ": " + cuda_message(me, "matmul") + "\n";
+                ok = false;
+                continue;
+            }
+            std::vector<float> y_cpu;
+            if (cpu_matmul(type, gguf, rows, cols, x, n, y_cpu)) {
+                const Error ec = compare(y, widened(y_cpu));
+                worst_cpu = std::max(worst_cpu, ec.max);
+                const bool quantized = folio::traits(type).block_elems > 1;
+                // Quantized: same integers and scales, only the float sums differ.
+                const double tol = quantized ? 2e-5 : double_tolerance(type, n) * 2;
+                if (!ec.finite || ec.max > tol || ec.norm > tol) {
+                    char buf[160];
+                    std::snprintf(buf, sizeof buf, ": vs CPU kernel norm %.3g max %.3g (tol %.1g)%s\n", ec.norm,
+                                  ec.max, tol, ec.finite ? "" : " NON-FINITE");
+                    report += what + buf;
+                    ok = false;
+                }
+            }
+            std::vector<double> ref;
+            std::vector<float> got;
+            double_reference(w, rows, cols, x, y, sample_rows(n), ref, got);
+            const Error er = compare(got, ref);
+            worst_ref = std::max(worst_ref, er.norm);
+            bool all_finite = true;
+            for (const float v : y) all_finite = all_finite && std::isfinite(v);
+            if (!all_finite || er.norm > double_tolerance(type, n)) {
+                char buf[160];
+                std::snprintf(buf, sizeof buf, ": vs double norm %.3g max %.3g (tol %.1g)%s\n", er.norm, er.max,
+                              double_tolerance(type, n), all_finite ? "" : " NON-FINITE (unwritten?)");
+                report += what + buf;
+                ok = false;
+            }
+        }
+        std::printf("  %-5s %6lldx%-6lld max rel err vs CPU kernel %.2e, norm rel err vs double %.2e\n",
+                    name_of(type).c_str(), static_cast<long long>(rows), static_cast<long long>(cols), worst_cpu,
+                    worst_ref);
+    }
+
+private slots:
+    void initTestCase() {
+        gpu_ = gpu_present();
+        if (gpu_ && cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS) cublas_ = nullptr;
+    }
+    void cleanupTestCase() {
+        if (cublas_) cublasDestroy(cublas_);
+    }
+
+    void quantizedTypesMatchCpuKernels() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        std::string report;
+        bool ok = true;
+        const std::vector<int64_t> batches(std::begin(kBatchSizes), std::end(kBatchSizes));
+        uint32_t seed = 100;
+        for (const TensorType t : kQuantized) check_type(t, 576, 1536, batches, seed++, report, ok);
+        // Few columns (fewer blocks than lanes) and an odd row count.
+        for (const TensorType t : kQuantized) check_type(t, 37, 256, {1, 3, 9}, seed++, report, ok);
+        QVERIFY2(ok, report.c_str());
+    }
+
+    void floatTypesMatchReference() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        QVERIFY(cublas_ != nullptr);
+        std::string report;
+        bool ok = true;
+        const std::vector<int64_t> batches(std::begin(kBatchSizes), std::end(kBatchSizes));
+        uint32_t seed = 200;
+        for (const TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+            check_type(t, 576, 1536, batches, seed++, report, ok);
+            check_type(t, 33, 100, {1, 3, 9}, seed++, report, ok);  // rows not whole 16-byte chunks
+        }
+        QVERIFY2(ok, report.c_str());
+    }
+
+    // Gemma-3-270M-like embedding / output shapes: a long matrix with 640 columns.
+    void longMatrices() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        std::string report;
+        bool ok = true;
+        check_type(TensorType::Q8_0, 262144, 640, {1, 3}, 300, report, ok);
+        check_type(TensorType::F16, 65536, 640, {1, 9}, 301, report, ok);
+        check_type(TensorType::Q4_0, 4099, 640, {2, 17}, 302, report, ok);
+        check_type(TensorType::Q6_K, 4099, 768, {1, 10}, 303, report, ok);
+        QVERIFY2(ok, report.c_str());
+    }
+
+    // A row's y is bit-identical alone, in a small batch or in a large one.
+    void quantizedResultsAreBatchInvariant() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        std::string report;
+        uint32_t seed = 400;
+        const int64_t rows = 320, cols = 1024, n = 203;
+        for (const TensorType t : kQuantized) {
+            GpuMatrix gm;
+            const cudaError_t e = upload(t, random_gguf(t, rows, cols, seed), rows, cols, gm);
+            QVERIFY2(e == cudaSuccess, cuda_message(e, "upload").c_str());
+            const std::vector<float> x = random_activations(n, cols, seed++);
+            std::vector<float> y_all;
+            QVERIFY(gpu_matmul(gm, x, n, y_all, cublas_) == cudaSuccess);
+            for (const int64_t j : {int64_t{0}, int64_t{7}, int64_t{8}, int64_t{101}, int64_t{202}}) {
+                for (const int64_t batch : {int64_t{1}, int64_t{3}, int64_t{9}}) {
+                    // Row j placed last in a batch of `batch` rows taken from the start of x.
+                    std::vector<float> xb;
+                    for (int64_t k = 0; k < batch - 1; ++k)
+                        xb.insert(xb.end(), x.begin() + (k + 1) * cols, x.begin() + (k + 2) * cols);
+                    xb.insert(xb.end(), x.begin() + j * cols, x.begin() + (j + 1) * cols);
+                    std::vector<float> yb;
+                    QVERIFY(gpu_matmul(gm, xb, batch, yb, cublas_) == cudaSuccess);
+                    if (std::memcmp(yb.data() + (batch - 1) * rows, y_all.data() + j * rows, rows * sizeof(float)))
+                        report += name_of(t) + ": row " + std::to_string(j) + " differs in a batch of " +
+                                  std::to_string(batch) + " from the batch of " + std::to_string(n) + "\n";
+                }
+            }
+        }
+        QVERIFY2(report.empty(), report.c_str());
+    }
+
+    void gatherRowsMatchesDequantizer() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        std::string report;
+        uint32_t seed = 500;
+        const int64_t rows = 97, cols = 768;
+        const std::vector<int32_t> ids = {0, 96, 13, 13, 50};
+        for (const TensorType t : kAllTypes) {
+            const std::vector<std::byte> gguf = random_gguf(t, rows, cols, seed++);
+            const std::vector<float> w = dequantized(t, gguf, rows, cols);
+            GpuMatrix gm;
+            const cudaError_t e = upload(t, gguf, rows, cols, gm);
+            QVERIFY2(e == cudaSuccess, cuda_message(e, "upload").c_str());
+            DeviceBuffer dids(ids.size() * 4), dout(ids.size() * cols * 4);
+            QVERIFY(cudaMemcpy(dids.get(), ids.data(), ids.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+            QVERIFY(cudaMemset(dout.get(), 0xff, dout.bytes()) == cudaSuccess);
+            QVERIFY(fk::gather_rows(gm.m, dids.get<int32_t>(), static_cast<int64_t>(ids.size()), dout.get<float>(),
+                                    nullptr) == cudaSuccess);
+            std::vector<float> out(ids.size() * cols);
+            QVERIFY(cudaMemcpy(out.data(), dout.get(), dout.bytes(), cudaMemcpyDeviceToHost) == cudaSuccess);
+            for (size_t i = 0; i < ids.size(); ++i)
+                if (std::memcmp(out.data() + i * cols, w.data() + ids[i] * cols, cols * sizeof(float)) != 0) {
+                    report += name_of(t) + ": gathered row " + std::to_string(ids[i]) + " differs\n";
+                    break;
+                }
+        }
+        QVERIFY2(report.empty(), report.c_str());
+    }
+
+    // Every byte written, deterministic, finite values of about the asked scale.
+    void randomMatricesAreFiniteAndScaled() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        std::string report;
+        const int64_t rows = 64, cols = 512;
+        const float scale = 0.02f;
+        for (const TensorType t : kAllTypes) {
+            const size_t bytes = fk::device_matrix_bytes(kind(t), rows, cols);
+            DeviceBuffer a(bytes), b(bytes);
+            QVERIFY(a.ok() && b.ok());
+            QVERIFY(cudaMemset(a.get(), 0x00, bytes) == cudaSuccess);
+            QVERIFY(cudaMemset(b.get(), 0xff, bytes) == cudaSuccess);
+            QVERIFY(fk::fill_random_matrix(kind(t), a.get(), rows, cols, 7, scale, nullptr) == cudaSuccess);
+            QVERIFY(fk::fill_random_matrix(kind(t), b.get(), rows, cols, 7, scale, nullptr) == cudaSuccess);
+            std::vector<uint8_t> ha(bytes), hb(bytes);
+            QVERIFY(cudaMemcpy(ha.data(), a.get(), bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+            QVERIFY(cudaMemcpy(hb.data(), b.get(), bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+            if (ha != hb) report += name_of(t) + ": bytes left unwritten or not deterministic\n";
+            std::vector<int32_t> ids(rows);
+            for (int64_t r = 0; r < rows; ++r) ids[r] = static_cast<int32_t>(r);
+            DeviceBuffer dids(rows * 4), dout(rows * cols * 4);
+            QVERIFY(cudaMemcpy(dids.get(), ids.data(), rows * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+            const fk::DeviceMatrix m{kind(t), a.get(), rows, cols};
+            QVERIFY(fk::gather_rows(m, dids.get<int32_t>(), rows, dout.get<float>(), nullptr) == cudaSuccess);
+            std::vector<float> w(rows * cols);
+            QVERIFY(cudaMemcpy(w.data(), dout.get(), dout.bytes(), cudaMemcpyDeviceToHost) == cudaSuccess);
+            double sum2 = 0;
+            bool finite = true;
+            for (const float v : w) {
+                finite = finite && std::isfinite(v);
+                sum2 += static_cast<double>(v) * v;
+            }
+            const double rms = std::sqrt(sum2 / static_cast<double>(w.size()));
+            std::printf("  %-5s random weights rms %.4f (scale %.3f)\n", name_of(t).c_str(), rms, scale);
+            if (!finite || rms < 0.2 * scale || rms > 5 * scale)
+                report += name_of(t) + ": rms " + std::to_string(rms) + " for scale " + std::to_string(scale) + "\n";
+        }
+        QVERIFY2(report.empty(), report.c_str());
+    }
+
+    // The product is capturable in a CUDA graph and its replay gives the same y.
+    void matmulIsGraphCapturable() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        const int64_t rows = 256, cols = 512, n = 16;
+        for (const TensorType t : {TensorType::Q4_K, TensorType::F16}) {
+            GpuMatrix gm;
+            QVERIFY(upload(t, random_gguf(t, rows, cols, 600), rows, cols, gm) == cudaSuccess);
+            const std::vector<float> x = random_activations(n, cols, 601);
+            std::vector<float> y_direct;
+            QVERIFY(gpu_matmul(gm, x, n, y_direct, cublas_) == cudaSuccess);
+            DeviceBuffer dx(x.size() * 4), dy(n * rows * 4), ws(fk::matmul_workspace_bytes(kind(t), n, rows, cols));
+            QVERIFY(cudaMemcpy(dx.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+            QVERIFY(cudaMemset(dy.get(), 0xff, dy.bytes()) == cudaSuccess);
+            cudaStream_t s;
+            QVERIFY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+            cudaGraph_t graph = nullptr;
+            QVERIFY(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+            const fk::MatmulWorkspace workspace{ws.get(), ws.bytes(), cublas_};
+            const cudaError_t me = fk::matmul(gm.m, dx.get<float>(), n, dy.get<float>(), workspace, s);
+            const cudaError_t ce = cudaStreamEndCapture(s, &graph);
+            QVERIFY2(me == cudaSuccess, cuda_message(me, "matmul in capture").c_str());
+            QVERIFY2(ce == cudaSuccess, cuda_message(ce, "end capture").c_str());
+            cudaGraphExec_t exec = nullptr;
+            QVERIFY(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+            QVERIFY(cudaGraphLaunch(exec, s) == cudaSuccess);
+            QVERIFY(cudaStreamSynchronize(s) == cudaSuccess);
+            std::vector<float> y(n * rows);
+            QVERIFY(cudaMemcpy(y.data(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost) == cudaSuccess);
+            cudaGraphExecDestroy(exec);
+            cudaGraphDestroy(graph);
+            cudaStreamDestroy(s);
+            QVERIFY2(std::memcmp(y.data(), y_direct.data(), y.size() * 4) == 0, name_of(t).c_str());
+        }
+    }
+};
+
+FOLIO_TEST_MAIN(GpuMatmulTest)
+#include "test_gpu_matmul.moc"
