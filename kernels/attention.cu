@@ -1,5 +1,7 @@
 // Paged attention over the flat batch (decode rows and prefill chunks of
-// several sequences in one launch), flash-attention style on CUDA cores.
+// several sequences in one launch): the split-K planning, the launch, the
+// merge of split-K partials, and a flash-attention kernel on CUDA cores (the
+// tensor-core kernel is attention_mma.cu; this one stays as a cross-check).
 //
 // A block takes one sequence, one KV head and a tile of that sequence's query
 // rows: every query head of the KV head's group for each of those rows (GQA:
@@ -15,12 +17,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include <cuda_fp16.h>
 
+#include "attention_common.cuh"
 #include "folio_kernels/attention.h"
 
 namespace folio::kernels {
+using namespace attention_detail;
 namespace {
 
 constexpr int kThreads = 128;  // four warps per block
@@ -61,41 +67,6 @@ Split plan_split(const AttentionBatch& b, int n_head) {
     return s;
 }
 
-struct Args {
-    const float* q;
-    float* out;
-    const __half* k;
-    const __half* v;
-    const int32_t* positions;
-    const int32_t* query_start;
-    const int32_t* n_query;
-    const int32_t* block_tables;
-    float* part_o;   // [n_splits][n_tokens][n_head][D] unnormalised outputs (split-K only)
-    float* part_ml;  // [n_splits][n_tokens][n_head][2] running max and sum (split-K only)
-    int n_head, n_head_kv, group, tokens_per_tile, block_size, max_blocks, n_tokens;
-    int keys_per_split, n_splits, window;
-    float scale, softcap;
-};
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-    const auto addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(addr), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
 // Rows of a block are (query row, head of the group) pairs: row m is token
 // m / group of the tile, head kv_head * group + m % group.
 template <int D, int Rows>
@@ -118,7 +89,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Args a) {
     float* alpha = l_run + Rows;
     int* key_lo = reinterpret_cast<int*>(alpha + Rows);
     int* key_hi = key_lo + Rows;
-    __shared__ int tile_lo, tile_hi, needed;
+    __shared__ int tile_lo, tile_hi;
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int seq = blockIdx.y / a.n_head_kv, kv_head = blockIdx.y % a.n_head_kv;
@@ -129,42 +100,45 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Args a) {
     const int n_active = min(a.tokens_per_tile, n_query - t0) * a.group;
     const int split_lo = blockIdx.z * a.keys_per_split, split_hi = split_lo + a.keys_per_split - 1;
 
-    // Each row's keys within this split: causal, windowed.
+    // Each row's keys within this split: causal, windowed; the block's key
+    // range is their union.
+    if (tid == 0) tile_lo = 0x7fffffff, tile_hi = -1;
+    __syncthreads();
+    bool reaches_split = false;
     for (int m = tid; m < Rows; m += kThreads) {
         int lo = 1, hi = 0;
         if (m < n_active) {
             const int pos = a.positions[row0 + m / a.group];
             lo = max(split_lo, a.window > 0 ? max(0, pos + 1 - a.window) : 0);
             hi = min(split_hi, pos);
+            reaches_split = pos >= split_lo;
+            if (lo <= hi) atomicMin(&tile_lo, lo), atomicMax(&tile_hi, hi);
         }
         key_lo[m] = lo;
         key_hi[m] = hi;
         m_run[m] = -INFINITY;
         l_run[m] = 0.0f;
     }
-    __syncthreads();
-    if (tid == 0) {
-        int lo = 0x7fffffff, hi = -1, any = 0;
-        for (int m = 0; m < n_active; ++m) {
-            if (a.positions[row0 + m / a.group] >= split_lo) any = 1;
-            if (key_lo[m] <= key_hi[m]) lo = min(lo, key_lo[m]), hi = max(hi, key_hi[m]);
-        }
-        tile_lo = lo;
-        tile_hi = hi;
-        needed = any;
-    }
-    __syncthreads();
     // No row of this tile reaches this split: the merge won't read it.
-    if (!needed) return;
+    if (!__syncthreads_or(reaches_split)) return;
 
-    for (int i = tid; i < Rows * D; i += kThreads) {
-        const int m = i / D, d = i % D;
-        float x = 0.0f;
+    // Queries, rounded to half; rows past the tile's last token are zeros.
+    constexpr int kQuads = Rows * D / 4;
+#pragma unroll
+    for (int it = 0; it < (kQuads + kThreads - 1) / kThreads; ++it) {
+        const int quad = tid + it * kThreads;
+        if (quad >= kQuads) break;
+        const int i = quad * 4, m = i / D, d = i % D;
+        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
         if (m < n_active) {
             const int head = kv_head * a.group + m % a.group;
-            x = __half2float(__float2half_rn(a.q[(int64_t{row0} + m / a.group) * a.n_head * D + head * D + d]));
+            x = *reinterpret_cast<const float4*>(a.q + (int64_t{row0} + m / a.group) * a.n_head * D + head * D + d);
+            x.x = __half2float(__float2half_rn(x.x));
+            x.y = __half2float(__float2half_rn(x.y));
+            x.z = __half2float(__float2half_rn(x.z));
+            x.w = __half2float(__float2half_rn(x.w));
         }
-        q_s[i] = x;
+        *reinterpret_cast<float4*>(q_s + i) = x;
     }
 
     const int lo_all = tile_lo, hi_all = tile_hi;
@@ -173,20 +147,26 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Args a) {
 
     auto load_tile = [&](int t, int buf) {
         constexpr int kChunks = D / 8;  // 16-byte pieces of a key row
-        const int first_key = lo_all + t * TK;
+        constexpr int kPerThread = TK * kChunks / kThreads;
         static_assert(TK * kChunks % kThreads == 0);
+        const int first_key = lo_all + t * TK;
+        // All table look-ups first, so that their latencies overlap.
+        int64_t src[kPerThread];
 #pragma unroll
-        for (int it = 0; it < TK * kChunks / kThreads; ++it) {
+        for (int it = 0; it < kPerThread; ++it) {
+            const int c = tid + it * kThreads, key = min(first_key + c / kChunks, hi_all);
+            const int64_t block = table[key / a.block_size];
+            src[it] = ((block * a.n_head_kv + kv_head) * a.block_size + key % a.block_size) * D + (c % kChunks) * 8;
+        }
+#pragma unroll
+        for (int it = 0; it < kPerThread; ++it) {
             const int c = tid + it * kThreads;
-            const int j = c / kChunks, part = c % kChunks, key = first_key + j;
+            const int j = c / kChunks, part = c % kChunks;
             __half* k_dst = k_s + (buf * TK + j) * KS + part * 8;
             __half* v_dst = v_s + (buf * TK + j) * KS + part * 8;
-            if (key <= hi_all) {
-                const int64_t block = table[key / a.block_size];
-                const int64_t src =
-                    ((block * a.n_head_kv + kv_head) * a.block_size + key % a.block_size) * D + part * 8;
-                cp_async16(k_dst, a.k + src);
-                cp_async16(v_dst, a.v + src);
+            if (first_key + j <= hi_all) {
+                cp_async16(k_dst, a.k + src[it]);
+                cp_async16(v_dst, a.v + src[it]);
             } else {  // past the range: zeros, so that 0-weight keys add 0, never NaN
                 *reinterpret_cast<uint4*>(k_dst) = make_uint4(0, 0, 0, 0);
                 *reinterpret_cast<uint4*>(v_dst) = make_uint4(0, 0, 0, 0);
@@ -195,9 +175,16 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Args a) {
         cp_async_commit();
     };
 
-    float o[kOutRows][2];
+    // Rows are handled in groups of up to 8 whose first row decides (uniformly
+    // across the warp) whether the group has work: a decode sequence in a
+    // prefill-sized tile skips the empty groups.
+    constexpr int kGroup = 8;
+    constexpr int kAccSplit = Rows <= 8 ? 2 : 1;  // independent partial sums when rows are few
+    float o[kOutRows][2][kAccSplit];
 #pragma unroll
-    for (int i = 0; i < kOutRows; ++i) o[i][0] = o[i][1] = 0.0f;
+    for (int i = 0; i < kOutRows; ++i)
+#pragma unroll
+        for (int u = 0; u < kAccSplit; ++u) o[i][0][u] = o[i][1][u] = 0.0f;
 
     if (n_tiles > 0) load_tile(0, 0);
     for (int t = 0; t < n_tiles; ++t) {
@@ -213,31 +200,33 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Args a) {
         {  // scores: thread (key j, row group g) for rows g, g + kScoreGroups, ...
             const int j = tid % TK, g = tid / TK, key = lo_all + t * TK + j;
             const __half* k_row = k_s + (buf * TK + j) * KS;
-            float acc[kScoreRows];
+            float acc[kScoreRows][2];
 #pragma unroll
-            for (int i = 0; i < kScoreRows; ++i) acc[i] = 0.0f;
-#pragma unroll 4
-            for (int c = 0; c < D / 8; ++c) {
-                const uint4 raw = *reinterpret_cast<const uint4*>(k_row + c * 8);
-                const float2 k0 = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
-                const float2 k1 = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
-                const float2 k2 = __half22float2(*reinterpret_cast<const __half2*>(&raw.z));
-                const float2 k3 = __half22float2(*reinterpret_cast<const __half2*>(&raw.w));
+            for (int i = 0; i < kScoreRows; ++i) acc[i][0] = acc[i][1] = 0.0f;
 #pragma unroll
-                for (int i = 0; i < kScoreRows; ++i) {
-                    const int m = g + kScoreGroups * i;
-                    if (m < n_active) {  // uniform across the warp
+            for (int i0 = 0; i0 < kScoreRows; i0 += kGroup) {
+                if (g + kScoreGroups * i0 >= n_active) break;
+#pragma unroll 2
+                for (int c = 0; c < D / 8; ++c) {
+                    const uint4 raw = *reinterpret_cast<const uint4*>(k_row + c * 8);
+                    const float2 k0 = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
+                    const float2 k1 = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
+                    const float2 k2 = __half22float2(*reinterpret_cast<const __half2*>(&raw.z));
+                    const float2 k3 = __half22float2(*reinterpret_cast<const __half2*>(&raw.w));
+#pragma unroll
+                    for (int i = i0; i < i0 + kGroup && i < kScoreRows; ++i) {
+                        const int m = g + kScoreGroups * i;
                         const float4 qa = *reinterpret_cast<const float4*>(q_s + m * D + c * 8);
                         const float4 qb = *reinterpret_cast<const float4*>(q_s + m * D + c * 8 + 4);
-                        acc[i] += qa.x * k0.x + qa.y * k0.y + qa.z * k1.x + qa.w * k1.y + qb.x * k2.x +
-                                  qb.y * k2.y + qb.z * k3.x + qb.w * k3.y;
+                        acc[i][0] += qa.x * k0.x + qa.y * k0.y + qa.z * k1.x + qa.w * k1.y;
+                        acc[i][1] += qb.x * k2.x + qb.y * k2.y + qb.z * k3.x + qb.w * k3.y;
                     }
                 }
             }
 #pragma unroll
             for (int i = 0; i < kScoreRows; ++i) {
                 const int m = g + kScoreGroups * i;
-                float s = acc[i] * a.scale;
+                float s = (acc[i][0] + acc[i][1]) * a.scale;
                 if (a.softcap > 0.0f) s = a.softcap * tanhf(s / a.softcap);
                 if (key < key_lo[m] || key > key_hi[m]) s = -INFINITY;
                 s_s[m * SS + j] = s;
@@ -247,6 +236,12 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Args a) {
 
         // Online softmax, a warp per row.
         for (int m = warp; m < Rows; m += kThreads / 32) {
+            if (m >= n_active) {  // no keys: zero weights, outputs stay 0
+#pragma unroll
+                for (int u = 0; u < TK / 32; ++u) s_s[m * SS + lane + 32 * u] = 0.0f;
+                if (lane == 0) alpha[m] = 1.0f;
+                continue;
+            }
             float s[TK / 32];
             float tile_max = -INFINITY;
 #pragma unroll
@@ -275,22 +270,32 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Args a) {
 #pragma unroll
             for (int i = 0; i < kOutRows; ++i) {
                 const float r = alpha[g + kOutGroups * i];
-                o[i][0] *= r;
-                o[i][1] *= r;
+#pragma unroll
+                for (int u = 0; u < kAccSplit; ++u) o[i][0][u] *= r, o[i][1][u] *= r;
             }
             const __half* v_col = v_s + buf * TK * KS + 2 * c;
+#pragma unroll
+            for (int i0 = 0; i0 < kOutRows; i0 += kGroup) {
+                if (g + kOutGroups * i0 >= n_active) break;
 #pragma unroll 2
-            for (int j = 0; j < TK; j += 4) {
-                float2 vv[4];
+                for (int j = 0; j < TK; j += 4) {
+                    float2 vv[4];
 #pragma unroll
-                for (int u = 0; u < 4; ++u) vv[u] = __half22float2(*reinterpret_cast<const __half2*>(v_col + (j + u) * KS));
+                    for (int u = 0; u < 4; ++u)
+                        vv[u] = __half22float2(*reinterpret_cast<const __half2*>(v_col + (j + u) * KS));
 #pragma unroll
-                for (int i = 0; i < kOutRows; ++i) {
-                    const int m = g + kOutGroups * i;
-                    if (m < n_active) {
+                    for (int i = i0; i < i0 + kGroup && i < kOutRows; ++i) {
+                        const int m = g + kOutGroups * i;
                         const float4 p = *reinterpret_cast<const float4*>(s_s + m * SS + j);
-                        o[i][0] += p.x * vv[0].x + p.y * vv[1].x + p.z * vv[2].x + p.w * vv[3].x;
-                        o[i][1] += p.x * vv[0].y + p.y * vv[1].y + p.z * vv[2].y + p.w * vv[3].y;
+                        if constexpr (kAccSplit == 2) {
+                            o[i][0][0] += p.x * vv[0].x + p.y * vv[1].x;
+                            o[i][0][1] += p.z * vv[2].x + p.w * vv[3].x;
+                            o[i][1][0] += p.x * vv[0].y + p.y * vv[1].y;
+                            o[i][1][1] += p.z * vv[2].y + p.w * vv[3].y;
+                        } else {
+                            o[i][0][0] += p.x * vv[0].x + p.y * vv[1].x + p.z * vv[2].x + p.w * vv[3].x;
+                            o[i][1][0] += p.x * vv[0].y + p.y * vv[1].y + p.z * vv[2].y + p.w * vv[3].y;
+                        }
                     }
                 }
             }
@@ -304,15 +309,18 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Args a) {
     for (int i = 0; i < kOutRows; ++i) {
         const int m = g + kOutGroups * i;
         if (m >= n_active) continue;
+        float o0 = 0.0f, o1 = 0.0f;
+#pragma unroll
+        for (int u = 0; u < kAccSplit; ++u) o0 += o[i][0][u], o1 += o[i][1][u];
         const int64_t row = row0 + m / a.group;
         const int head = kv_head * a.group + m % a.group;
         if (a.n_splits == 1) {
             const float inv = 1.0f / l_run[m];
             *reinterpret_cast<float2*>(a.out + (row * a.n_head + head) * D + 2 * c) =
-                make_float2(o[i][0] * inv, o[i][1] * inv);
+                make_float2(o0 * inv, o1 * inv);
         } else {
             const int64_t at = (int64_t{blockIdx.z} * a.n_tokens + row) * a.n_head + head;
-            *reinterpret_cast<float2*>(a.part_o + at * D + 2 * c) = make_float2(o[i][0], o[i][1]);
+            *reinterpret_cast<float2*>(a.part_o + at * D + 2 * c) = make_float2(o0, o1);
             if (c == 0) *reinterpret_cast<float2*>(a.part_ml + at * 2) = make_float2(m_run[m], l_run[m]);
         }
     }
@@ -355,6 +363,10 @@ cudaError_t launch_attention(const Args& a, dim3 grid, cudaStream_t s) {
         const cudaError_t e = cudaFuncSetAttribute(attention_kernel<D, Rows>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
         if (e != cudaSuccess) return e;
+        const cudaError_t c = cudaFuncSetAttribute(attention_kernel<D, Rows>,
+                                                   cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                   cudaSharedmemCarveoutMaxShared);
+        if (c != cudaSuccess) return c;
         raised.fetch_or(bit, std::memory_order_release);
     }
     attention_kernel<D, Rows><<<grid, kThreads, bytes, s>>>(a);
@@ -372,6 +384,16 @@ cudaError_t launch_for_dim(Args a, const AttentionBatch& b, int split_count, cud
     if (rows == 4) return launch_attention<D, 4>(a, grid, s);
     if (rows == 8) return launch_attention<D, 8>(a, grid, s);
     return launch_attention<D, TileShape<D>::kPrefillRows>(a, grid, s);
+}
+
+// FOLIO_ATTENTION_KERNEL=simt selects the CUDA-core kernel above instead of
+// the tensor-core one (attention_mma.cu): a cross-check when debugging.
+bool use_simt_kernel() {
+    static const bool simt = [] {
+        const char* v = std::getenv("FOLIO_ATTENTION_KERNEL");
+        return v && std::string(v) == "simt";
+    }();
+    return simt;
 }
 
 }  // namespace
@@ -420,9 +442,10 @@ cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const Attent
         a.part_ml = a.part_o + static_cast<size_t>(split.n) * b.n_tokens * p.n_head * d;
     }
 
-    cudaError_t e = d == 64 ? launch_for_dim<64>(a, b, split.n, s)
-                    : d == 128 ? launch_for_dim<128>(a, b, split.n, s)
-                               : launch_for_dim<256>(a, b, split.n, s);
+    cudaError_t e = !use_simt_kernel() ? launch_attention_mma(a, d, b.max_n_query, b.n_seqs, split.n, s)
+                    : d == 64              ? launch_for_dim<64>(a, b, split.n, s)
+                    : d == 128             ? launch_for_dim<128>(a, b, split.n, s)
+                                           : launch_for_dim<256>(a, b, split.n, s);
     if (e != cudaSuccess || split.n == 1) return e;
     merge_splits_kernel<<<dim3(static_cast<unsigned>(b.n_tokens), static_cast<unsigned>(p.n_head)), std::min(d, 256), 0,
                           s>>>(a.part_o, a.part_ml, b.positions, b.n_tokens, p.n_head, d, split.keys_per_split,

@@ -336,6 +336,13 @@ bool bench_enabled() {
     return v && std::string(v) == "1";
 }
 
+// FOLIO_GPU_BENCH_FILTER=text: time only the cases whose name contains it,
+// and skip the correctness slots (for a profiler run).
+std::string bench_filter() {
+    const char* v = std::getenv("FOLIO_GPU_BENCH_FILTER");
+    return v ? v : "";
+}
+
 // Random finite halves in ±[2^-5, 1): integer arithmetic, fast for caches of
 // hundreds of megabytes.
 void fill_random_halves(std::vector<uint16_t>& v, std::mt19937_64& rng) {
@@ -505,6 +512,7 @@ class TestGpuAttention : public QObject {
 private slots:
     void elementwise_kernels_match_reference() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
+        if (!bench_filter().empty()) QSKIP("FOLIO_GPU_BENCH_FILTER set: timing only");
         std::mt19937 rng(11);
         for (const int64_t dim : {int64_t{576}, int64_t{2048}, int64_t{33}}) {
             const int64_t rows = 7;
@@ -611,6 +619,7 @@ private slots:
 
     void rope_store_kv_rotates_and_fills_the_slots() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
+        if (!bench_filter().empty()) QSKIP("FOLIO_GPU_BENCH_FILTER set: timing only");
         std::mt19937 rng(12);
         struct Case {
             int n_head, n_head_kv, head_dim, block_size;
@@ -692,6 +701,7 @@ private slots:
 
     void attention_over_mixed_batches() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
+        if (!bench_filter().empty()) QSKIP("FOLIO_GPU_BENCH_FILTER set: timing only");
         std::mt19937 rng(13);
         struct Case {
             const char* name;
@@ -719,6 +729,7 @@ private slots:
 
     void attention_over_long_prefixes_splits_keys() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
+        if (!bench_filter().empty()) QSKIP("FOLIO_GPU_BENCH_FILTER set: timing only");
         std::mt19937 rng(14);
         struct Case {
             const char* name;
@@ -744,6 +755,7 @@ private slots:
     // allocation or host sync inside, lengths read from the device.
     void attention_replays_in_a_cuda_graph() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
+        if (!bench_filter().empty()) QSKIP("FOLIO_GPU_BENCH_FILTER set: timing only");
         std::mt19937 rng(15);
         const Shape sh{8, 2, 128, 16};
         HostBatch hb = make_batch(rng, sh, {{1, 500}, {1, 2000}});  // cache filled up to these lengths
@@ -794,7 +806,8 @@ private slots:
     void bench() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
         if (!bench_enabled()) QSKIP("set FOLIO_GPU_BENCH=1 to time the kernels");
-        {  // the ceiling: a device-to-device copy, bytes read + written
+        const std::string filter = bench_filter();
+        if (filter.empty()) {  // the ceiling: a device-to-device copy, bytes read + written
             const size_t n = size_t{1} << 28;
             DeviceArray<float> a(n), b(n);
             QVERIFY(a.status == cudaSuccess && b.status == cudaSuccess);
@@ -815,13 +828,14 @@ private slots:
             {"gemma3 prefill 512", 4, 1, 256, 1, 512, 512, 2, 8},
         };
         for (const BenchCase& c : cases) {
+            if (std::string(c.name).find(filter) == std::string::npos) continue;
             double ms = 0, bytes = 0, flops = 0;
             const std::string e = bench_attention(c, &ms, &bytes, &flops);
             QVERIFY2(e.empty(), (std::string(c.name) + ": " + e).c_str());
             std::printf("BENCH %-32s %9.4f ms  KV %8.2f MB  %7.0f GB/s  %6.2f TFLOP/s  (floor at 4.3 TB/s: %.4f ms)\n",
                         c.name, ms, bytes / 1e6, bytes / ms / 1e6, flops / ms / 1e9, bytes / 4.3e9);
         }
-        {  // element-wise: 64 Mi floats
+        if (filter.empty()) {  // element-wise: 64 Mi floats
             const int64_t n = int64_t{1} << 26;
             DeviceArray<float> g(static_cast<size_t>(n)), u(static_cast<size_t>(n)), o(static_cast<size_t>(n));
             QVERIFY(g.status == cudaSuccess && u.status == cudaSuccess && o.status == cudaSuccess);
