@@ -63,8 +63,11 @@ size_t attention_workspace_bytes(const AttentionBatch& b, int n_head, int head_d
 
 // out[row] = softmax(q·Kᵀ·scale [softcapped]) V over the row's causal prefix (positions 0..pos, or the last
 // sliding_window of them), read through the sequence's block table. GQA: head h uses kv head h / (n_head/n_head_kv).
-// q and out are [n_tokens][n_head*head_dim] F32. head_dim 64, 128 or 256; n_head/n_head_kv at most 8.
+// q and out are [n_tokens][n_head*head_dim] F32, 16-byte aligned. head_dim 64, 128 or 256; n_head/n_head_kv
+// at most 8. Rows not in any sequence's query range (padding) get no defined output.
 // Long prefixes are split over several blocks (flash-decoding) whose partial results a second kernel merges.
+// Tensor cores (mma.sync, half operands, F32 accumulation); FOLIO_ATTENTION_KERNEL=simt in the environment selects
+// the CUDA-core kernel instead, as a cross-check.
 cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const AttentionBatch& b, const AttentionParams& p,
                             float* out, void* workspace, size_t workspace_bytes, cudaStream_t s);
 
