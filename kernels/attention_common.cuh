@@ -47,8 +47,9 @@ inline __device__ float warp_sum(float v) {
     return v;
 }
 
-// The flash-attention kernel on tensor cores (attention_mma.cu). rows_per_tile
-// is the host's choice of tile: 16 (decode) or 64 (prefill) query-head rows.
+// Launches the flash-attention kernel on tensor cores (attention_mma.cu) for
+// this batch shape: 16 query-head rows per block when every sequence's rows
+// times the group fit in 16 (decode), else 64; sets a.tokens_per_tile.
 cudaError_t launch_attention_mma(Args a, int head_dim, int max_n_query, int n_seqs, int split_count,
                                  cudaStream_t s);
 
