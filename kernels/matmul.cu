@@ -15,6 +15,7 @@ bool detail::pdl_enabled() {
     }();
     return enabled;
 }
+
 namespace {
 
 bool is_float(WeightType t) { return t == WeightType::F32 || t == WeightType::F16 || t == WeightType::BF16; }
@@ -30,7 +31,7 @@ cudaError_t matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, c
                    cudaStream_t s) {
     if (device_matrix_bytes(w.type, w.rows, w.cols) == 0 || !w.data || n < 0) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
-    if (!x || !y) return cudaErrorInvalidValue;
+    if (!x || !y || reinterpret_cast<uintptr_t>(x) % 16 != 0) return cudaErrorInvalidValue;
     const size_t need = matmul_workspace_bytes(w.type, n, w.rows, w.cols);
     if (need > 0 && (ws.bytes < need || !ws.data || reinterpret_cast<uintptr_t>(ws.data) % 256 != 0))
         return cudaErrorInvalidValue;

@@ -1,8 +1,8 @@
-// F32, F16 and BF16 weights times F32 activations. Up to kMatmulTileRows
-// activation rows: one warp per weight row, 16-byte weight loads, F32
-// arithmetic (the weights are read once; this is the decode path). More rows:
-// cuBLAS, with the activations converted to the weights' type in the
-// workspace (F32 weights: F32 math, no TF32), accumulating in F32.
+// F32, F16 and BF16 weights times F32 activations. One activation row (batch-1
+// decode): one warp per weight row, 16-byte weight loads, F32 arithmetic.
+// More rows: cuBLAS (faster from two rows on, measured), with the activations
+// converted to the weights' type in the workspace (F32 weights: F32 math, no
+// TF32), accumulating in F32.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -45,12 +45,14 @@ __device__ __forceinline__ float element(const uint8_t* w, int64_t i) {
 }
 
 // y[j0 + j][row] for j < NT, one warp per row. kVec: rows are whole 16-byte chunks.
-template <WeightType T, int NT, bool kVec>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32, NT <= 2 ? 8 : 4)
+// kUnroll: 16-byte chunks each lane has in flight (8: 64 registers a thread,
+// 32 warps a multiprocessor; 16: 128 registers, 16 warps, one round trip for
+// a 4096-column F16 row).
+template <WeightType T, int NT, bool kVec, int kUnroll = 8>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, kUnroll >= 16 || NT > 2 ? 4 : 8)
     matvec_float(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, const float* __restrict__ x, int64_t j0,
                  float* __restrict__ y) {
     constexpr int kElems = 16 / kElemBytes<T>;
-    constexpr int kUnroll = 8;
     const int lane = threadIdx.x % 32;
     const int64_t row = blockIdx.x * static_cast<int64_t>(kWarpsPerBlock) + threadIdx.x / 32;
     if (row >= rows) return;
@@ -68,8 +70,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, NT <= 2 ? 8 : 4)
             const int64_t c = 32 * i + lane;
             if (c < chunks) v[i] = __ldcs(reinterpret_cast<const uint4*>(wr) + c);
         }
+        allow_later_grids();  // dependents only start: they wait for this grid to finish
         wait_for_earlier_grids();
-        allow_later_grids();
         for (int64_t base = 0; base < chunks; base += 32 * kUnroll) {
             if (base > 0) {
 #pragma unroll
@@ -99,8 +101,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, NT <= 2 ? 8 : 4)
             }
         }
     } else {
+        allow_later_grids();  // dependents only start: they wait for this grid to finish
         wait_for_earlier_grids();
-        allow_later_grids();
         for (int64_t c = lane; c < cols; c += 32) {
             const float f = element<T>(w, row * cols + c);
 #pragma unroll
@@ -122,25 +124,15 @@ cudaError_t launch_matvec(const DeviceMatrix& w, const float* x, int64_t j0, flo
                      reinterpret_cast<uintptr_t>(x) % 16 == 0;
     const unsigned grid = blocks_for(w.rows, kWarpsPerBlock);
     const auto* wp = static_cast<const uint8_t*>(w.data);
+    // Few rows (k, v projections): fewer warps, so more bytes in flight per lane (measured).
+    if (vec && w.rows <= 2048)
+        return launch_overlapped(matvec_float<T, NT, true, 16>, dim3(grid), dim3(kWarpsPerBlock * 32), s, wp,
+                                 w.rows, w.cols, x, j0, y);
     if (vec)
         return launch_overlapped(matvec_float<T, NT, true>, dim3(grid), dim3(kWarpsPerBlock * 32), s, wp, w.rows,
                                  w.cols, x, j0, y);
     return launch_overlapped(matvec_float<T, NT, false>, dim3(grid), dim3(kWarpsPerBlock * 32), s, wp, w.rows,
                              w.cols, x, j0, y);
-}
-
-template <WeightType T>
-cudaError_t launch_small(const DeviceMatrix& w, const float* x, int64_t n, float* y, cudaStream_t s) {
-    switch (n) {
-        case 1: return launch_matvec<T, 1>(w, x, 0, y, s);
-        case 2: return launch_matvec<T, 2>(w, x, 0, y, s);
-        case 3: return launch_matvec<T, 3>(w, x, 0, y, s);
-        case 4: return launch_matvec<T, 4>(w, x, 0, y, s);
-        case 5: return launch_matvec<T, 5>(w, x, 0, y, s);
-        case 6: return launch_matvec<T, 6>(w, x, 0, y, s);
-        case 7: return launch_matvec<T, 7>(w, x, 0, y, s);
-        default: return launch_matvec<T, 8>(w, x, 0, y, s);
-    }
 }
 
 template <WeightType T>
@@ -203,17 +195,17 @@ cudaError_t cublas_matmul(const DeviceMatrix& w, const float* x, int64_t n, floa
 }  // namespace
 
 size_t float_workspace_bytes(WeightType t, int64_t n, int64_t cols) {
-    if (n <= kMatmulTileRows) return 0;
+    if (n <= kFloatMatvecMaxRows) return 0;
     return converted_bytes(t, n, cols) + kCublasWorkspaceBytes;
 }
 
 cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,
                          cudaStream_t s) {
-    if (n > kMatmulTileRows) return cublas_matmul(w, x, n, y, ws, s);
+    if (n > kFloatMatvecMaxRows) return cublas_matmul(w, x, n, y, ws, s);
     switch (w.type) {
-        case WeightType::F32: return launch_small<WeightType::F32>(w, x, n, y, s);
-        case WeightType::F16: return launch_small<WeightType::F16>(w, x, n, y, s);
-        case WeightType::BF16: return launch_small<WeightType::BF16>(w, x, n, y, s);
+        case WeightType::F32: return launch_matvec<WeightType::F32, 1>(w, x, 0, y, s);
+        case WeightType::F16: return launch_matvec<WeightType::F16, 1>(w, x, 0, y, s);
+        case WeightType::BF16: return launch_matvec<WeightType::BF16, 1>(w, x, 0, y, s);
         default: return cudaErrorInvalidValue;
     }
 }

@@ -4,11 +4,15 @@
 // CPU's rounding, then every block contributes an integer dot product
 // (__dp4a) times its float scales.
 //
-// One warp computes one weight row against a tile of up to kMatmulTileRows
-// activation rows. Lane l takes the row's units (a block, or a quarter of a
+// A quantize kernel writes the activation rows to the workspace, then one
+// warp computes one weight row against a tile of up to kMatmulTileRows
+// activation rows: lane l takes the row's units (a block, or a quarter of a
 // K-quant super-block) l, l + 32, ... in that order and the lanes' sums are
-// combined by one fixed butterfly, whatever the tile size: a row's y is the
-// same bits alone or in any batch (batch invariance).
+// combined by one fixed butterfly, whatever the tile size, so a row's y is
+// the same bits alone or in any batch (batch invariance). Both kernels use
+// programmatic dependent launch: the product kernel loads its first weights
+// while the quantize kernel runs. (Quantizing inside the product kernel, per
+// block into shared memory, was measured slower: bench/results/cuda-matmul-*.)
 #include <cuda_fp16.h>
 
 #include "folio_kernels/check.h"
@@ -55,46 +59,46 @@ __device__ __forceinline__ float warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
-__device__ __forceinline__ int warp_sum(int v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
 __device__ __forceinline__ float half_round(float v) { return __half2float(__float2half_rn(v)); }
 
-// One warp per block of 32: d = amax / 127, q = round_even(x / d) as
-// x * (1 / d), d and s stored as halves (read back as floats), like the CPU.
+// One block of 32 by one thread, as the CPU does it: d = amax / 127,
+// q = round_even(x * (1 / d)), d and s stored as halves (read back as
+// floats); meta.y is s for Q8_1, the exact sum of the quants for Q8_0.
 template <bool kQ8_1>
-__global__ void quantize_q8_blocks(const float* __restrict__ x, int64_t blocks, int8_t* __restrict__ qs,
-                                   float2* __restrict__ meta) {
-    const int64_t b = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
-    const int lane = threadIdx.x % 32;
-    wait_for_earlier_grids();
-    allow_later_grids();
-    if (b >= blocks) return;  // whole warps leave together
-    const float v = x[b * kQK + lane];
-    const float amax = warp_max(fabsf(v));
+__device__ __forceinline__ void quantize_block32(const float* __restrict__ x, int8_t* qs, float2* meta) {
+    float v[kQK];
+    const float4* in = reinterpret_cast<const float4*>(x);
+#pragma unroll
+    for (int k = 0; k < kQK / 4; ++k) {
+        const float4 f = in[k];
+        v[4 * k] = f.x, v[4 * k + 1] = f.y, v[4 * k + 2] = f.z, v[4 * k + 3] = f.w;
+    }
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kQK; ++i) amax = fmaxf(amax, fabsf(v[i]));
     const float d = __fdiv_rn(amax, 127.0f);
     const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-    const int q = __float2int_rn(__fmul_rn(v, id));
-    qs[b * kQK + lane] = static_cast<int8_t>(q);
-    const int sum = warp_sum(q);
-    if (lane == 0) {
-        const float s = kQ8_1 ? half_round(__fmul_rn(d, static_cast<float>(sum))) : static_cast<float>(sum);
-        meta[b] = make_float2(half_round(d), s);
+    int sum = 0;
+#pragma unroll
+    for (int k = 0; k < kQK / 4; ++k) {
+        int word = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int q = __float2int_rn(__fmul_rn(v[4 * k + i], id));
+            sum += q;
+            word |= (q & 0xff) << (8 * i);
+        }
+        reinterpret_cast<int*>(qs)[k] = word;
     }
+    const float s = kQ8_1 ? half_round(__fmul_rn(d, static_cast<float>(sum))) : static_cast<float>(sum);
+    *meta = make_float2(half_round(d), s);
 }
 
-// One warp per super-block of 256 (8 elements a lane): iscale = 127 / amax,
-// q = round_even(x * iscale), d = 1 / iscale, sums of each 16 quants.
-__global__ void quantize_q8_k_blocks(const float* __restrict__ x, int64_t blocks, int8_t* __restrict__ qs,
-                                     float* __restrict__ d_out, int16_t* __restrict__ bsums) {
-    const int64_t b = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
-    const int lane = threadIdx.x % 32;
-    wait_for_earlier_grids();
-    allow_later_grids();
-    if (b >= blocks) return;
-    const float4* in = reinterpret_cast<const float4*>(x + b * kQKK + 8 * lane);
+// One super-block of 256 by one warp (8 elements a lane): iscale = 127 /
+// amax, q = round_even(x * iscale), d = 1 / iscale, sums of each 16 quants.
+__device__ __forceinline__ void quantize_block256(const float* __restrict__ x, int lane, int8_t* qs, float* d_out,
+                                                  int16_t* bsums) {
+    const float4* in = reinterpret_cast<const float4*>(x + 8 * lane);
     const float4 v0 = in[0], v1 = in[1];
     const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
     float m = 0.0f;
@@ -111,16 +115,36 @@ __global__ void quantize_q8_k_blocks(const float* __restrict__ x, int64_t blocks
     int2 packed;
     packed.x = (q[0] & 0xff) | ((q[1] & 0xff) << 8) | ((q[2] & 0xff) << 16) | (q[3] << 24);
     packed.y = (q[4] & 0xff) | ((q[5] & 0xff) << 8) | ((q[6] & 0xff) << 16) | (q[7] << 24);
-    reinterpret_cast<int2*>(qs + b * kQKK)[lane] = packed;
+    reinterpret_cast<int2*>(qs)[lane] = packed;
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);  // the two lanes of a run of 16
-    if (lane % 2 == 0) bsums[b * (kQKK / 16) + lane / 2] = static_cast<int16_t>(sum);
-    if (lane == 0) d_out[b] = amax != 0.0f ? __fdiv_rn(1.0f, iscale) : 0.0f;
+    if (lane % 2 == 0) bsums[lane / 2] = static_cast<int16_t>(sum);
+    if (lane == 0) *d_out = amax != 0.0f ? __fdiv_rn(1.0f, iscale) : 0.0f;
+}
+
+// The activation rows of a matmul, one thread per block of 32.
+template <bool kQ8_1>
+__global__ void quantize_q8_blocks(const float* __restrict__ x, int64_t blocks, int8_t* __restrict__ qs,
+                                   float2* __restrict__ meta) {
+    allow_later_grids();  // dependents only start: they wait for this grid to finish
+    wait_for_earlier_grids();
+    const int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+    if (b < blocks) quantize_block32<kQ8_1>(x + b * kQK, qs + b * kQK, meta + b);
+}
+
+// The activation rows of a K-quant matmul, one warp per super-block.
+__global__ void quantize_q8_k_blocks(const float* __restrict__ x, int64_t blocks, int8_t* __restrict__ qs,
+                                     float* __restrict__ d_out, int16_t* __restrict__ bsums) {
+    allow_later_grids();
+    wait_for_earlier_grids();
+    const int64_t b = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
+    if (b >= blocks) return;  // whole warps leave together
+    quantize_block256(x + b * kQKK, threadIdx.x % 32, qs + b * kQKK, d_out + b, bsums + b * (kQKK / 16));
 }
 
 // ---- per-type units ---------------------------------------------------------------
 
 __device__ __forceinline__ uint4 load16(const uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
-__device__ __forceinline__ int4 load16(const int8_t* p) { return __ldg(reinterpret_cast<const int4*>(p)); }
+__device__ __forceinline__ int4 load16(const int8_t* p) { return *reinterpret_cast<const int4*>(p); }
 
 // Bit 4 of each byte from 4 bits of t (the fifth bit of Q5 quants).
 __device__ __forceinline__ int spread_bits(uint32_t t) {
@@ -168,7 +192,7 @@ struct Block32 {
         for (int j = 0; j < NT; ++j) {
             const int8_t* aq = a.qs + (j0 + j) * a.cols + row_unit * kQK;
             const int4 a_lo = load16(aq), a_hi = load16(aq + 16);
-            const float2 meta = __ldg(a.meta + (j0 + j) * nb + row_unit);
+            const float2 meta = a.meta[(j0 + j) * nb + row_unit];
             int sumi = 0;
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
@@ -260,8 +284,8 @@ struct PairK {
         for (int j = 0; j < NT; ++j) {
             const int8_t* aq = a.qs + (j0 + j) * a.cols + row_unit * 64;
             const int4 a0 = load16(aq), a1 = load16(aq + 16), a2 = load16(aq + 32), a3 = load16(aq + 48);
-            const int2 bs = __ldg(reinterpret_cast<const int2*>(a.bsums + (j0 + j) * (a.cols / 16) + 4 * row_unit));
-            const float da = __ldg(a.d + (j0 + j) * (a.cols / kQKK) + sb);
+            const int2 bs = *reinterpret_cast<const int2*>(a.bsums + (j0 + j) * (a.cols / 16) + 4 * row_unit);
+            const float da = a.d[(j0 + j) * (a.cols / kQKK) + sb];
             int dot_lo = 0, dot_hi = 0;
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
@@ -324,8 +348,8 @@ struct QuarterQ6K {
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
             const int8_t* aq = a.qs + (j0 + j) * a.cols + sb * kQKK + 128 * h + 16 * s;
-            const int4 bs8 = __ldg(reinterpret_cast<const int4*>(a.bsums + (j0 + j) * (a.cols / 16) + sb * 16 + 8 * h));
-            const float da = __ldg(a.d + (j0 + j) * (a.cols / kQKK) + sb);
+            const int4 bs8 = *reinterpret_cast<const int4*>(a.bsums + (j0 + j) * (a.cols / 16) + sb * 16 + 8 * h);
+            const float da = a.d[(j0 + j) * (a.cols / kQKK) + sb];
             int sumi = 0;
 #pragma unroll
             for (int t = 0; t < 4; ++t) {
@@ -364,11 +388,56 @@ template <WeightType T>
 constexpr int kUnroll = T == WeightType::Q4_K || T == WeightType::Q5_K || T == WeightType::Q6_K ? 2 : 4;
 
 // y[j][row] for activation rows j_begin .. j_begin + tiles * NT, one warp a row.
-// Registers capped so that enough warps stream weights: 64 a thread for one
-// or two activation rows (decode; ~100 for the K-quants' larger units), 128
-// for larger tiles.
 template <WeightType T>
 constexpr bool kSuperBlocks = T == WeightType::Q4_K || T == WeightType::Q5_K || T == WeightType::Q6_K;
+
+// acc[j] = weight row (units first_unit ..) times activation row j0 + j for
+// the calling warp: lane l takes units l, l + 32, ... in this order, kU at a
+// time; `unit` holds the first kU units already when `first_loaded`. The
+// same order for every tile size: batch invariance rests on it.
+template <WeightType T, int NT>
+__device__ __forceinline__ void row_dot(const uint8_t* __restrict__ w, const SplitLayout& l, int64_t first_unit,
+                                        int units, int lane, typename UnitOf<T>::type::Unit (&unit)[kUnroll<T>],
+                                        bool first_loaded, const ActQ8& a, int64_t j0, float (&acc)[NT]) {
+    using U = typename UnitOf<T>::type;
+    constexpr int kU = kUnroll<T>;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[j] = 0.0f;
+    for (int base = 0; base < units; base += 32 * kU) {
+        if (base > 0 || !first_loaded) {
+#pragma unroll
+            for (int i = 0; i < kU; ++i) {
+                const int u = base + 32 * i + lane;
+                if (u < units) unit[i] = U::load(w, l, first_unit + u);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < kU; ++i) {
+            const int u = base + 32 * i + lane;
+            if (u < units) U::template dot<NT>(unit[i], a, u, j0, acc);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc[j] = __fadd_rn(acc[j], __shfl_xor_sync(0xffffffffu, acc[j], o));
+    }
+}
+
+template <WeightType T>
+__device__ __forceinline__ void load_first(const uint8_t* __restrict__ w, const SplitLayout& l, int64_t first_unit,
+                                           int units, int lane, typename UnitOf<T>::type::Unit (&unit)[kUnroll<T>]) {
+#pragma unroll
+    for (int i = 0; i < kUnroll<T>; ++i) {
+        const int u = 32 * i + lane;
+        if (u < units) unit[i] = UnitOf<T>::type::load(w, l, first_unit + u);
+    }
+}
+
+// y[j][row] for activation rows j_begin .. j_begin + tiles * NT (quantized
+// in the workspace), one warp a row. Registers capped so that enough warps
+// stream weights: 64 a thread for one or two activation rows (~100 for the
+// K-quants' larger units), 128 for larger tiles.
 template <WeightType T, int NT>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, NT <= 2 ? (kSuperBlocks<T> ? 5 : 8) : 4)
     mmq_kernel(const uint8_t* __restrict__ w, SplitLayout l, int64_t rows, int64_t cols, ActQ8 a, int64_t j_begin,
@@ -379,44 +448,20 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, NT <= 2 ? (kSuperBlocks<T
     const int64_t row = blockIdx.x * static_cast<int64_t>(kWarpsPerBlock) + threadIdx.x / 32;
     if (row >= rows) return;
     const int units = static_cast<int>(cols / U::kUnitElems);
-    const int64_t first_unit = row * units;
-    // The first units' weights are loaded while the activations are still
-    // being quantized; a row of at most 32 * kU units stays in registers for
-    // every tile.
+    // The first units' weights load while the activations are still being
+    // quantized; a row of at most 32 * kU units stays in registers for every tile.
     typename U::Unit unit[kU];
-#pragma unroll
-    for (int i = 0; i < kU; ++i) {
-        const int u = 32 * i + lane;
-        if (u < units) unit[i] = U::load(w, l, first_unit + u);
-    }
+    load_first<T>(w, l, row * units, units, lane, unit);
+    allow_later_grids();  // dependents only start: they wait for this grid to finish
     wait_for_earlier_grids();
-    allow_later_grids();
-    const bool reload_first = units > 32 * kU;
+    const bool row_in_registers = units <= 32 * kU;
     for (int tile = 0; tile < tiles; ++tile) {
         const int64_t j0 = j_begin + static_cast<int64_t>(tile) * NT;
         float acc[NT];
+        row_dot<T, NT>(w, l, row * units, units, lane, unit, tile == 0 || row_in_registers, a, j0, acc);
 #pragma unroll
-        for (int j = 0; j < NT; ++j) acc[j] = 0.0f;
-        for (int base = 0; base < units; base += 32 * kU) {
-            if (base > 0 || (tile > 0 && reload_first)) {
-#pragma unroll
-                for (int i = 0; i < kU; ++i) {
-                    const int u = base + 32 * i + lane;
-                    if (u < units) unit[i] = U::load(w, l, first_unit + u);
-                }
-            }
-#pragma unroll
-            for (int i = 0; i < kU; ++i) {
-                const int u = base + 32 * i + lane;
-                if (u < units) U::template dot<NT>(unit[i], a, u, j0, acc);
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) acc[j] = __fadd_rn(acc[j], __shfl_xor_sync(0xffffffffu, acc[j], o));
+        for (int j = 0; j < NT; ++j)
             if (lane == j) y[(j0 + j) * rows + row] = acc[j];
-        }
     }
 }
 
@@ -430,7 +475,7 @@ cudaError_t launch_tiles(const DeviceMatrix& w, const SplitLayout& l, const ActQ
 
 template <WeightType T>
 cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, float* y, void* ws, cudaStream_t s) {
-    constexpr bool kK = T == WeightType::Q4_K || T == WeightType::Q5_K || T == WeightType::Q6_K;
+    constexpr bool kK = kSuperBlocks<T>;
     const ActLayout al = act_layout(kK, n, w.cols);
     auto* base = static_cast<uint8_t*>(ws);
     ActQ8 a;
@@ -449,7 +494,7 @@ cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, float* 
         a.meta = reinterpret_cast<const float2*>(base + al.meta_offset);
         const int64_t blocks = n * (w.cols / kQK);
         constexpr bool kQ8_1 = has_min(T);
-        FOLIO_CUDA_TRY(launch_overlapped(quantize_q8_blocks<kQ8_1>, dim3(blocks_for(blocks * 32, kThreads)),
+        FOLIO_CUDA_TRY(launch_overlapped(quantize_q8_blocks<kQ8_1>, dim3(blocks_for(blocks, kThreads)),
                                          dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
                                          reinterpret_cast<float2*>(base + al.meta_offset)));
     }

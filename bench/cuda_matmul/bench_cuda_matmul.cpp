@@ -4,7 +4,7 @@
 // a CUDA graph that rotates over enough weight copies to defeat the L2, and
 // the weight bytes read per second. Ends with the batch-1 decode estimate of
 // the whole model (32 layers of q, k, v, o, gate, up, down, plus the output
-// matrix). Usage: folio_bench_cuda_matmul [types...]  (default F16 Q4_0 Q4_K Q8_0 Q6_K)
+// matrix), also with q, k, v and gate, up concatenated into one matrix each. Usage: folio_bench_cuda_matmul [types...]  (default F16 Q4_0 Q4_K Q8_0 Q6_K)
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -35,12 +35,15 @@ struct Shape {
     const char* name;
     int64_t rows, cols;
     int per_layer;  // how many of these a decoder layer has (0: the output matrix)
+    int fused_per_layer;  // the same with q, k, v and gate, up concatenated at load
 };
-const Shape kShapes[] = {{"q,o 4096x4096", 4096, 4096, 2},
-                         {"k,v 1024x4096", 1024, 4096, 2},
-                         {"gate,up 14336x4096", 14336, 4096, 2},
-                         {"down 4096x14336", 4096, 14336, 1},
-                         {"output 128256x4096", 128256, 4096, 0}};
+const Shape kShapes[] = {{"q,o 4096x4096", 4096, 4096, 2, 1},
+                         {"k,v 1024x4096", 1024, 4096, 2, 0},
+                         {"gate,up 14336x4096", 14336, 4096, 2, 0},
+                         {"down 4096x14336", 4096, 14336, 1, 1},
+                         {"output 128256x4096", 128256, 4096, 0, 0},
+                         {"qkv 6144x4096", 6144, 4096, 0, 1},
+                         {"gate+up 28672x4096", 28672, 4096, 0, 1}};
 const int64_t kBatches[] = {1, 2, 4, 8, 16, 128};
 constexpr int kLayers = 32;
 constexpr size_t kRotationBytes = size_t{512} << 20;  // > 8x the H200's 60 MB L2
@@ -93,6 +96,7 @@ Result time_matmul(fk::WeightType type, const Shape& shape, int64_t n, void* poo
                    cublasHandle_t cublas, cudaStream_t s) {
     const size_t bytes = fk::device_matrix_bytes(type, shape.rows, shape.cols);
     const size_t stride = (bytes + 255) / 256 * 256;
+    if (stride > pool_bytes) return Result{};  // does not fit: printed as 0
     const int copies = static_cast<int>(std::max<size_t>(1, std::min(pool_bytes / stride, (kRotationBytes + stride - 1) / stride)));
     for (int c = 0; c < copies; ++c)
         CHECK(fk::fill_random_matrix(type, static_cast<char*>(pool) + c * stride, shape.rows, shape.cols, 1000 + c,
@@ -166,7 +170,7 @@ int main(int argc, char** argv) {
     const char* pdl = std::getenv("FOLIO_CUDA_PDL");
     std::printf("%s, %d SMs, L2 %d MB; copy bandwidth %.0f GB/s; PDL %s\n", prop.name, prop.multiProcessorCount,
                 prop.l2CacheSize >> 20, copy / 1e9, pdl && std::strcmp(pdl, "0") == 0 ? "off" : "on");
-    const size_t pool_bytes = size_t{1200} << 20;
+    const size_t pool_bytes = size_t{2560} << 20;  // the F32 output matrix is 2.1 GB
     void* pool = nullptr;
     CHECK(cudaMalloc(&pool, pool_bytes));
 
@@ -174,20 +178,26 @@ int main(int argc, char** argv) {
     for (const int64_t n : kBatches) std::printf("  n=%-3lld us   GB/s", static_cast<long long>(n));
     std::printf("\n");
     for (const TypeName& t : types) {
-        double layer_us = 0, output_us = 0;
+        double layer_us = 0, output_us = 0, fused_layer_us = 0;
         for (const Shape& shape : kShapes) {
             std::printf("%-5s %-19s", t.name, shape.name);
             for (const int64_t n : kBatches) {
                 const Result r = time_matmul(t.type, shape, n, pool, pool_bytes, cublas, s);
                 std::printf(" %7.1f %6.0f", r.us, r.gbs);
                 std::fflush(stdout);
-                if (n == 1) (shape.per_layer ? layer_us : output_us) += r.us * std::max(shape.per_layer, 1);
+                if (n == 1) {
+                    layer_us += r.us * shape.per_layer;
+                    fused_layer_us += r.us * shape.fused_per_layer;
+                    if (shape.per_layer == 0 && shape.fused_per_layer == 0) output_us = r.us;
+                }
             }
             std::printf("\n");
         }
         const double token_us = kLayers * layer_us + output_us;
-        std::printf("%-5s batch-1 decode, matmuls only: %.0f us/token = %.0f tok/s\n", t.name, token_us,
-                    1e6 / token_us);
+        const double fused_us = kLayers * fused_layer_us + output_us;
+        std::printf("%-5s batch-1 decode, matmuls only: %.0f us/token = %.0f tok/s; with qkv and gate+up "
+                    "concatenated: %.0f us = %.0f tok/s\n",
+                    t.name, token_us, 1e6 / token_us, fused_us, 1e6 / fused_us);
     }
     CHECK(cudaFree(pool));
     cublasDestroy(cublas);

@@ -9,7 +9,8 @@
 // Batch invariance: for quantized weights a row's y does not depend on n (the
 // kernels walk the activation rows in tiles of up to 8 and every row takes
 // the same path in any tile). F32 / F16 / BF16 weights go through cuBLAS when
-// n > kMatmulTileRows and are not batch-invariant across that threshold.
+// n > kFloatMatvecMaxRows (with x rounded to F16 / BF16 for those weights) and
+// are not batch-invariant.
 #pragma once
 
 #include <cstddef>
@@ -35,8 +36,10 @@ enum class WeightType : int32_t {
     BF16 = 30
 };
 
-// Activation rows the matrix kernels read per pass over the weights.
+// Activation rows the quantized kernels read per pass over the weights.
 inline constexpr int kMatmulTileRows = 8;
+// Up to this many activation rows, float weights use the F32 matvec kernel.
+inline constexpr int kFloatMatvecMaxRows = 1;
 
 bool matmul_supported(WeightType t);  // all of the above
 
@@ -78,7 +81,8 @@ struct MatmulWorkspace {
 // backend allocates the max over its matrices and batch sizes).
 size_t matmul_workspace_bytes(WeightType t, int64_t n, int64_t rows, int64_t cols);
 
-// y[n][rows] = x[n][cols] · Wᵀ ; x and y are F32, row-major, device memory.
+// y[n][rows] = x[n][cols] · Wᵀ ; x and y are F32, row-major, device memory,
+// x 16-byte aligned.
 // No allocation, no host sync: capturable in a CUDA graph (the cublas
 // handle's stream and workspace are set on ws.cublas per call).
 cudaError_t matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,
