@@ -70,7 +70,8 @@ struct DeviceMatrix {
 };
 
 // Scratch for one stream: activation quantization / F16 conversion / cuBLAS
-// workspace. data must be 256-byte aligned.
+// workspace (32 MiB of it for float weights with n > kFloatMatvecMaxRows).
+// data must be 256-byte aligned; cublas is needed for float weights only.
 struct MatmulWorkspace {
     void* data = nullptr;
     size_t bytes = 0;
