@@ -383,13 +383,12 @@ struct UnitOf<WeightType::Q6_K> {
     using type = QuarterQ6K;
 };
 
-// Units each lane loads before it computes (bytes in flight).
-template <WeightType T>
-constexpr int kUnroll = T == WeightType::Q4_K || T == WeightType::Q5_K || T == WeightType::Q6_K ? 2 : 4;
-
-// y[j][row] for activation rows j_begin .. j_begin + tiles * NT, one warp a row.
 template <WeightType T>
 constexpr bool kSuperBlocks = T == WeightType::Q4_K || T == WeightType::Q5_K || T == WeightType::Q6_K;
+
+// Units each lane loads before it computes (bytes in flight).
+template <WeightType T>
+constexpr int kUnroll = kSuperBlocks<T> ? 2 : 4;
 
 // acc[j] = weight row (units first_unit ..) times activation row j0 + j for
 // the calling warp: lane l takes units l, l + 32, ... in this order, kU at a

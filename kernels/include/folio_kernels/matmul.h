@@ -86,6 +86,11 @@ size_t matmul_workspace_bytes(WeightType t, int64_t n, int64_t rows, int64_t col
 // x 16-byte aligned.
 // No allocation, no host sync: capturable in a CUDA graph (the cublas
 // handle's stream and workspace are set on ws.cublas per call).
+// The kernels use programmatic dependent launch: they start loading weights
+// while the previous kernel in the stream finishes, and read x / write y only
+// after it has (FOLIO_CUDA_PDL=0 turns this off). So the kernel right before a
+// matmul must not write its weights: sync after prepare_matrix /
+// fill_random_matrix before the first product.
 cudaError_t matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,
                    cudaStream_t s);
 
