@@ -64,8 +64,6 @@ void EngineHost::load(const QString& path, const EngineSettings& settings) {
     if (had_model) emit unloaded();
     auto fail = [&](const std::string& message) { emit loadFailed(path, QString::fromStdString(message)); };
 
-    if (settings.device.compare("cpu", Qt::CaseInsensitive) != 0)
-        return fail("device '" + settings.device.toStdString() + "' is not available in this build; choose CPU");
     auto model = folio::load_model_description(path.toStdString());
     if (!model) return fail(model.error().message);
     auto tokenizer = folio::Tokenizer::create(model->tokenizer);
@@ -73,12 +71,13 @@ void EngineHost::load(const QString& path, const EngineSettings& settings) {
     auto fresh = std::make_unique<Loaded>(Loaded{std::move(*model), std::move(*tokenizer), nullptr, {}, {}, {}, nullptr, 0});
 
     folio::BackendOptions options;
+    options.device = settings.device.toLower().toStdString();
     options.n_threads = settings.threads;
     options.block_size = settings.block_size;
     options.kv_budget_bytes = settings.kv_budget_mib << 20;
     options.max_context = settings.max_context;
     // The backend refers to the description inside `fresh`, which never moves.
-    auto backend = folio::create_cpu_backend(fresh->model, options);
+    auto backend = folio::create_backend(fresh->model, options);
     if (!backend) return fail(backend.error().message);
     fresh->backend = std::move(*backend);
 

@@ -10,6 +10,8 @@
 #include <QThread>
 #include <QVBoxLayout>
 
+#include "folio/backend.h"
+
 #include "ui/model_summary.h"
 
 namespace folio::ui {
@@ -43,7 +45,14 @@ EngineSettingsDialog::EngineSettingsDialog(const EngineSettings& s, const ModelS
     threads_->setSpecialValueText(tr("physical cores"));
     device_ = new QComboBox(this);
     device_->addItem(tr("CPU"), "cpu");
-    device_->setToolTip(tr("This build has the CPU backend; CUDA joins the list when its backend lands."));
+    // One entry per usable GPU; the reason there is none otherwise.
+    const int gpus = folio::cuda_device_count();
+    const QStringList gpu_names = QString::fromStdString(folio::describe_cuda_devices()).split('\n');
+    for (int i = 0; i < gpus; ++i)
+        device_->addItem(i < gpu_names.size() ? gpu_names[i] : QStringLiteral("cuda:%1").arg(i), QStringLiteral("cuda:%1").arg(i));
+    device_->setToolTip(gpus ? tr("CPU, or a CUDA GPU") : QString::fromStdString(folio::describe_cuda_devices()));
+    const int current = device_->findData(s.device);
+    if (current >= 0) device_->setCurrentIndex(current);
     form->addRow(tr("KV block size"), block_size_);
     form->addRow(tr("KV cache budget"), kv_budget_);
     form->addRow(tr("Context length"), max_context_);

@@ -19,6 +19,7 @@ std::vector<FlagSpec> bench_flags() {
     std::vector<FlagSpec> flags = model_flags();
     flags.push_back({"-p", "--n-prompt", "N", "prompt tokens (default 512, 0 = skip)"});
     flags.push_back({"-n", "--n-gen", "N", "generated tokens (default 128, 0 = skip)"});
+    flags.push_back({"-d", "--n-depth", "N", "tokens already in the context when generation is timed (default 0)"});
     flags.push_back({"-r", "--repetitions", "N", "timed runs of each test (default 5; --workload: runs of each mode, in rotating order, default 1)"});
     flags.push_back({"", "--json", "", "print the result as JSON"});
     for (const FlagSpec& f : workload_flags()) flags.push_back(f);
@@ -65,7 +66,7 @@ int run_bench(int argc, char** argv) {
     auto args = Args::parse(argc, argv, 2, flags);
     if (!args) return fail("bench", args.error().message);
     if (args->has("--help")) {
-        std::printf("%s", usage("bench", "-m MODEL [-p 512] [-n 128] [-r 5] [-t THREADS] [--json] | --workload ...",
+        std::printf("%s", usage("bench", "-m MODEL [-p 512] [-n 128] [-d 0] [-r 5] [-t THREADS] [--device cuda] [--json] | --workload ...",
                                 flags).c_str());
         return 0;
     }
@@ -73,9 +74,10 @@ int run_bench(int argc, char** argv) {
     auto n_prompt = args->get_int("--n-prompt", 512, 0, 1 << 20);
     auto n_gen = args->get_int("--n-gen", 128, 0, 1 << 20);
     auto reps = args->get_int("--repetitions", 5, 1, 1000);
-    if (!n_prompt || !n_gen || !reps)
-        return fail("bench", (!n_prompt ? n_prompt.error() : !n_gen ? n_gen.error() : reps.error()).message);
-    const int64_t context = std::max<int64_t>(*n_prompt, *n_gen) + 2;
+    auto depth = args->get_int("--n-depth", 0, 0, 1 << 20);
+    if (!n_prompt || !n_gen || !reps || !depth)
+        return fail("bench", (!n_prompt ? n_prompt.error() : !n_gen ? n_gen.error() : !reps ? reps.error() : depth.error()).message);
+    const int64_t context = std::max<int64_t>(*n_prompt, *depth + *n_gen) + 2;
     auto loaded = load_for_inference(*args, static_cast<uint32_t>(std::max<int64_t>(context, 512)));
     if (!loaded) return fail("bench", loaded.error().message);
     LoadedModel& m = **loaded;
@@ -104,16 +106,19 @@ int run_bench(int argc, char** argv) {
     };
 
     std::vector<double> pp_seconds, tg_seconds;
-    for (int64_t rep = 0; rep <= *reps && *n_prompt > 0; ++rep) {
-        std::vector<int32_t> prompt(static_cast<size_t>(*n_prompt));
+    auto random_prompt = [&](int64_t n) {
+        std::vector<int32_t> prompt(static_cast<size_t>(std::max<int64_t>(n, 1)));
         for (auto& t : prompt) t = any_token(rng);
         if (bos >= 0) prompt[0] = bos;
-        auto t = run(std::move(prompt), 1);
+        return prompt;
+    };
+    for (int64_t rep = 0; rep <= *reps && *n_prompt > 0; ++rep) {
+        auto t = run(random_prompt(*n_prompt), 1);
         if (!t) return fail("bench", t.error().message);
         if (rep > 0) pp_seconds.push_back(t->ttft_s - t->queue_s);  // rep 0 warms up
     }
     for (int64_t rep = 0; rep <= *reps && *n_gen > 0; ++rep) {
-        auto t = run({bos >= 0 ? bos : any_token(rng)}, static_cast<int32_t>(*n_gen) + 1);
+        auto t = run(random_prompt(*depth), static_cast<int32_t>(*n_gen) + 1);
         if (!t) return fail("bench", t.error().message);
         if (rep > 0) tg_seconds.push_back(t->e2e_s - t->ttft_s);
     }
@@ -122,18 +127,19 @@ int run_bench(int argc, char** argv) {
     if (args->has("--json")) {
         std::printf("{\"model\": \"%s\", \"threads\": %d, \"backend\": \"%s\", "
                     "\"pp\": {\"n_tokens\": %lld, \"mean_tps\": %.3f, \"sd_tps\": %.3f}, "
-                    "\"tg\": {\"n_tokens\": %lld, \"mean_tps\": %.3f, \"sd_tps\": %.3f}}\n",
+                    "\"tg\": {\"n_tokens\": %lld, \"depth\": %lld, \"mean_tps\": %.3f, \"sd_tps\": %.3f}}\n",
                     json_escape(*args->get("--model")).c_str(), threads, json_escape(m.backend->name()).c_str(),
-                    static_cast<long long>(pp.n_tokens), pp.mean, pp.sd, static_cast<long long>(tg.n_tokens), tg.mean,
-                    tg.sd);
+                    static_cast<long long>(pp.n_tokens), pp.mean, pp.sd, static_cast<long long>(tg.n_tokens),
+                    static_cast<long long>(*depth), tg.mean, tg.sd);
     } else {
         std::printf("| model | threads | test | t/s |\n|---|---|---|---|\n");
         if (*n_prompt > 0)
             std::printf("| %s | %d | pp%lld | %.2f ± %.2f |\n", m.model.name.c_str(), threads,
                         static_cast<long long>(pp.n_tokens), pp.mean, pp.sd);
         if (*n_gen > 0)
-            std::printf("| %s | %d | tg%lld | %.2f ± %.2f |\n", m.model.name.c_str(), threads,
-                        static_cast<long long>(tg.n_tokens), tg.mean, tg.sd);
+            std::printf("| %s | %d | tg%lld%s | %.2f ± %.2f |\n", m.model.name.c_str(), threads,
+                        static_cast<long long>(tg.n_tokens),
+                        *depth ? (" @ d" + std::to_string(*depth)).c_str() : "", tg.mean, tg.sd);
     }
     return 0;
 }

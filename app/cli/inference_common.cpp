@@ -1,6 +1,7 @@
 #include "inference_common.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +16,9 @@ std::vector<FlagSpec> model_flags() {
         {"-m", "--model", "PATH", "GGUF file or Hugging Face folder"},
         {"-t", "--threads", "N", "CPU threads (default: physical cores)"},
         {"-c", "--ctx-size", "N", "context length in tokens (capped at the model's trained context)"},
+        {"", "--device", "DEV", "cpu, cuda or cuda:N (default cpu; cuda without a usable GPU falls back to cpu)"},
+        {"", "--load-format", "F", "auto (a file or folder) or dummy: -m names a shape, weights are random"},
+        {"", "--dummy-type", "T", "weight type of a dummy model: f16, bf16, f32, q4_0, q8_0, q4_k, ... (default f16)"},
     };
 }
 
@@ -38,6 +42,7 @@ std::vector<FlagSpec> engine_flags() {
         {"", "--kv-budget", "MIB", "KV cache memory in MiB (default: the context times the parallel sequences)"},
         {"", "--kv-fraction", "F", "KV cache memory as a share of the memory available now, e.g. 0.5"},
         {"", "--no-prefix-cache", "", "do not reuse the KV blocks of earlier identical prefixes"},
+        {"", "--no-cuda-graphs", "", "CUDA: launch every decode step's kernels instead of replaying a graph"},
     };
 }
 
@@ -82,6 +87,21 @@ Status read_sampling_flags(const Args& args, SamplingParams& params) {
     return params.validate();
 }
 
+Result<ModelDescription> load_model(const Args& args, const std::string& path, bool on_gpu) {
+    const std::string format = args.get("--load-format").value_or("auto");
+    if (format == "auto") return load_model_description(path);
+    if (format != "dummy") return make_error("--load-format wants auto or dummy, got '" + format + "'");
+    DummyModelOptions dummy;
+    dummy.shape = path;
+    dummy.on_host = !on_gpu;  // a GPU generates its own
+    std::string type = args.get("--dummy-type").value_or("f16");
+    std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::toupper(c); });
+    for (uint32_t id = 0; id < 64; ++id)
+        if (auto t = tensor_type_traits(id); t && t->name == type) dummy.type = t->type;
+    if (traits(dummy.type).name != type) return make_error("--dummy-type: unknown weight type '" + type + "'");
+    return make_dummy_model(dummy);
+}
+
 Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32_t default_context,
                                                         uint32_t kv_sequences) {
     auto path = args.get("--model");
@@ -95,13 +115,19 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     auto kv_budget = args.get_int("--kv-budget", 0, 1, int64_t{1} << 30);
     if (!kv_budget) return kv_budget.error();
 
-    auto model = load_model_description(*path);
+    BackendOptions options;
+    options.device = args.get("--device").value_or("cpu");
+    if (options.device != "cpu" && cuda_device_count() == 0) {
+        std::fprintf(stderr, "folio: %s; running on the CPU\n", describe_cuda_devices().c_str());
+        options.device = "cpu";
+    }
+    auto model = load_model(args, *path, options.device != "cpu");
     if (!model) return model.error();
     auto tokenizer = Tokenizer::create(model->tokenizer);
     if (!tokenizer) return tokenizer.error();
     auto loaded = std::make_unique<LoadedModel>(LoadedModel{std::move(*model), std::move(*tokenizer), nullptr, nullptr});
-    BackendOptions options;
     options.n_threads = static_cast<int>(*threads);
+    options.cuda_graphs = !args.has("--no-cuda-graphs");
     options.max_context = static_cast<uint32_t>(*ctx);
     options.block_size = static_cast<uint32_t>(*block_size);
     if (args.has("--kv-budget")) {
@@ -118,7 +144,7 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
                                                  std::max<uint32_t>(1, kv_sequences));
     }
     // The backend keeps a reference to the description: it lives in `loaded`, which does not move.
-    auto backend = create_cpu_backend(loaded->model, options);
+    auto backend = create_backend(loaded->model, options);
     if (!backend) return backend.error();
     loaded->backend = std::move(*backend);
     std::fprintf(stderr, "folio: %s (%s), %s, context %u, KV cache %u blocks of %u tokens (%.1f MiB)\n",

@@ -23,7 +23,12 @@ struct LoadedModel {
     std::unique_ptr<Engine> engine;  // last: stops before the backend goes
 };
 
-// -m, -t, -c, --block-size, --kv-budget from `args`; `default_context` when
+// The model -m names: a GGUF file or Hugging Face folder, or with
+// --load-format dummy a shape (--dummy-type), generated on the host unless
+// `on_gpu`.
+Result<ModelDescription> load_model(const Args& args, const std::string& path, bool on_gpu);
+
+// -m, -t, -c, --device, --block-size, --kv-budget from `args`; `default_context` when
 // -c is absent. Without --kv-budget the KV cache holds `kv_sequences` full contexts.
 Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32_t default_context,
                                                         uint32_t kv_sequences = 1);

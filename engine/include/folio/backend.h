@@ -16,13 +16,17 @@
 namespace folio {
 
 struct BackendOptions {
+    std::string device = "cpu";              // "cpu", "cuda" or "cuda:N"
     int n_threads = 0;                       // 0 = physical cores
     uint32_t block_size = kDefaultBlockSize; // tokens per KV block
     uint32_t n_blocks = 0;                   // KV blocks in the pool; 0 = from kv_budget_bytes
     uint64_t kv_budget_bytes = 0;            // KV memory when n_blocks is 0; 0 = one max_context sequence
-    double kv_memory_fraction = 0;           // else this share of the memory available now (vLLM's
-                                             // gpu_memory_utilization; the CPU reads MemAvailable)
+    double kv_memory_fraction = 0;           // else this share of the memory available now (the CPU
+                                             // reads MemAvailable); on a GPU, vLLM's gpu_memory_utilization:
+                                             // weights + activations + KV within this share of the card
+                                             // (0 there means 0.9)
     uint32_t max_context = 4096;             // longest sequence (capped at the trained context)
+    bool cuda_graphs = true;                 // CUDA: replay decode steps from captured graphs
 };
 
 class Backend {
@@ -49,9 +53,20 @@ public:
     virtual std::string name() const = 0;  // "cpu (AVX2, 2 threads)"
 };
 
-// The CPU backend for `model` (which must outlive it). Fails with a clear
-// message for an architecture Folio cannot run or a weight type without kernels.
+// The backend options.device names, for `model` (which must outlive it).
+// Fails with a clear message for an architecture Folio cannot run, a weight
+// type without kernels, or a device this build or machine does not have.
+Result<std::unique_ptr<Backend>> create_backend(const ModelDescription& model, const BackendOptions& options);
+
 Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& model, const BackendOptions& options);
+// The CUDA backend on GPU N of "cuda:N" (default 0); an Error when this build
+// has no CUDA or no usable GPU/driver is present (the message says which).
+Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& model, const BackendOptions& options);
+
+// Usable CUDA GPUs (0 without CUDA in this build, a driver, or a GPU), and
+// why there are none / what they are ("cuda:0 NVIDIA H200, 139.8 GiB, sm_90").
+int cuda_device_count();
+std::string describe_cuda_devices();
 
 // Bytes of memory the system could give this process now (Linux:
 // MemAvailable), 0 when unknown.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -13,6 +14,11 @@ namespace folio {
 class MappedFile {
 public:
     static Result<std::shared_ptr<const MappedFile>> open(const std::string& path);
+    // Anonymous memory standing in for a file (a dummy model): `fill` writes
+    // it before it becomes read-only; without `fill` it is only reserved
+    // (reads as zeros, takes no memory).
+    static Result<std::shared_ptr<const MappedFile>> anonymous(const std::string& name, size_t size,
+                                                                const std::function<void(std::byte*)>& fill);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;

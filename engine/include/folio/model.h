@@ -76,12 +76,33 @@ struct ModelDescription {
     TokenizerSpec tokenizer;
     std::string chat_template;            // Jinja source; empty when the model has none
     std::vector<std::shared_ptr<const MappedFile>> storage;  // keeps tensor data alive
+    // A dummy model (--load-format dummy) whose matrices were not generated
+    // on the host: their data is reserved address space (reads as zeros) and
+    // a GPU backend fills them with random values from random_seed.
+    bool random_weights = false;
+    uint64_t random_seed = 0;
 
     const TensorView* find_tensor(std::string_view tensor_name) const;
     uint64_t weight_bytes() const;
     // KV cache bytes for one token across all layers, at `element_bytes` per value (F16: 2).
     uint64_t kv_bytes_per_token(uint32_t element_bytes = 2) const;
 };
+
+// --load-format dummy: a model of a named shape with random weights, for
+// measuring speed at real sizes without a file. Matrices are of `type`,
+// norms F32 1.0 (plus noise); the tokenizer is SentencePiece with byte
+// fallback (every text encodes). `on_host`: the weights are generated in
+// memory (any backend runs them, identically); otherwise only reserved, and
+// a GPU backend generates them on the device (random_weights).
+struct DummyModelOptions {
+    std::string shape;                  // dummy_model_shapes()
+    TensorType type = TensorType::F16;
+    bool on_host = true;
+    uint64_t seed = 1;
+};
+Result<ModelDescription> make_dummy_model(const DummyModelOptions& options);
+// "llama-3-8b, llama-3.2-1b, ..." for messages.
+std::string dummy_model_shapes();
 
 // Reads a GGUF file or a Hugging Face folder (config.json + *.safetensors +
 // tokenizer.json). Every count, shape and offset is validated first.

@@ -37,6 +37,21 @@ Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string& pa
     return std::shared_ptr<const MappedFile>(new MappedFile(path, data, size));
 }
 
+Result<std::shared_ptr<const MappedFile>> MappedFile::anonymous(const std::string& name, size_t size,
+                                                                const std::function<void(std::byte*)>& fill) {
+    if (size == 0) return std::shared_ptr<const MappedFile>(new MappedFile(name, nullptr, 0));
+    const int prot = fill ? PROT_READ | PROT_WRITE : PROT_READ;
+    void* p = ::mmap(nullptr, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return make_error("cannot reserve " + std::to_string(size) + " bytes for '" + name + "': " + std::strerror(errno));
+    auto* data = static_cast<std::byte*>(p);
+    if (fill) {
+        fill(data);
+        ::mprotect(p, size, PROT_READ);
+    }
+    return std::shared_ptr<const MappedFile>(new MappedFile(name, data, size));
+}
+
 MappedFile::~MappedFile() {
     if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
 }

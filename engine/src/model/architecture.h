@@ -60,6 +60,10 @@ public:
     // it has kernels for their types before the first step (a GPU backend
     // copies them, and embedding(), to the device).
     virtual std::vector<Weight> matrices() const = 0;
+    // The weights the forward pass multiplies with one input in one
+    // Ops::matmuls call (Q, K, V; gate, up), so a backend may store each
+    // group as one matrix.
+    virtual std::vector<std::vector<Weight>> matrix_groups() const { return {}; }
     // The token embedding table (Ops::embed reads rows of it).
     virtual Weight embedding() const = 0;
     // Every vector (norm weights, biases) it hands to Ops, for a backend that

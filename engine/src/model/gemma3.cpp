@@ -33,6 +33,14 @@ public:
     int32_t n_vocab() const override { return static_cast<int32_t>(token_embd_.out_features); }
     std::vector<Weight> matrices() const override;
     Weight embedding() const override { return token_embd_; }
+    std::vector<std::vector<Weight>> matrix_groups() const override {
+        std::vector<std::vector<Weight>> groups;
+        for (const Gemma3Layer& L : layers_) {
+            groups.push_back({L.wq, L.wk, L.wv});
+            groups.push_back({L.ffn_gate, L.ffn_up});
+        }
+        return groups;
+    }
     std::vector<std::span<const float>> vectors() const override;
 
 private:
@@ -178,7 +186,7 @@ Status Gemma3::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     float* target = ops.logits_target(logits, n_logits);
     FOLIO_RETURN_IF_ERROR(ops.matmul(output_, act_.logit_rows, n_out, target));
     if (hp_.final_logit_softcap > 0) ops.softcap(target, hp_.final_logit_softcap, n_logits);
-    return ops.read_logits(target, logits, n_logits);
+    return ops.to_host(target, logits, n_logits);
 }
 
 }  // namespace

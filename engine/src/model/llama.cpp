@@ -30,6 +30,14 @@ public:
     int32_t n_vocab() const override { return static_cast<int32_t>(output_.out_features); }
     std::vector<Weight> matrices() const override;
     Weight embedding() const override { return token_embd_; }
+    std::vector<std::vector<Weight>> matrix_groups() const override {
+        std::vector<std::vector<Weight>> groups;
+        for (const LlamaLayer& L : layers_) {
+            groups.push_back({L.wq, L.wk, L.wv});
+            groups.push_back({L.ffn_gate, L.ffn_up});
+        }
+        return groups;
+    }
     std::vector<std::span<const float>> vectors() const override;
 
 private:
@@ -167,7 +175,7 @@ Status Llama::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     const int64_t n_logits = n_out * output_.out_features;
     float* target = ops.logits_target(logits, n_logits);
     FOLIO_RETURN_IF_ERROR(ops.matmul(output_, act_.logit_rows, n_out, target));
-    return ops.read_logits(target, logits, n_logits);
+    return ops.to_host(target, logits, n_logits);
 }
 
 }  // namespace

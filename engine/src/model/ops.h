@@ -87,7 +87,7 @@ public:
     // ([n_tokens][n_head_kv * head_dim]) into the layer's KV cache at
     // batch.slot_mapping, then out[row] = softmax(q·Kᵀ·scale) V over each
     // sequence's causal (and windowed) prefix read through its block table.
-    // q and k are rotated in place.
+    // q and k are scratch: a backend may rotate them in place.
     virtual Status attention(const AttentionParams& params, const Batch& batch, float* q, float* k, const float* v,
                              float* out) = 0;
 
@@ -105,10 +105,11 @@ public:
     virtual void softcap(float* x, float cap, int64_t n) = 0;
 
     // Where the output head writes the first n floats of `logits` (the
-    // backend's memory; on the CPU `logits` itself), and the copy into
-    // `logits` once they are computed.
+    // backend's memory; on the CPU `logits` itself).
     virtual float* logits_target(std::span<float> logits, int64_t n) = 0;
-    virtual Status read_logits(const float* target, std::span<float> logits, int64_t n) = 0;
+    // Copies n floats of backend memory into dst once everything before is
+    // computed (nothing to do when src is dst); the step's errors come here.
+    virtual Status to_host(const float* src, std::span<float> dst, int64_t n) = 0;
 };
 
 }  // namespace folio::model

@@ -34,3 +34,17 @@ cudaError_t gather_rows_f32(const float* x, const int32_t* rows, int64_t n_rows,
                             cudaStream_t s);
 
 }  // namespace folio::kernels
+
+namespace folio::kernels {
+
+// The columns of src ([n_rows][sum of widths]) into parts[i] ([n_rows][widths[i]]),
+// left to right: the outputs of matrices multiplied as one stacked matrix.
+inline constexpr int kMaxSplitParts = 4;
+struct SplitParts {
+    float* dst[kMaxSplitParts] = {};
+    int64_t width[kMaxSplitParts] = {};
+    int count = 0;
+};
+cudaError_t split_columns(const float* src, int64_t n_rows, const SplitParts& parts, cudaStream_t s);
+
+}  // namespace folio::kernels

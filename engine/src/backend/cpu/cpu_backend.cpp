@@ -9,6 +9,8 @@
 #include "cpu/matmul.h"
 #include "folio/backend.h"
 #include "model/architecture.h"
+#include "model/batch_check.h"
+#include "model/tracing_ops.h"
 
 namespace folio {
 namespace {
@@ -24,9 +26,10 @@ public:
     }
 
     Status forward(const Batch& batch, std::span<float> logits) override {
-        FOLIO_RETURN_IF_ERROR(check(batch, logits));
+        FOLIO_RETURN_IF_ERROR(model::check_batch(batch, logits.size(), n_vocab(), cache_.n_blocks, cache_.block_size,
+                                                 max_context_, row_sequence_));
         ops_->set_row_sequences(&row_sequence_);
-        return arch_->forward(*ops_, batch, logits);
+        return model::forward_traced(*arch_, *ops_, "cpu", batch, logits);
     }
 
     Status copy_blocks(std::span<const BlockCopy> copies) override {
@@ -57,58 +60,12 @@ public:
     }
 
 private:
-    Status check(const Batch& batch, std::span<float> logits);
-
     std::unique_ptr<model::Architecture> arch_;
     uint32_t max_context_;
     cpu::KvCache cache_;
     std::unique_ptr<cpu::CpuOps> ops_;
     std::vector<int32_t> row_sequence_;
 };
-
-Status CpuBackend::check(const Batch& batch, std::span<float> logits) {
-    const int32_t n = batch.n_tokens();
-    if (n == 0) return make_error("forward: empty batch");
-    if (batch.positions.size() != batch.token_ids.size() || batch.slot_mapping.size() != batch.token_ids.size())
-        return make_error("forward: token_ids, positions and slot_mapping differ in length");
-    const int64_t n_slots = int64_t{cache_.n_blocks} * cache_.block_size;
-    for (int32_t r = 0; r < n; ++r) {
-        const auto i = static_cast<size_t>(r);
-        if (batch.token_ids[i] < 0 || batch.token_ids[i] >= n_vocab())
-            return make_error("forward: token id " + std::to_string(batch.token_ids[i]) + " is outside the vocabulary");
-        if (batch.slot_mapping[i] < 0 || batch.slot_mapping[i] >= n_slots)
-            return make_error("forward: KV slot " + std::to_string(batch.slot_mapping[i]) + " is outside the cache");
-    }
-    row_sequence_.assign(static_cast<size_t>(n), -1);
-    for (size_t s = 0; s < batch.sequences.size(); ++s) {
-        const BatchSequence& seq = batch.sequences[s];
-        if (seq.n_query <= 0 || seq.query_start < 0 || seq.query_start + seq.n_query > n)
-            return make_error("forward: sequence " + std::to_string(s) + " has rows outside the batch");
-        if (seq.seq_len < seq.n_query || static_cast<uint32_t>(seq.seq_len) > max_context_)
-            return make_error("forward: sequence " + std::to_string(s) + " is " + std::to_string(seq.seq_len) +
-                              " tokens long; the context is " + std::to_string(max_context_));
-        if (int64_t{static_cast<int64_t>(seq.block_table.size())} * cache_.block_size < seq.seq_len)
-            return make_error("forward: sequence " + std::to_string(s) + "'s block table does not cover it");
-        for (int32_t b : seq.block_table)
-            if (b < 0 || static_cast<uint32_t>(b) >= cache_.n_blocks)
-                return make_error("forward: block " + std::to_string(b) + " is outside the cache");
-        for (int32_t r = seq.query_start; r < seq.query_start + seq.n_query; ++r) {
-            const auto i = static_cast<size_t>(r);
-            if (row_sequence_[i] != -1) return make_error("forward: row " + std::to_string(r) + " is in two sequences");
-            row_sequence_[i] = static_cast<int32_t>(s);
-            if (batch.positions[i] < 0 || batch.positions[i] >= seq.seq_len)
-                return make_error("forward: row " + std::to_string(r) + " has position " +
-                                  std::to_string(batch.positions[i]) + " outside its sequence");
-        }
-    }
-    if (std::find(row_sequence_.begin(), row_sequence_.end(), -1) != row_sequence_.end())
-        return make_error("forward: a row belongs to no sequence");
-    for (int32_t r : batch.logits_rows)
-        if (r < 0 || r >= n) return make_error("forward: logits row " + std::to_string(r) + " is outside the batch");
-    if (logits.size() < batch.logits_rows.size() * static_cast<size_t>(n_vocab()))
-        return make_error("forward: the logits buffer is too small");
-    return {};
-}
 
 }  // namespace
 
@@ -124,6 +81,8 @@ uint64_t available_host_memory() {
 }
 
 Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& model, const BackendOptions& options) {
+    if (model.random_weights)
+        return make_error("model '" + model.name + "' has dummy weights that only a GPU generates; use --device cuda");
     auto arch = model::create_architecture(model);
     if (!arch) return arch.error();
     for (const model::Weight& w : (*arch)->matrices())

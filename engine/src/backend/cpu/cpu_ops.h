@@ -4,6 +4,7 @@
 // over one thread pool.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -53,7 +54,10 @@ public:
     void scale(float* x, float s, int64_t n) override;
     void softcap(float* x, float cap, int64_t n) override;
     float* logits_target(std::span<float> logits, int64_t) override { return logits.data(); }
-    Status read_logits(const float*, std::span<float>, int64_t) override { return {}; }
+    Status to_host(const float* src, std::span<float> dst, int64_t n) override {
+        if (src != dst.data()) std::copy_n(src, n, dst.data());
+        return {};
+    }
 
     // Rotates each head of each row by its row's position (RoPE).
     void rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions,

@@ -1,0 +1,427 @@
+// The CUDA Backend: an Architecture run with CudaOps. At creation the
+// weights go to the device once (through one staging buffer, repacked by
+// kernels::prepare_matrix into the layout the kernels read; or filled with
+// random values for a dummy model), then the KV pool takes what the memory
+// budget leaves (vLLM's gpu_memory_utilization).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <unordered_set>
+
+#include "cuda/cuda_ops.h"
+#include "folio/backend.h"
+#include "folio_kernels/matmul.h"
+#include "model/architecture.h"
+#include "model/batch_check.h"
+#include "model/tracing_ops.h"
+
+namespace folio {
+namespace {
+
+std::string cuda_error(const std::string& what, cudaError_t err) {
+    return "cuda: " + what + ": " + cudaGetErrorString(err);
+}
+
+#define FOLIO_CUDA_OR_ERROR(call, what)                                \
+    do {                                                               \
+        if (cudaError_t err_ = (call); err_ != cudaSuccess) return make_error(cuda_error(what, err_)); \
+    } while (0)
+
+// Weight types as the kernels number them (GGML's ids, as TensorType does).
+kernels::WeightType kernel_type(TensorType t) { return static_cast<kernels::WeightType>(static_cast<int32_t>(t)); }
+
+// Bytes of a matrix as GGUF stores it.
+size_t gguf_bytes(const model::Weight& w) {
+    const TensorTypeTraits t = traits(w.type);
+    return static_cast<size_t>(w.in_features / t.block_elems) * t.block_bytes * static_cast<size_t>(w.out_features);
+}
+
+class CudaBackend final : public Backend {
+public:
+    ~CudaBackend() override {
+        for (Graph& g : graphs_)
+            if (g.exec) cudaGraphExecDestroy(g.exec);
+        ops_.reset();
+        cache_.memory.reset();
+        weights_.reset();
+        vectors_.reset();
+        if (cublas_) cublasDestroy(cublas_);
+        if (stream_) cudaStreamDestroy(stream_);
+    }
+
+    Status init(const ModelDescription& model, std::unique_ptr<model::Architecture> arch, const BackendOptions& options,
+                int device);
+
+    Status forward(const Batch& batch, std::span<float> logits) override {
+        FOLIO_RETURN_IF_ERROR(model::check_batch(batch, logits.size(), n_vocab(), cache_.n_blocks, cache_.block_size,
+                                                 max_context_, row_sequence_));
+        if (cudaSetDevice(device_) != cudaSuccess) return make_error("cuda: cannot select device " + std::to_string(device_));
+        if (use_graphs_ && !model::ops_trace_file())
+            if (const int32_t bucket = graph_bucket(batch); bucket > 0) return forward_graph(batch, bucket, logits);
+        FOLIO_RETURN_IF_ERROR(ops_->begin_step(batch, row_sequence_));
+        return model::forward_traced(*arch_, *ops_, "cuda", batch, logits);
+    }
+
+    Status copy_blocks(std::span<const BlockCopy> copies) override {
+        const uint64_t block = cache_.block_bytes();
+        for (const BlockCopy& c : copies) {
+            if (c.src < 0 || c.dst < 0 || static_cast<uint32_t>(c.src) >= cache_.n_blocks ||
+                static_cast<uint32_t>(c.dst) >= cache_.n_blocks)
+                return make_error("copy_blocks: block " + std::to_string(c.src) + " -> " + std::to_string(c.dst) +
+                                  " is outside the cache");
+            for (const kernels::PagedKvLayer& layer : cache_.layers)
+                for (void* base : {layer.k, layer.v}) {
+                    auto* p = static_cast<std::byte*>(base);
+                    FOLIO_CUDA_OR_ERROR(cudaMemcpyAsync(p + c.dst * block, p + c.src * block, block,
+                                                        cudaMemcpyDeviceToDevice, stream_),
+                                        "copy_blocks");
+                }
+        }
+        FOLIO_CUDA_OR_ERROR(cudaStreamSynchronize(stream_), "copy_blocks");
+        return {};
+    }
+
+    int32_t n_vocab() const override { return arch_->n_vocab(); }
+    uint32_t block_size() const override { return cache_.block_size; }
+    uint32_t n_blocks() const override { return cache_.n_blocks; }
+    uint32_t max_context() const override { return max_context_; }
+    uint64_t kv_cache_bytes() const override { return cache_.bytes(); }
+    uint64_t kv_bytes_per_block() const override { return 2 * static_cast<uint64_t>(cache_.n_layer) * cache_.block_bytes(); }
+    int n_threads() const override { return 1; }
+    std::string name() const override { return name_; }
+
+private:
+    Status upload_weights(const ModelDescription& model);
+    Status allocate_kv(const BackendOptions& options);
+
+    // Decode steps (one row per sequence, logits for each) replay a CUDA
+    // graph captured for the next batch-size bucket up: the batch is padded
+    // with rows that write no KV and whose logits nobody reads.
+    int32_t graph_bucket(const Batch& batch) const;
+    Status forward_graph(const Batch& batch, int32_t bucket, std::span<float> logits);
+    struct Graph {
+        cudaGraphExec_t exec = nullptr;
+        uint64_t epoch = 0;  // CudaOps::memory_epoch() at capture
+        bool warmed = false; // ran once uncaptured (sizes buffers, loads kernels)
+    };
+    std::vector<Graph> graphs_;  // per bucket index
+    bool use_graphs_ = true;
+    Batch padded_;
+    std::vector<int32_t> padded_rows_;
+    std::vector<float> padded_logits_;
+
+    int device_ = 0;
+    std::string name_;
+    cudaStream_t stream_ = nullptr;
+    cublasHandle_t cublas_ = nullptr;
+    std::unique_ptr<model::Architecture> arch_;
+    uint32_t max_context_ = 0;
+    cuda::DeviceBuffer weights_, vectors_;
+    cuda::DeviceKvCache cache_;
+    std::unique_ptr<cuda::CudaOps> ops_;
+    std::vector<int32_t> row_sequence_;
+};
+
+Status CudaBackend::init(const ModelDescription& model, std::unique_ptr<model::Architecture> arch,
+                         const BackendOptions& options, int device) {
+    device_ = device;
+    arch_ = std::move(arch);
+    use_graphs_ = options.cuda_graphs;
+    FOLIO_CUDA_OR_ERROR(cudaSetDevice(device_), "select device " + std::to_string(device_));
+    cudaDeviceProp prop{};
+    FOLIO_CUDA_OR_ERROR(cudaGetDeviceProperties(&prop, device_), "device properties");
+    name_ = "cuda:" + std::to_string(device_) + " (" + prop.name + ")";
+    FOLIO_CUDA_OR_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
+    if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS) return make_error("cuda: cannot create a cuBLAS handle");
+    max_context_ = options.max_context ? options.max_context : 4096;
+    if (model.hparams.n_ctx_train > 0) max_context_ = std::min(max_context_, model.hparams.n_ctx_train);
+
+    const model::KvShape kv = arch_->kv_shape();
+    cache_.n_layer = kv.n_layer;
+    cache_.n_head_kv = kv.n_head_kv;
+    cache_.head_dim = kv.head_dim;
+    cache_.block_size = options.block_size;
+    ops_ = std::make_unique<cuda::CudaOps>(stream_, cublas_, cache_);
+    FOLIO_RETURN_IF_ERROR(upload_weights(model));
+    return allocate_kv(options);
+}
+
+Status CudaBackend::upload_weights(const ModelDescription& model) {
+    // What goes to the device: each group of matrices that share their input
+    // and type (Q K V, gate up) as one matrix of their rows stacked, every
+    // other matrix once (a tied output head is the embedding table).
+    struct Upload {
+        std::vector<model::Weight> members;  // stacked in this order
+        int64_t rows = 0;
+        size_t offset = 0;
+    };
+    std::vector<Upload> uploads;
+    std::unordered_set<const void*> placed;
+    for (const std::vector<model::Weight>& group : arch_->matrix_groups()) {
+        bool fusable = group.size() > 1;
+        for (const model::Weight& w : group)
+            fusable = fusable && w.type == group[0].type && w.in_features == group[0].in_features && !placed.count(w.data);
+        if (!fusable) continue;
+        Upload u{group, 0, 0};
+        for (const model::Weight& w : group) {
+            u.rows += w.out_features;
+            placed.insert(w.data);
+        }
+        uploads.push_back(std::move(u));
+    }
+    std::vector<model::Weight> singles = {arch_->embedding()};
+    for (const model::Weight& w : arch_->matrices()) singles.push_back(w);
+    for (const model::Weight& w : singles)
+        if (placed.insert(w.data).second) uploads.push_back(Upload{{w}, w.out_features, 0});
+
+    size_t total = 0, staging = 0;
+    for (Upload& u : uploads) {
+        const model::Weight& w = u.members[0];
+        const kernels::WeightType t = kernel_type(w.type);
+        const size_t bytes = kernels::matmul_supported(t) ? kernels::device_matrix_bytes(t, u.rows, w.in_features) : 0;
+        if (bytes == 0)
+            return make_error("model '" + model.name + "': no CUDA kernels for " + std::string(traits(w.type).name) +
+                              " matrices of " + std::to_string(w.in_features) + " columns");
+        u.offset = total;
+        total += (bytes + 255) / 256 * 256;
+        size_t gguf = 0;
+        for (const model::Weight& m : u.members) gguf += gguf_bytes(m);
+        staging = std::max(staging, gguf);
+    }
+    FOLIO_CUDA_OR_ERROR(weights_.reserve(total), "weights (" + std::to_string(total >> 20) + " MiB)");
+    cuda::DeviceBuffer stage;
+    if (!model.random_weights) FOLIO_CUDA_OR_ERROR(stage.reserve(staging), "weight staging buffer");
+    for (size_t i = 0; i < uploads.size(); ++i) {
+        const Upload& u = uploads[i];
+        const model::Weight& w = u.members[0];
+        void* dst = static_cast<std::byte*>(weights_.data()) + u.offset;
+        const kernels::DeviceMatrix m{kernel_type(w.type), dst, u.rows, w.in_features};
+        if (model.random_weights) {
+            // Dummy weights: values of the magnitude a trained layer has (~1/sqrt(fan-in)).
+            const float scale = 1.0f / std::sqrt(static_cast<float>(w.in_features));
+            FOLIO_CUDA_OR_ERROR(kernels::fill_random_matrix(m.type, dst, m.rows, m.cols, model.random_seed + i, scale, stream_),
+                                "random weights");
+        } else {
+            // GGUF rows of the members back to back, then the kernels' layout.
+            size_t at = 0;
+            for (const model::Weight& member : u.members) {
+                FOLIO_CUDA_OR_ERROR(cudaMemcpyAsync(static_cast<std::byte*>(stage.data()) + at, member.data, gguf_bytes(member),
+                                                    cudaMemcpyHostToDevice, stream_),
+                                    "weight upload");
+                at += gguf_bytes(member);
+            }
+            FOLIO_CUDA_OR_ERROR(kernels::prepare_matrix(m.type, stage.data(), m.rows, m.cols, dst, stream_), "weight layout");
+            // The staging buffer is reused by the next matrix.
+            FOLIO_CUDA_OR_ERROR(cudaStreamSynchronize(stream_), "weight upload");
+        }
+        if (u.members.size() == 1) {
+            ops_->add_matrix(w.data, m);
+        } else {
+            std::vector<const void*> members;
+            std::vector<int64_t> rows;
+            for (const model::Weight& member : u.members) {
+                members.push_back(member.data);
+                rows.push_back(member.out_features);
+            }
+            ops_->add_stacked(m, std::move(members), std::move(rows));
+        }
+    }
+    // Norm weights and biases: small, one buffer.
+    const auto vectors = arch_->vectors();
+    size_t floats = 0;
+    for (const auto& v : vectors) floats += (v.size() + 63) / 64 * 64;
+    FOLIO_CUDA_OR_ERROR(vectors_.reserve(std::max<size_t>(1, floats) * sizeof(float)), "norm weights");
+    size_t at = 0;
+    for (const auto& v : vectors) {
+        float* dst = static_cast<float*>(vectors_.data()) + at;
+        FOLIO_CUDA_OR_ERROR(cudaMemcpyAsync(dst, v.data(), v.size_bytes(), cudaMemcpyHostToDevice, stream_), "norm weights");
+        ops_->add_vector(v.data(), dst);
+        at += (v.size() + 63) / 64 * 64;
+    }
+    FOLIO_CUDA_OR_ERROR(cudaStreamSynchronize(stream_), "weight upload");
+    return {};
+}
+
+Status CudaBackend::allocate_kv(const BackendOptions& options) {
+    const uint64_t per_block = kv_bytes_per_block();
+    uint64_t n_blocks = options.n_blocks;
+    if (n_blocks == 0 && options.kv_budget_bytes > 0) n_blocks = options.kv_budget_bytes / per_block;
+    if (n_blocks == 0) {
+        // vLLM's gpu_memory_utilization: weights, activations and KV within
+        // this share of the card; activations and library workspaces get a
+        // fixed reserve.
+        const double fraction = options.kv_memory_fraction > 0 ? options.kv_memory_fraction : 0.9;
+        if (fraction > 0.98) return make_error("a GPU memory fraction above 0.98 leaves the driver nothing");
+        size_t free = 0, total = 0;
+        FOLIO_CUDA_OR_ERROR(cudaMemGetInfo(&free, &total), "memory info");
+        const uint64_t reserve = uint64_t{2} << 30;
+        const double allowed = fraction * static_cast<double>(total) - static_cast<double>(total - free) -
+                               static_cast<double>(reserve);
+        if (allowed < static_cast<double>(per_block))
+            return make_error("the model leaves no room for a KV cache within " + std::to_string(int(fraction * 100)) +
+                              "% of the GPU's " + std::to_string(total >> 30) + " GiB (" + std::to_string(free >> 30) +
+                              " GiB free); raise --kv-fraction or use a smaller model");
+        n_blocks = static_cast<uint64_t>(allowed) / per_block;
+    }
+    if (n_blocks == 0)
+        return make_error("a KV budget of " + std::to_string(options.kv_budget_bytes) + " bytes holds no block; one block takes " +
+                          std::to_string(per_block));
+    cache_.n_blocks = static_cast<uint32_t>(std::min<uint64_t>(n_blocks, 1u << 24));
+    FOLIO_CUDA_OR_ERROR(cache_.memory.reserve(cache_.bytes()), "KV cache (" + std::to_string(cache_.bytes() >> 20) + " MiB)");
+    const uint64_t layer_bytes = cache_.n_blocks * cache_.block_bytes();
+    auto* base = static_cast<std::byte*>(cache_.memory.data());
+    cache_.layers.clear();
+    for (int l = 0; l < cache_.n_layer; ++l) {
+        kernels::PagedKvLayer layer;
+        layer.k = base + (2 * static_cast<uint64_t>(l)) * layer_bytes;
+        layer.v = base + (2 * static_cast<uint64_t>(l) + 1) * layer_bytes;
+        layer.n_blocks = static_cast<int32_t>(cache_.n_blocks);
+        layer.block_size = static_cast<int32_t>(cache_.block_size);
+        layer.n_head_kv = cache_.n_head_kv;
+        layer.head_dim = cache_.head_dim;
+        cache_.layers.push_back(layer);
+    }
+    return {};
+}
+
+// Batch sizes a decode graph is captured for.
+constexpr int32_t kGraphBuckets[] = {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+
+int32_t CudaBackend::graph_bucket(const Batch& batch) const {
+    const int32_t n = batch.n_tokens();
+    if (static_cast<int32_t>(batch.sequences.size()) != n || static_cast<int32_t>(batch.logits_rows.size()) != n)
+        return 0;
+    for (int32_t r = 0; r < n; ++r)
+        if (batch.sequences[static_cast<size_t>(r)].n_query != 1 || batch.sequences[static_cast<size_t>(r)].query_start != r ||
+            batch.logits_rows[static_cast<size_t>(r)] != r)
+            return 0;
+    for (int32_t b : kGraphBuckets)
+        if (b >= n) return b;
+    return 0;
+}
+
+Status CudaBackend::forward_graph(const Batch& batch, int32_t bucket, std::span<float> logits) {
+    const int32_t n = batch.n_tokens();
+    const size_t index = static_cast<size_t>(std::find(std::begin(kGraphBuckets), std::end(kGraphBuckets), bucket) -
+                                             std::begin(kGraphBuckets));
+    if (graphs_.size() <= index) graphs_.resize(index + 1);
+    Graph& g = graphs_[index];
+
+    // The padded batch: the real rows, then rows of their own one-token
+    // sequences at position 0 that write no KV (slot -1).
+    padded_ = batch;
+    padded_rows_.assign(row_sequence_.begin(), row_sequence_.end());
+    for (int32_t r = n; r < bucket; ++r) {
+        padded_.token_ids.push_back(0);
+        padded_.positions.push_back(0);
+        padded_.slot_mapping.push_back(-1);
+        padded_.sequences.push_back(BatchSequence{r, 1, 1, {0}});
+        padded_.logits_rows.push_back(r);
+        padded_rows_.push_back(r);
+    }
+    cuda::StepLayout layout;
+    layout.for_graph = true;
+    layout.max_blocks = static_cast<int32_t>((max_context_ + cache_.block_size - 1) / cache_.block_size);
+    layout.max_seq_len = static_cast<int32_t>(max_context_);
+    FOLIO_RETURN_IF_ERROR(ops_->begin_step(padded_, padded_rows_, layout));
+    const size_t n_logits = static_cast<size_t>(n) * static_cast<size_t>(n_vocab());
+    padded_logits_.resize(static_cast<size_t>(bucket) * static_cast<size_t>(n_vocab()));
+
+    if (g.exec && g.epoch != ops_->memory_epoch()) {  // a buffer it points into has moved
+        cudaGraphExecDestroy(g.exec);
+        g = Graph{};
+    }
+    if (!g.warmed || !g.exec) {
+        // First the step runs as usual: it sizes every buffer and loads the
+        // kernels, so that the capture that follows allocates nothing.
+        FOLIO_RETURN_IF_ERROR(arch_->forward(*ops_, padded_, padded_logits_));
+        std::copy_n(padded_logits_.begin(), n_logits, logits.begin());
+        if (!g.warmed) {
+            g.warmed = true;
+            return {};
+        }
+        // (This step's logits came from the run above; the capture only records.)
+        // The second time this bucket comes, its step is captured (the next
+        // replays it); a capture that fails turns graphs off, nothing else.
+        cudaGraph_t graph = nullptr;
+        FOLIO_CUDA_OR_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "graph capture");
+        ops_->set_capturing(true);
+        const Status captured = arch_->forward(*ops_, padded_, padded_logits_);
+        ops_->set_capturing(false);
+        const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+        if (captured && end == cudaSuccess && cudaGraphInstantiate(&g.exec, graph, 0) == cudaSuccess) {
+            g.epoch = ops_->memory_epoch();
+        } else {
+            std::fprintf(stderr, "folio: CUDA graph capture failed (%s); decoding without graphs\n",
+                         captured ? cudaGetErrorString(end) : captured.error().message.c_str());
+            use_graphs_ = false;
+            g.exec = nullptr;
+        }
+        if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        return {};
+    }
+    FOLIO_CUDA_OR_ERROR(cudaGraphLaunch(g.exec, stream_), "graph launch");
+    const float* out = ops_->logits_target(padded_logits_, static_cast<int64_t>(padded_logits_.size()));
+    return ops_->to_host(out, logits, static_cast<int64_t>(n_logits));
+}
+
+Result<int> parse_device(const std::string& device) {
+    if (device == "cuda") return 0;
+    const std::string index = device.substr(5);
+    if (index.empty() || index.size() > 3 || index.find_first_not_of("0123456789") != std::string::npos)
+        return make_error("device '" + device + "': expected cuda or cuda:N");
+    return std::stoi(index);
+}
+
+}  // namespace
+
+int cuda_device_count() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();  // clear it
+        return 0;
+    }
+    return n;
+}
+
+std::string describe_cuda_devices() {
+    int n = 0;
+    if (cudaError_t err = cudaGetDeviceCount(&n); err != cudaSuccess) {
+        cudaGetLastError();
+        return std::string("no usable CUDA GPU: ") + cudaGetErrorString(err);
+    }
+    if (n == 0) return "no CUDA GPU found";
+    std::string out;
+    for (int i = 0; i < n; ++i) {
+        cudaDeviceProp p{};
+        if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+        char memory[64];
+        std::snprintf(memory, sizeof memory, ", %.1f GiB, sm_%d%d", static_cast<double>(p.totalGlobalMem) / (1 << 30),
+                      p.major, p.minor);
+        out += (out.empty() ? "cuda:" : "\ncuda:") + std::to_string(i) + " " + p.name + memory;
+    }
+    return out;
+}
+
+Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& model, const BackendOptions& options) {
+    auto device = parse_device(options.device);
+    if (!device) return device.error();
+    const int count = cuda_device_count();
+    if (count == 0) return make_error(describe_cuda_devices());
+    if (*device >= count)
+        return make_error("device cuda:" + std::to_string(*device) + " does not exist (" + std::to_string(count) +
+                          " GPU" + (count == 1 ? "" : "s") + ")");
+    if (options.block_size == 0 || options.block_size > 1024)
+        return make_error("KV block size must be between 1 and 1024 tokens");
+    auto arch = model::create_architecture(model);
+    if (!arch) return arch.error();
+    auto backend = std::make_unique<CudaBackend>();
+    if (Status s = backend->init(model, std::move(*arch), options, *device); !s) return s.error();
+    return std::unique_ptr<Backend>(std::move(backend));
+}
+
+}  // namespace folio

@@ -1,0 +1,279 @@
+#include "cuda/cuda_ops.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "folio_kernels/elementwise.h"
+
+namespace folio::cuda {
+
+cudaError_t DeviceBuffer::reserve(size_t bytes) {
+    if (bytes <= size_) return cudaSuccess;
+    reset();
+    // A quarter more than asked, so a batch that grows step by step does not
+    // reallocate every step.
+    const size_t want = std::max<size_t>(bytes + bytes / 4, 256);
+    if (cudaError_t err = cudaMalloc(&data_, want); err != cudaSuccess) {
+        data_ = nullptr;
+        return err;
+    }
+    size_ = want;
+    return cudaSuccess;
+}
+
+void DeviceBuffer::reset() {
+    if (data_) cudaFree(data_);
+    data_ = nullptr;
+    size_ = 0;
+}
+
+cudaError_t PinnedBuffer::reserve(size_t bytes) {
+    if (bytes <= size_) return cudaSuccess;
+    reset();
+    const size_t want = std::max<size_t>(bytes + bytes / 4, 4096);
+    void* p = nullptr;
+    if (cudaError_t err = cudaMallocHost(&p, want); err != cudaSuccess) return err;
+    data_ = static_cast<std::byte*>(p);
+    size_ = want;
+    return cudaSuccess;
+}
+
+void PinnedBuffer::reset() {
+    if (data_) cudaFreeHost(data_);
+    data_ = nullptr;
+    size_ = 0;
+}
+
+CudaOps::CudaOps(cudaStream_t stream, cublasHandle_t cublas, DeviceKvCache& cache) : stream_(stream), cache_(cache) {
+    matmul_ws_.cublas = cublas;
+}
+
+bool CudaOps::ok(cudaError_t err, const char* what) {
+    if (err == cudaSuccess) return true;
+    if (error_) error_ = make_error(std::string("cuda: ") + what + ": " + cudaGetErrorString(err));
+    return false;
+}
+
+bool CudaOps::grow(DeviceBuffer& buf, size_t bytes, const char* what) {
+    if (bytes <= buf.size()) return true;
+    // The stream may still read the old buffer; a graph may point into it.
+    if (!capturing_) cudaStreamSynchronize(stream_);
+    ++memory_epoch_;
+    return ok(capturing_ ? cudaErrorStreamCaptureUnsupported : buf.reserve(bytes), what);
+}
+
+const float* CudaOps::vector(const float* host, const char* what) {
+    auto it = vectors_.find(host);
+    if (it != vectors_.end()) return it->second;
+    if (error_) error_ = make_error(std::string("cuda: ") + what + ": a vector the model did not declare");
+    return nullptr;
+}
+
+const kernels::DeviceMatrix* CudaOps::matrix(const model::Weight& w) {
+    auto it = matrices_.find(w.data);
+    if (it != matrices_.end()) return &it->second;
+    if (error_) error_ = make_error("cuda: a matrix the model did not declare");
+    return nullptr;
+}
+
+Status CudaOps::begin_step(const Batch& batch, std::span<const int32_t> row_sequence, const StepLayout& layout) {
+    error_ = {};
+    const auto n = static_cast<size_t>(batch.n_tokens());
+    const auto n_seqs = batch.sequences.size();
+    size_t max_blocks = 1;
+    int32_t max_len = 0, max_query = 0;
+    for (const BatchSequence& s : batch.sequences) {
+        max_blocks = std::max(max_blocks, s.block_table.size());
+        max_len = std::max(max_len, s.seq_len);
+        max_query = std::max(max_query, s.n_query);
+    }
+    if (layout.for_graph) {
+        max_blocks = static_cast<size_t>(layout.max_blocks);
+        max_len = layout.max_seq_len;
+    }
+    // One host image of every array, each 256-byte aligned, copied in one go.
+    size_t size = 0;
+    auto place = [&size](size_t bytes) {
+        const size_t at = size;
+        size = (size + bytes + 255) / 256 * 256;
+        return at;
+    };
+    const size_t o_ids = place(n * 4), o_pos = place(n * 4), o_slot = place(n * 8), o_row = place(n * 4);
+    const size_t o_qs = place(n_seqs * 4), o_nq = place(n_seqs * 4), o_len = place(n_seqs * 4);
+    const size_t o_tables = place(n_seqs * max_blocks * 4), o_logits = place(std::max<size_t>(1, batch.logits_rows.size()) * 4);
+    DeviceBuffer& device = layout.for_graph ? graph_batch_device_ : batch_device_;
+    if (!ok(batch_host_.reserve(size), "pinned batch buffer") || !grow(device, size, "batch buffer")) return error_;
+    std::byte* h = batch_host_.data();
+    auto put = [h](size_t at, const void* src, size_t bytes) {
+        if (bytes) std::memcpy(h + at, src, bytes);
+    };
+    put(o_ids, batch.token_ids.data(), n * 4);
+    put(o_pos, batch.positions.data(), n * 4);
+    put(o_slot, batch.slot_mapping.data(), n * 8);
+    put(o_row, row_sequence.data(), n * 4);
+    auto* qs = reinterpret_cast<int32_t*>(h + o_qs);
+    auto* nq = reinterpret_cast<int32_t*>(h + o_nq);
+    auto* len = reinterpret_cast<int32_t*>(h + o_len);
+    auto* tables = reinterpret_cast<int32_t*>(h + o_tables);
+    for (size_t s = 0; s < n_seqs; ++s) {
+        const BatchSequence& seq = batch.sequences[s];
+        qs[s] = seq.query_start;
+        nq[s] = seq.n_query;
+        len[s] = seq.seq_len;
+        std::fill_n(std::copy(seq.block_table.begin(), seq.block_table.end(), tables + s * max_blocks),
+                    max_blocks - seq.block_table.size(), 0);
+    }
+    put(o_logits, batch.logits_rows.data(), batch.logits_rows.size() * 4);
+    if (!ok(cudaMemcpyAsync(device.data(), h, size, cudaMemcpyHostToDevice, stream_), "batch upload")) return error_;
+
+    auto* d = static_cast<std::byte*>(device.data());
+    token_ids_ = reinterpret_cast<const int32_t*>(d + o_ids);
+    logits_rows_ = reinterpret_cast<const int32_t*>(d + o_logits);
+    meta_.positions = reinterpret_cast<const int32_t*>(d + o_pos);
+    meta_.slot_mapping = reinterpret_cast<const int64_t*>(d + o_slot);
+    meta_.row_seq = reinterpret_cast<const int32_t*>(d + o_row);
+    meta_.query_start = reinterpret_cast<const int32_t*>(d + o_qs);
+    meta_.n_query = reinterpret_cast<const int32_t*>(d + o_nq);
+    meta_.seq_len = reinterpret_cast<const int32_t*>(d + o_len);
+    meta_.block_tables = reinterpret_cast<const int32_t*>(d + o_tables);
+    meta_.n_tokens = static_cast<int32_t>(n);
+    meta_.n_seqs = static_cast<int32_t>(n_seqs);
+    meta_.max_blocks = static_cast<int32_t>(max_blocks);
+    meta_.max_seq_len = max_len;
+    meta_.max_n_query = max_query;
+    return {};
+}
+
+float* CudaOps::buffer(model::Buffer which, int64_t n) {
+    DeviceBuffer& buf = buffers_[static_cast<size_t>(which)];
+    grow(buf, static_cast<size_t>(n) * sizeof(float), "activation buffer");
+    return static_cast<float*>(buf.data());
+}
+
+Status CudaOps::embed(const model::Weight& table, const Batch& batch, float* out) {
+    const kernels::DeviceMatrix* m = matrix(table);
+    if (m) ok(kernels::gather_rows(*m, token_ids_, batch.n_tokens(), out, stream_), "embedding");
+    return error_;
+}
+
+void CudaOps::select_logit_rows(const Batch& batch, const float* x, int64_t dim, float* out) {
+    const auto n = static_cast<int64_t>(batch.logits_rows.size());
+    if (n > 0) ok(kernels::gather_rows_f32(x, logits_rows_, n, dim, out, stream_), "logit rows");
+}
+
+void CudaOps::rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) {
+    if (n_rows == 0) return;
+    if (const float* w = vector(weight, "rms_norm"))
+        ok(kernels::rms_norm(x, w, eps, n_rows, dim, out, stream_), "rms_norm");
+}
+
+void CudaOps::add_rms_norm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t dim,
+                           float* out) {
+    if (const float* w = vector(weight, "add_rms_norm"))
+        ok(kernels::add_rms_norm(x, y, w, eps, n_rows, dim, out, stream_), "add_rms_norm");
+}
+
+Status CudaOps::matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) {
+    if (n_rows == 0) return error_;
+    const kernels::DeviceMatrix* m = matrix(w);
+    if (!m) return error_;
+    if (!grow(matmul_scratch_, kernels::matmul_workspace_bytes(m->type, n_rows, m->rows, m->cols), "matmul workspace"))
+        return error_;
+    matmul_ws_.data = matmul_scratch_.data();
+    matmul_ws_.bytes = matmul_scratch_.size();
+    ok(kernels::matmul(*m, x, n_rows, y, matmul_ws_, stream_), "matmul");
+    return error_;
+}
+
+Status CudaOps::matmuls(std::span<const model::Weight> w, const float* x, int64_t n_rows, std::span<float* const> y) {
+    auto it = w.empty() ? stacked_.end() : stacked_.find(w[0].data);
+    if (it == stacked_.end()) return Ops::matmuls(w, x, n_rows, y);
+    const Stacked& st = it->second;
+    if (w.size() != st.members.size() || y.size() != w.size()) return make_error("cuda: matmuls over a partial group");
+    for (size_t i = 0; i < w.size(); ++i)
+        if (w[i].data != st.members[i]) return make_error("cuda: matmuls over another group than the one stored");
+    if (n_rows == 0) return error_;
+    // One product into [n][sum of rows], then each member's columns to its y.
+    const size_t row_bytes = static_cast<size_t>(st.matrix.rows) * sizeof(float);
+    if (n_rows > 65535) return make_error("cuda: steps are limited to 65535 rows");
+    if (!grow(stacked_out_, static_cast<size_t>(n_rows) * row_bytes, "stacked matmul output") ||
+        !grow(matmul_scratch_, kernels::matmul_workspace_bytes(st.matrix.type, n_rows, st.matrix.rows, st.matrix.cols),
+              "matmul workspace"))
+        return error_;
+    matmul_ws_.data = matmul_scratch_.data();
+    matmul_ws_.bytes = matmul_scratch_.size();
+    auto* out = static_cast<std::byte*>(stacked_out_.data());
+    if (!ok(kernels::matmul(st.matrix, x, n_rows, reinterpret_cast<float*>(out), matmul_ws_, stream_), "matmul"))
+        return error_;
+    kernels::SplitParts parts;
+    if (y.size() > static_cast<size_t>(kernels::kMaxSplitParts)) return make_error("cuda: more stacked matrices than split parts");
+    for (size_t i = 0; i < y.size(); ++i) {
+        parts.dst[i] = y[i];
+        parts.width[i] = st.rows[i];
+    }
+    parts.count = static_cast<int>(y.size());
+    ok(kernels::split_columns(reinterpret_cast<const float*>(out), n_rows, parts, stream_), "matmul split");
+    return error_;
+}
+
+Status CudaOps::attention(const model::AttentionParams& p, const Batch&, float* q, float* k, const float* v,
+                          float* out) {
+    if (p.layer < 0 || p.layer >= cache_.n_layer || p.n_head_kv != cache_.n_head_kv || p.head_dim != cache_.head_dim)
+        return make_error("attention: layer shape does not match the KV cache");
+    const kernels::PagedKvLayer& kv = cache_.layers[static_cast<size_t>(p.layer)];
+    const kernels::RopeParams rope{p.rope.base, p.rope.scale, p.rope.style == RopeStyle::SplitHalf};
+    if (!ok(kernels::rope_store_kv(q, k, v, p.n_head, kv, rope, meta_, stream_), "rope + KV write")) return error_;
+    if (!grow(attention_scratch_, kernels::attention_workspace_bytes(meta_, p.n_head, p.head_dim), "attention workspace"))
+        return error_;
+    kernels::AttentionParams ap;
+    ap.n_head = p.n_head;
+    ap.scale = p.scale;
+    ap.sliding_window = static_cast<int32_t>(p.sliding_window);
+    ap.softcap = p.logit_softcap;
+    ok(kernels::paged_attention(q, kv, meta_, ap, out, attention_scratch_.data(), attention_scratch_.size(), stream_),
+       "paged attention");
+    return error_;
+}
+
+void CudaOps::silu_mul(float* gate, const float* up, int64_t n) {
+    if (n) ok(kernels::silu_mul(gate, up, n, stream_), "silu_mul");
+}
+
+void CudaOps::gelu_mul(float* gate, const float* up, int64_t n) {
+    if (n) ok(kernels::gelu_mul(gate, up, n, stream_), "gelu_mul");
+}
+
+void CudaOps::add(float* x, const float* y, int64_t n) {
+    if (n) ok(kernels::add(x, y, n, stream_), "add");
+}
+
+void CudaOps::add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
+    if (const float* b = vector(bias, "add_bias")) ok(kernels::add_bias(x, b, n_rows, dim, stream_), "add_bias");
+}
+
+void CudaOps::scale(float* x, float s, int64_t n) {
+    if (n) ok(kernels::scale(x, s, n, stream_), "scale");
+}
+
+void CudaOps::softcap(float* x, float cap, int64_t n) {
+    if (n) ok(kernels::softcap(x, cap, n, stream_), "softcap");
+}
+
+float* CudaOps::logits_target(std::span<float>, int64_t n) { return buffer(model::Buffer::Logits, std::max<int64_t>(1, n)); }
+
+Status CudaOps::to_host(const float* src, std::span<float> dst, int64_t n) {
+    if (capturing_) return error_;
+    if (!error_) {
+        cudaStreamSynchronize(stream_);
+        return error_;
+    }
+    if (n > 0)
+        ok(cudaMemcpyAsync(dst.data(), src, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToHost,
+                           stream_),
+           "download");
+    ok(cudaStreamSynchronize(stream_), "step");
+    return error_;
+}
+
+}  // namespace folio::cuda

@@ -1,0 +1,157 @@
+// The CUDA implementation of the forward-pass operations: every activation,
+// weight, norm vector and KV block lives in device memory, every op is a
+// launch on one stream (kernels/: pointers, shapes, a stream), and the host
+// waits only when the logits come back. A failed launch or allocation is
+// kept (the first one) and returned by the step: ops that return nothing
+// cannot lose an error.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "folio_kernels/attention.h"
+#include "folio_kernels/matmul.h"
+#include "model/ops.h"
+
+namespace folio::cuda {
+
+// Device memory that frees itself.
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    ~DeviceBuffer() { reset(); }
+    // At least `bytes`; contents are lost when it grows.
+    cudaError_t reserve(size_t bytes);
+    void reset();
+    void* data() const { return data_; }
+    size_t size() const { return size_; }
+
+private:
+    void* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+// Page-locked host memory for asynchronous copies.
+class PinnedBuffer {
+public:
+    PinnedBuffer() = default;
+    PinnedBuffer(const PinnedBuffer&) = delete;
+    PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+    ~PinnedBuffer() { reset(); }
+    cudaError_t reserve(size_t bytes);
+    void reset();
+    std::byte* data() const { return data_; }
+
+private:
+    std::byte* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+// The KV pool: per layer, K and V [n_blocks][n_head_kv][block_size][head_dim] half.
+struct DeviceKvCache {
+    int n_layer = 0, n_head_kv = 0, head_dim = 0;
+    uint32_t block_size = 0, n_blocks = 0;
+    DeviceBuffer memory;
+    std::vector<kernels::PagedKvLayer> layers;
+
+    uint64_t block_bytes() const {  // one block of one layer's K (or V)
+        return uint64_t{block_size} * static_cast<uint64_t>(n_head_kv) * static_cast<uint64_t>(head_dim) * 2;
+    }
+    uint64_t bytes() const { return 2 * static_cast<uint64_t>(n_layer) * n_blocks * block_bytes(); }
+};
+
+// Shapes a step is laid out for. A captured CUDA graph replays with
+// fixed pointers and launch sizes: its steps use the graph buffer and
+// fixed bounds (whole-context block tables, max_context) instead of the
+// batch's own.
+struct StepLayout {
+    bool for_graph = false;
+    int32_t max_blocks = 0;   // block table width (for_graph)
+    int32_t max_seq_len = 0;  // host bound of sequence lengths (for_graph)
+};
+class CudaOps final : public model::Ops {
+public:
+    CudaOps(cudaStream_t stream, cublasHandle_t cublas, DeviceKvCache& cache);
+
+    // Device copies of the weights, by host address (Weight::data, the norm vectors' data()).
+    void add_matrix(const void* host, const kernels::DeviceMatrix& m) { matrices_[host] = m; }
+    void add_vector(const float* host, const float* device) { vectors_[host] = device; }
+    // Matrices stored as one (their rows stacked, in order), for matmuls().
+    void add_stacked(const kernels::DeviceMatrix& m, std::vector<const void*> members, std::vector<int64_t> rows) {
+        const void* first = members[0];
+        stacked_[first] = Stacked{m, std::move(members), std::move(rows)};
+    }
+
+    // Before a step: the batch's ids, positions, slots and block tables to the
+    // device (one copy), and the sticky error cleared.
+    Status begin_step(const Batch& batch, std::span<const int32_t> row_sequence, const StepLayout& layout = StepLayout());
+    // While a graph is being captured: ops launch but never wait, and
+    // to_host copies nothing (the backend downloads after the replay).
+    void set_capturing(bool capturing) { capturing_ = capturing; }
+    // Counts reallocations of any buffer a captured graph points into: a
+    // graph captured at another epoch is stale.
+    uint64_t memory_epoch() const { return memory_epoch_; }
+    // The first error of the step, if any.
+    Status status() const { return error_; }
+
+    float* buffer(model::Buffer which, int64_t n) override;
+    Status embed(const model::Weight& table, const Batch& batch, float* out) override;
+    void select_logit_rows(const Batch& batch, const float* x, int64_t dim, float* out) override;
+    void rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) override;
+    void add_rms_norm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t dim,
+                      float* out) override;
+    Status matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) override;
+    Status matmuls(std::span<const model::Weight> w, const float* x, int64_t n_rows,
+                   std::span<float* const> y) override;
+    Status attention(const model::AttentionParams& params, const Batch& batch, float* q, float* k, const float* v,
+                     float* out) override;
+    void silu_mul(float* gate, const float* up, int64_t n) override;
+    void gelu_mul(float* gate, const float* up, int64_t n) override;
+    void add(float* x, const float* y, int64_t n) override;
+    void add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) override;
+    void scale(float* x, float s, int64_t n) override;
+    void softcap(float* x, float cap, int64_t n) override;
+    float* logits_target(std::span<float> logits, int64_t n) override;
+    Status to_host(const float* src, std::span<float> dst, int64_t n) override;
+
+private:
+    // Records the first failure; true when `err` is a success.
+    bool ok(cudaError_t err, const char* what);
+    // buf.reserve(bytes), waiting for the stream first when it must move.
+    bool grow(DeviceBuffer& buf, size_t bytes, const char* what);
+    const float* vector(const float* host, const char* what);
+    const kernels::DeviceMatrix* matrix(const model::Weight& w);
+
+    cudaStream_t stream_;
+    kernels::MatmulWorkspace matmul_ws_;
+    DeviceBuffer matmul_scratch_, attention_scratch_;
+    DeviceKvCache& cache_;
+    std::unordered_map<const void*, kernels::DeviceMatrix> matrices_;
+    std::unordered_map<const float*, const float*> vectors_;
+    struct Stacked {
+        kernels::DeviceMatrix matrix;
+        std::vector<const void*> members;
+        std::vector<int64_t> rows;
+    };
+    std::unordered_map<const void*, Stacked> stacked_;  // by the first member's host address
+    DeviceBuffer stacked_out_;
+    std::array<DeviceBuffer, static_cast<size_t>(model::Buffer::Count)> buffers_;
+
+    // The step's batch on the device (one buffer, filled by one copy).
+    PinnedBuffer batch_host_;
+    DeviceBuffer batch_device_, graph_batch_device_;
+    bool capturing_ = false;
+    uint64_t memory_epoch_ = 0;
+    kernels::AttentionBatch meta_;
+    const int32_t* token_ids_ = nullptr;
+    const int32_t* logits_rows_ = nullptr;
+    Status error_;
+};
+
+}  // namespace folio::cuda

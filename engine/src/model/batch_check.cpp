@@ -1,0 +1,54 @@
+// Batch validation shared by the backends.
+#include "model/batch_check.h"
+
+#include <algorithm>
+#include <string>
+
+namespace folio::model {
+
+Status check_batch(const Batch& batch, size_t logits_size, int32_t n_vocab, uint32_t n_blocks, uint32_t block_size,
+                   uint32_t max_context, std::vector<int32_t>& row_sequence) {
+    const int32_t n = batch.n_tokens();
+    if (n == 0) return make_error("forward: empty batch");
+    if (batch.positions.size() != batch.token_ids.size() || batch.slot_mapping.size() != batch.token_ids.size())
+        return make_error("forward: token_ids, positions and slot_mapping differ in length");
+    const int64_t n_slots = int64_t{n_blocks} * block_size;
+    for (int32_t r = 0; r < n; ++r) {
+        const auto i = static_cast<size_t>(r);
+        if (batch.token_ids[i] < 0 || batch.token_ids[i] >= n_vocab)
+            return make_error("forward: token id " + std::to_string(batch.token_ids[i]) + " is outside the vocabulary");
+        if (batch.slot_mapping[i] < 0 || batch.slot_mapping[i] >= n_slots)
+            return make_error("forward: KV slot " + std::to_string(batch.slot_mapping[i]) + " is outside the cache");
+    }
+    row_sequence.assign(static_cast<size_t>(n), -1);
+    for (size_t s = 0; s < batch.sequences.size(); ++s) {
+        const BatchSequence& seq = batch.sequences[s];
+        if (seq.n_query <= 0 || seq.query_start < 0 || seq.query_start + seq.n_query > n)
+            return make_error("forward: sequence " + std::to_string(s) + " has rows outside the batch");
+        if (seq.seq_len < seq.n_query || static_cast<uint32_t>(seq.seq_len) > max_context)
+            return make_error("forward: sequence " + std::to_string(s) + " is " + std::to_string(seq.seq_len) +
+                              " tokens long; the context is " + std::to_string(max_context));
+        if (int64_t{static_cast<int64_t>(seq.block_table.size())} * block_size < seq.seq_len)
+            return make_error("forward: sequence " + std::to_string(s) + "'s block table does not cover it");
+        for (int32_t b : seq.block_table)
+            if (b < 0 || static_cast<uint32_t>(b) >= n_blocks)
+                return make_error("forward: block " + std::to_string(b) + " is outside the cache");
+        for (int32_t r = seq.query_start; r < seq.query_start + seq.n_query; ++r) {
+            const auto i = static_cast<size_t>(r);
+            if (row_sequence[i] != -1) return make_error("forward: row " + std::to_string(r) + " is in two sequences");
+            row_sequence[i] = static_cast<int32_t>(s);
+            if (batch.positions[i] < 0 || batch.positions[i] >= seq.seq_len)
+                return make_error("forward: row " + std::to_string(r) + " has position " +
+                                  std::to_string(batch.positions[i]) + " outside its sequence");
+        }
+    }
+    if (std::find(row_sequence.begin(), row_sequence.end(), -1) != row_sequence.end())
+        return make_error("forward: a row belongs to no sequence");
+    for (int32_t r : batch.logits_rows)
+        if (r < 0 || r >= n) return make_error("forward: logits row " + std::to_string(r) + " is outside the batch");
+    if (logits_size < batch.logits_rows.size() * static_cast<size_t>(n_vocab))
+        return make_error("forward: the logits buffer is too small");
+    return {};
+}
+
+}  // namespace folio::model

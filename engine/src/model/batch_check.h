@@ -1,0 +1,21 @@
+// Every backend checks a batch against its KV cache before any kernel sees
+// it, so a scheduler bug becomes an Error, not a stray write.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "folio/batch.h"
+#include "folio/error.h"
+
+namespace folio::model {
+
+// Checks token ids against n_vocab, slots and block tables against a cache of
+// n_blocks blocks of block_size tokens, sequence lengths against
+// max_context, row ranges and logits rows against the batch, and the logits
+// buffer's size; fills row_sequence with each row's sequence index.
+Status check_batch(const Batch& batch, size_t logits_size, int32_t n_vocab, uint32_t n_blocks, uint32_t block_size,
+                   uint32_t max_context, std::vector<int32_t>& row_sequence);
+
+}  // namespace folio::model
