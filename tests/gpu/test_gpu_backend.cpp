@@ -2,8 +2,9 @@
 // give the same logits (within a stated tolerance) for random-weight models
 // of several shapes and weight types and for the test models; the engine on
 // the GPU with 64 concurrent requests, prefix caching and preemption gives
-// each request the tokens it gets alone, and on the test model the tokens
-// the CPU gives. Skips without a usable GPU.
+// each request the tokens it gets alone; on the test models, teacher-forced
+// over a real text, the GPU's perplexity is the CPU's within 0.5 % and its
+// top token the CPU's at >= 95 % of positions. Skips without a usable GPU.
 //
 // Tolerances. Float weights: cuBLAS multiplies F16-rounded activations for
 // batches over 8 rows (the CPU keeps F32): ~1e-3. Quantized weights: the GPU
@@ -13,11 +14,17 @@
 // order (~5e-6 relative), and from the next matmul on, that flips the Q8
 // rounding of a few activations: ~1e-4 per layer, a few percent on the
 // random 2-layer models, whose logits have no clear winner. So random models
-// are held to 5 %; the trained test models, whose top tokens stand out, to
-// equal argmax and greedy tokens.
+// are held to 5 %. The trained models are as sensitive: on the CPU alone,
+// scaling SmolLM2's attention outputs by 1 +- 1e-7 (random) moves its logits
+// by 0.8 % and flips the top token at 2 of 37 positions (bench/results/
+// cuda-backend-2026-11-29.txt), so bit-identical greedy continuations would
+// need the GPU to repeat the CPU's exact order of float operations; they
+// are held to perplexity and top-token agreement instead.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -162,30 +169,72 @@ private slots:
         QVERIFY2(failures.empty(), failures.c_str());
     }
 
+    // Teacher-forced on a real text (llama-perplexity's chunks of 512 tokens):
+    // the GPU's mean NLL of each next token within 0.5 % of the CPU's, and
+    // the same top token at >= 95 % of the positions.
     void realModelsMatchTheCpu() {
         REQUIRE_GPU();
-        for (const char* file : {folio_test::kSmolLM2, folio_test::kGemma3}) {
-            const std::string path = folio_test::model_path(file);
+        std::ifstream file("/usr/share/common-licenses/GPL-3");
+        if (!file) QSKIP("no /usr/share/common-licenses/GPL-3 to read");
+        const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+        for (const char* name : {folio_test::kSmolLM2, folio_test::kGemma3}) {
+            const std::string path = folio_test::model_path(name);
             if (path.empty()) {
-                std::fprintf(stderr, "%s not present (FOLIO_MODELS_DIR): skipped\n", file);
+                std::fprintf(stderr, "%s not present (FOLIO_MODELS_DIR): skipped\n", name);
                 continue;
             }
             auto model = folio::load_model_description(path);
             QVERIFY(model);
+            auto tokenizer = folio::Tokenizer::create(model->tokenizer);
+            QVERIFY(tokenizer);
+            const std::vector<int32_t> tokens = tokenizer->encode(text, true, false);
             auto cpu = folio::create_backend(*model, options_for("cpu"));
             auto gpu = folio::create_backend(*model, options_for("cuda"));
             QVERIFY(cpu && gpu);
-            const int32_t n_vocab = (*cpu)->n_vocab();
-            for (const folio::Batch& step : two_steps(n_vocab)) {
-                std::vector<float> want(step.logits_rows.size() * static_cast<size_t>(n_vocab)), got(want.size());
-                QVERIFY((*cpu)->forward(step, want));
-                QVERIFY((*gpu)->forward(step, got));
-                const Agreement a = compare_logits(want, got, n_vocab);
-                const std::string msg = std::string(file) + ": relative error " + std::to_string(a.max_rel) +
-                                        ", argmax differs in " + std::to_string(a.argmax_diffs) + " rows";
-                std::fprintf(stderr, "%s\n", msg.c_str());
-                QVERIFY2(a.max_rel < 1e-4 && a.argmax_diffs == 0, msg.c_str());
+            const int32_t n_vocab = (*cpu)->n_vocab(), n_ctx = 512, first_scored = n_ctx / 2;
+            double nll[2] = {0, 0};
+            int64_t scored = 0, same_top = 0;
+            for (int chunk = 0; chunk < 4 && (chunk + 1) * n_ctx <= static_cast<int>(tokens.size()); ++chunk) {
+                folio::Batch b;
+                std::vector<int32_t> table;
+                for (int32_t blk = 0; blk < n_ctx / 16; ++blk) table.push_back(blk);
+                for (int32_t j = 0; j < n_ctx; ++j) {
+                    b.token_ids.push_back(tokens[static_cast<size_t>(chunk * n_ctx + j)]);
+                    b.positions.push_back(j);
+                    b.slot_mapping.push_back(j);
+                    if (j >= first_scored && j + 1 < n_ctx) b.logits_rows.push_back(j);
+                }
+                b.sequences.push_back(folio::BatchSequence{0, n_ctx, n_ctx, table});
+                std::vector<float> logits[2];
+                for (int k = 0; k < 2; ++k) {
+                    logits[k].resize(b.logits_rows.size() * static_cast<size_t>(n_vocab));
+                    auto s = (k == 0 ? *cpu : *gpu)->forward(b, logits[k]);
+                    QVERIFY2(s, s ? "" : s.error().message.c_str());
+                }
+                for (size_t r = 0; r < b.logits_rows.size(); ++r) {
+                    const int32_t next = b.token_ids[static_cast<size_t>(b.logits_rows[r]) + 1];
+                    int32_t top[2];
+                    for (int k = 0; k < 2; ++k) {
+                        const float* row = logits[k].data() + r * static_cast<size_t>(n_vocab);
+                        const float max = *std::max_element(row, row + n_vocab);
+                        double sum = 0;
+                        for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(double{row[i]} - max);
+                        nll[k] += std::log(sum) + max - row[next];
+                        top[k] = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
+                    }
+                    same_top += top[0] == top[1];
+                    ++scored;
+                }
             }
+            QVERIFY(scored > 0);
+            const double rel = std::fabs(nll[1] - nll[0]) / nll[0], agree = double(same_top) / double(scored);
+            const std::string msg = std::string(name) + ": " + std::to_string(scored) + " positions, PPL cpu " +
+                                    std::to_string(std::exp(nll[0] / double(scored))) + " gpu " +
+                                    std::to_string(std::exp(nll[1] / double(scored))) + ", mean NLL differs by " +
+                                    std::to_string(rel * 100) + " %, same top token at " +
+                                    std::to_string(agree * 100) + " %";
+            std::fprintf(stderr, "%s\n", msg.c_str());
+            QVERIFY2(rel < 0.005 && agree >= 0.95, msg.c_str());
         }
     }
 
@@ -244,13 +293,21 @@ private slots:
         std::fprintf(stderr, "%s\n", msg.c_str());
         QVERIFY2(differ == 0, msg.c_str());
         QVERIFY2(preempted > 0, msg.c_str());
-        if (path.empty()) return;  // random weights: no clear winners to compare with the CPU
+        if (path.empty()) return;
+        // Informational: greedy continuations part where the two backends'
+        // float sums differ near a tie (see the header comment).
         const auto cpu = run("cpu", 512, false, unused);
         differ = 0;
-        for (size_t i = 0; i < cpu.size(); ++i) differ += cpu[i] != together[i];
-        msg = std::to_string(differ) + " of 64 continuations differ between the CPU and the GPU";
-        std::fprintf(stderr, "%s\n", msg.c_str());
-        QVERIFY2(differ == 0, msg.c_str());
+        size_t common = 0, total = 0;
+        for (size_t i = 0; i < cpu.size(); ++i) {
+            differ += cpu[i] != together[i];
+            size_t k = 0;
+            while (k < cpu[i].size() && k < together[i].size() && cpu[i][k] == together[i][k]) ++k;
+            common += k;
+            total += cpu[i].size();
+        }
+        std::fprintf(stderr, "CPU vs GPU greedy: %d of 64 continuations differ somewhere; %zu of %zu tokens before the first difference\n",
+                     differ, common, total);
     }
 };
 
