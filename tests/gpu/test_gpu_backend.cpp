@@ -258,8 +258,9 @@ private slots:
             prompts.push_back(tokenizer->encode(std::string(openings[i % 8]) + std::string(static_cast<size_t>(i / 8), ' ') +
                                                     std::to_string(i),
                                                 true, false));
-        // Greedy continuations of `which` prompts, submitted together (or one
-        // at a time when `alone`).
+        std::string gpu_metrics;  // the engine's Prometheus text after the last GPU run
+        // Greedy continuations of the prompts, submitted together (or one at
+        // a time when `alone`).
         auto run = [&](const std::string& device, uint32_t n_blocks, bool alone, int& preempted) {
             std::vector<std::vector<int32_t>> out(prompts.size());
             auto backend = folio::create_backend(*model, options_for(device, n_blocks));
@@ -280,6 +281,7 @@ private slots:
             }
             (*engine)->wait_idle();
             for (size_t i = 0; i < prompts.size(); ++i) out[i] = c.get(static_cast<int>(i)).tokens;
+            if (device != "cpu") gpu_metrics = (*engine)->prometheus_text();
             preempted = steps.preempted();
             return out;
         };
@@ -293,6 +295,9 @@ private slots:
         std::fprintf(stderr, "%s\n", msg.c_str());
         QVERIFY2(differ == 0, msg.c_str());
         QVERIFY2(preempted > 0, msg.c_str());
+        // NVML's readings ride along with the engine's metrics.
+        QVERIFY2(gpu_metrics.find("folio:gpu_memory_used_bytes{") != std::string::npos, gpu_metrics.c_str());
+        QVERIFY2(gpu_metrics.find("folio:gpu_utilization_perc{") != std::string::npos, gpu_metrics.c_str());
         if (path.empty()) return;
         // Informational: greedy continuations part where the two backends'
         // float sums differ near a tie (see the header comment).

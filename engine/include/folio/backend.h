@@ -29,6 +29,19 @@ struct BackendOptions {
     bool cuda_graphs = true;                 // CUDA: replay decode steps from captured graphs
 };
 
+// What a GPU reports about itself now (NVML); valid = false on the CPU or
+// where NVML is missing.
+struct DeviceReadings {
+    bool valid = false;
+    double utilization_perc = 0;   // of the last sample period, kernels running
+    double memory_used_bytes = 0;
+    double memory_total_bytes = 0;
+    double sm_clock_mhz = 0;
+    double memory_clock_mhz = 0;
+    double power_watts = 0;
+    double temperature_celsius = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -51,6 +64,8 @@ public:
     virtual uint64_t kv_bytes_per_block() const = 0;
     virtual int n_threads() const = 0;
     virtual std::string name() const = 0;  // "cpu (AVX2, 2 threads)"
+    // The device's own readings; any thread may ask.
+    virtual DeviceReadings device_readings() const { return {}; }
 };
 
 // The backend options.device names, for `model` (which must outlive it).

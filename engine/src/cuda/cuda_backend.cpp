@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "cuda/cuda_ops.h"
+#include "cuda/nvml.h"
 #include "folio/backend.h"
 #include "folio_kernels/matmul.h"
 #include "model/architecture.h"
@@ -92,6 +93,7 @@ public:
     uint64_t kv_bytes_per_block() const override { return 2 * static_cast<uint64_t>(cache_.n_layer) * cache_.block_bytes(); }
     int n_threads() const override { return 1; }
     std::string name() const override { return name_; }
+    DeviceReadings device_readings() const override { return nvml_ ? nvml_->read() : DeviceReadings{}; }
 
 private:
     Status upload_weights(const ModelDescription& model);
@@ -115,6 +117,7 @@ private:
 
     int device_ = 0;
     std::string name_;
+    std::unique_ptr<cuda::Nvml> nvml_;
     cudaStream_t stream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
     std::unique_ptr<model::Architecture> arch_;
@@ -134,6 +137,8 @@ Status CudaBackend::init(const ModelDescription& model, std::unique_ptr<model::A
     cudaDeviceProp prop{};
     FOLIO_CUDA_OR_ERROR(cudaGetDeviceProperties(&prop, device_), "device properties");
     name_ = "cuda:" + std::to_string(device_) + " (" + prop.name + ")";
+    char pci[32] = {};
+    if (cudaDeviceGetPCIBusId(pci, sizeof pci, device_) == cudaSuccess) nvml_ = cuda::Nvml::open(pci);
     FOLIO_CUDA_OR_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
     if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS) return make_error("cuda: cannot create a cuBLAS handle");
     max_context_ = options.max_context ? options.max_context : 4096;

@@ -1,6 +1,7 @@
 #include "folio/engine.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace folio {
 
@@ -119,7 +120,26 @@ EngineMetrics Engine::metrics() const {
     return metrics_;
 }
 
-std::string Engine::prometheus_text() const { return folio::prometheus_text(metrics(), model_.name); }
+std::string Engine::prometheus_text() const {
+    std::string text = folio::prometheus_text(metrics(), model_.name);
+    const DeviceReadings d = backend_.device_readings();
+    if (!d.valid) return text;
+    // The GPU's own readings (NVML), as gauges beside the engine's.
+    const std::string labels = "{model_name=\"" + escape_label_value(model_.name) + "\",device=\"" +
+                               escape_label_value(backend_.name()) + "\"}";
+    const std::pair<const char*, double> gauges[] = {
+        {"gpu_utilization_perc", d.utilization_perc},   {"gpu_memory_used_bytes", d.memory_used_bytes},
+        {"gpu_memory_total_bytes", d.memory_total_bytes}, {"gpu_sm_clock_mhz", d.sm_clock_mhz},
+        {"gpu_memory_clock_mhz", d.memory_clock_mhz},   {"gpu_power_watts", d.power_watts},
+        {"gpu_temperature_celsius", d.temperature_celsius},
+    };
+    char value[64];
+    for (const auto& [name, v] : gauges) {
+        std::snprintf(value, sizeof value, " %.17g\n", v);
+        text += std::string("# TYPE folio:") + name + " gauge\nfolio:" + name + labels + value;
+    }
+    return text;
+}
 
 void Engine::wait_idle() {
     std::unique_lock lock(mutex_);
