@@ -399,6 +399,7 @@ bool use_simt_kernel() {
 }  // namespace
 
 size_t attention_workspace_bytes(const AttentionBatch& b, int n_head, int head_dim) {
+    if (!use_simt_kernel()) return attention_mma_workspace_bytes(b, n_head, head_dim);
     const Split split = plan_split(b, n_head);
     if (split.n <= 1) return 0;
     return sizeof(float) * static_cast<size_t>(split.n) * static_cast<size_t>(b.n_tokens) *
@@ -413,9 +414,8 @@ cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const Attent
         p.n_head / kv.n_head_kv > 8 || kv.block_size <= 0 || !kv.k || !kv.v || b.max_seq_len <= 0 ||
         int64_t{b.n_seqs} * kv.n_head_kv > 65535)
         return cudaErrorInvalidValue;
-    const Split split = plan_split(b, p.n_head);
-    if (workspace_bytes < attention_workspace_bytes(b, p.n_head, d) || (split.n > 1 && !workspace))
-        return cudaErrorInvalidValue;
+    const size_t needed = attention_workspace_bytes(b, p.n_head, d);
+    if (workspace_bytes < needed || (needed > 0 && !workspace)) return cudaErrorInvalidValue;
 
     Args a{};
     a.q = q;
@@ -432,20 +432,30 @@ cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const Attent
     a.block_size = kv.block_size;
     a.max_blocks = b.max_blocks;
     a.n_tokens = b.n_tokens;
-    a.keys_per_split = split.keys_per_split;
-    a.n_splits = split.n;
     a.window = std::max(0, p.sliding_window);
     a.scale = p.scale;
     a.softcap = p.softcap;
+
+    if (!use_simt_kernel()) {
+        if (needed > 0) {
+            const size_t values = needed / sizeof(float);
+            a.part_o = static_cast<float*>(workspace);
+            a.part_ml = a.part_o + values / static_cast<size_t>(d + 2) * static_cast<size_t>(d);
+        }
+        return launch_attention_mma(a, d, b, s);
+    }
+
+    // The CUDA-core kernel (a cross-check; its split plan depends on the batch, so it is not batch-invariant).
+    const Split split = plan_split(b, p.n_head);
+    a.keys_per_split = split.keys_per_split;
+    a.n_splits = split.n;
     if (split.n > 1) {
         a.part_o = static_cast<float*>(workspace);
         a.part_ml = a.part_o + static_cast<size_t>(split.n) * b.n_tokens * p.n_head * d;
     }
-
-    cudaError_t e = !use_simt_kernel() ? launch_attention_mma(a, d, b.max_n_query, b.n_seqs, split.n, s)
-                    : d == 64              ? launch_for_dim<64>(a, b, split.n, s)
-                    : d == 128             ? launch_for_dim<128>(a, b, split.n, s)
-                                           : launch_for_dim<256>(a, b, split.n, s);
+    cudaError_t e = d == 64    ? launch_for_dim<64>(a, b, split.n, s)
+                    : d == 128 ? launch_for_dim<128>(a, b, split.n, s)
+                               : launch_for_dim<256>(a, b, split.n, s);
     if (e != cudaSuccess || split.n == 1) return e;
     merge_splits_kernel<<<dim3(static_cast<unsigned>(b.n_tokens), static_cast<unsigned>(p.n_head)), std::min(d, 256), 0,
                           s>>>(a.part_o, a.part_ml, b.positions, b.n_tokens, p.n_head, d, split.keys_per_split,

@@ -7,6 +7,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "folio_kernels/attention.h"
+
 namespace folio::kernels::attention_detail {
 
 // One paged_attention launch, as the kernels see it. A block covers
@@ -21,12 +23,59 @@ struct Args {
     const int32_t* query_start;
     const int32_t* n_query;
     const int32_t* block_tables;
-    float* part_o;   // [n_splits][n_tokens][n_head][D] unnormalised outputs (split-K only)
-    float* part_ml;  // [n_splits][n_tokens][n_head][2] running max and sum (split-K only)
+    // Split-K partials. CUDA-core kernel: [n_splits][n_tokens][n_head][D] and [..][2].
+    // Tensor-core kernel: [slot row][n_head][n_chunks][D] and [..][2], slot row = the
+    // token row when part_by_row, else seq * kDecodeTokens + the row's index in its sequence.
+    float* part_o;
+    float* part_ml;
     int n_head, n_head_kv, group, tokens_per_tile, block_size, max_blocks, n_tokens;
-    int keys_per_split, n_splits, window;
+    int keys_per_split, n_splits, window;  // CUDA-core kernel's split plan
+    int n_chunks;                          // tensor-core kernel: kChunkKeys-key chunks of the longest sequence
+    int chunks_per_block;                  // tensor-core decode kernel: consecutive chunks a block takes
+    bool part_by_row;
     float scale, softcap;
 };
+
+// Batch invariance (tensor-core kernel). A row's result depends only on its
+// own query, keys, position, window and softcap, never on the rest of the
+// batch or on the host-side bounds:
+//  - keys are cut into chunks at fixed multiples of kChunkKeys; within a chunk,
+//    key tiles start at multiples of the tile size and the online softmax runs
+//    over them in order (a tile with no key of the row is an exact no-op);
+//  - a chunk's partial (max, sum, unnormalised output) is folded into the
+//    row's state in chunk order with fold_step / fold_value, whether that
+//    happens in registers (prefill kernel) or in the merge kernel (decode);
+//  - every sum, product and exponential is an explicitly rounded operation
+//    (no contraction that could differ between the kernels' instantiations).
+constexpr int kChunkKeys = 128;
+// A sequence goes through the decode kernel (one 16-row group, four warps per
+// key tile) when its rows are this few; else through the 64-row prefill kernel.
+constexpr int kDecodeTokens = 4;
+__host__ __device__ constexpr bool is_decode_sequence(int n_query, int group) {
+    return n_query <= kDecodeTokens && n_query * group <= 16;
+}
+
+// 2^(x log2 e) on the special-function unit; exp_approx(-inf) = 0.
+inline __device__ float exp_approx(float x) {
+    const float y = __fmul_rn(x, 1.4426950408889634f);
+    float r;
+    asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(y));
+    return r;
+}
+
+// Folding a chunk's partial (m, l, o) into a row's state (M, L, O), both with
+// finite maxima: M' = max(M, m), L' = L a + l b, O' = O a + o b. The first
+// chunk's partial becomes the state as it is; the output is O / L.
+struct FoldStep {
+    float m, a, b;
+};
+inline __device__ FoldStep fold_step(float state_max, float chunk_max) {
+    const float m = fmaxf(state_max, chunk_max);
+    return {m, exp_approx(__fsub_rn(state_max, m)), exp_approx(__fsub_rn(chunk_max, m))};
+}
+inline __device__ float fold_value(float state, float chunk, const FoldStep& f) {
+    return __fmaf_rn(state, f.a, __fmul_rn(chunk, f.b));
+}
 
 inline __device__ void cp_async16(void* smem, const void* gmem) {
     const auto addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -47,10 +96,15 @@ inline __device__ float warp_sum(float v) {
     return v;
 }
 
-// Launches the flash-attention kernel on tensor cores (attention_mma.cu) for
-// this batch shape: 16 query-head rows per block when every sequence's rows
-// times the group fit in 16 (decode), else 64; sets a.tokens_per_tile.
-cudaError_t launch_attention_mma(Args a, int head_dim, int max_n_query, int n_seqs, int split_count,
-                                 cudaStream_t s);
+// Chunks of the longest sequence, and the scratch the tensor-core kernel's
+// decode partials need (0 when every row fits one chunk).
+int attention_mma_chunks(const AttentionBatch& b);
+size_t attention_mma_workspace_bytes(const AttentionBatch& b, int n_head, int head_dim);
+
+// Launches the tensor-core kernels (attention_mma.cu): the decode kernel over
+// (chunk, sequence, KV head), the prefill kernel over (64-row tile, sequence,
+// KV head) unless every sequence is a decode one, and the merge of decode
+// rows that span several chunks. a.part_o / a.part_ml point into the workspace.
+cudaError_t launch_attention_mma(Args a, int head_dim, const AttentionBatch& b, cudaStream_t s);
 
 }  // namespace folio::kernels::attention_detail

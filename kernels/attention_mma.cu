@@ -1,37 +1,56 @@
 // Paged attention on tensor cores (flash-attention 2 style): half Q, K, V
 // operands of mma.sync m16n8k16 with F32 accumulation; scores, the online
-// softmax and the outputs stay in registers.
+// softmax and the outputs stay in registers. Batch-invariant: a row gets the
+// same bits in any batch (see attention_common.cuh for the rules).
 //
-// A block holds 16 * R query-head rows (R row groups of 16, a warp each) and
-// KG warps per row group that split each key tile between them. Decode uses
-// R = 1 (the group's heads of a few rows, padded to 16) and KG = 4 (2 at
-// head_dim 256), so that four warps share a KV tile; prefill uses R = 4,
-// KG = 1. Key tiles come through the block table into shared memory with
-// cp.async, double-buffered. At the end the KG warps of a row group merge
-// their (max, sum, output) in shared memory.
+// A warp holds one row group (16 query-head rows) and a slice of the output
+// columns. A block has R row groups and C warps per row group; the C warps
+// split a key tile's scores (exchanged through shared memory, so that each
+// holds all of them), then each runs the same online softmax and its own
+// columns of P·V. Per row, every score, probability and output element is
+// computed by the same instructions on the same operands whatever R and C are.
+//  - decode kernel (R = 1, C = 4): a block per (group of consecutive chunks,
+//    sequence, KV head) for a sequence of a few rows; it folds the rows whose
+//    chunks are all in its group, and leaves a partial per chunk of the other
+//    rows for merge_chunks_kernel;
+//  - prefill kernel (R = 4, C = 1 at head_dim 64 and 128; R = 2, C = 4 at
+//    256): a block per (16 R-row tile, sequence, KV head) walks all the tile's
+//    keys and folds each chunk's partial into the row's state in registers.
+// Key tiles come through the block table into shared memory with cp.async,
+// double-buffered.
 #include <algorithm>
 #include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <string>
 
 #include "attention_common.cuh"
 
 namespace folio::kernels::attention_detail {
 namespace {
 
-template <int D, int R, int KG>
+template <int D, int R, int C, bool kDecode>
 struct Config {
-    static constexpr int kWarps = R * KG;
+    static constexpr int kWarps = R * C;
     static constexpr int kThreads = 32 * kWarps;
     static constexpr int kTileKeys = D <= 128 ? 64 : 32;
-    static constexpr int kWarpKeys = kTileKeys / KG;  // keys of a tile each warp takes
-    static constexpr int kStride = D + 8;             // halves per smem row: conflict-free fragment loads
+    static constexpr int kNTiles = kTileKeys / 8;   // n8 score tiles per key tile
+    static constexpr int kWarpNTiles = kNTiles / C;  // of them, computed by each warp
+    static constexpr int kWarpCols = D / C;          // output columns of a warp
+    static constexpr int kWarpDTiles = kWarpCols / 8;
+    static constexpr int kStride = D + 8;  // halves per smem row: conflict-free fragment loads
     static constexpr int kRows = 16 * R;
-    static constexpr int kOutStride = D + 2;          // floats per row of the epilogue's partial outputs
+    static constexpr int kScoreStride = kTileKeys + 4;
+    // Decode keeps Q in registers, so the score exchange reuses the Q buffer.
+    static constexpr size_t kQBytes = sizeof(__half) * kRows * kStride;
+    static constexpr size_t kScoreBytes = C > 1 ? sizeof(float) * kRows * kScoreStride : 0;
+    static constexpr size_t kQScoreBytes = kDecode ? (kQBytes > kScoreBytes ? kQBytes : kScoreBytes)
+                                                   : kQBytes + kScoreBytes;
     static constexpr size_t kKvBytes = sizeof(__half) * 2 * 2 * kTileKeys * kStride;  // K and V, two stages
-    static constexpr size_t smem_bytes() {
-        return sizeof(__half) * kRows * kStride + kKvBytes + sizeof(int) * 2 * kRows + sizeof(float) * 2 * kWarps * 16;
-    }
-    static_assert(kWarpKeys % 16 == 0, "a warp's keys are whole k16 steps of P·V");
-    static_assert(sizeof(float) * kWarps * 16 * kOutStride <= kKvBytes, "epilogue reuses the K/V buffers");
+    static constexpr size_t smem_bytes() { return kQScoreBytes + kKvBytes + sizeof(int) * 2 * kRows; }
+    static_assert(kNTiles % C == 0 && kWarpDTiles % 2 == 0, "warps split whole n8 tiles and column pairs");
+    static_assert(kChunkKeys % kTileKeys == 0, "chunks are whole key tiles");
+    static_assert(!kDecode || R == 1, "a decode sequence is one row group");
 };
 
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
@@ -56,53 +75,72 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const __half
                  : "r"(addr));
 }
 
-template <int D, int R, int KG>
-__global__ void __launch_bounds__(32 * R * KG) attention_mma_kernel(const Args a) {
-    using C = Config<D, R, KG>;
-    constexpr int TK = C::kTileKeys, KW = C::kWarpKeys, S = C::kStride, kRows = C::kRows;
-    constexpr int kThreads = C::kThreads, OS = C::kOutStride;
+__device__ __forceinline__ float quad_sum(float v) {
+    v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+// Query fragment (A operand) of k16 step ks for a row group, from shared memory.
+__device__ __forceinline__ void load_q_fragment(uint32_t (&qa)[4], const __half* qb, int stride, int ks, int gq,
+                                                int tq) {
+    qa[0] = *reinterpret_cast<const uint32_t*>(qb + gq * stride + ks * 16 + 2 * tq);
+    qa[1] = *reinterpret_cast<const uint32_t*>(qb + (gq + 8) * stride + ks * 16 + 2 * tq);
+    qa[2] = *reinterpret_cast<const uint32_t*>(qb + gq * stride + ks * 16 + 2 * tq + 8);
+    qa[3] = *reinterpret_cast<const uint32_t*>(qb + (gq + 8) * stride + ks * 16 + 2 * tq + 8);
+}
+
+// Decode blocks at head_dim <= 128: three an SM (shared memory allows three; registers are held to 168).
+template <int D, int R, int C, bool kDecode>
+__global__ void __launch_bounds__(32 * R * C, kDecode && D <= 128 ? 3 : 1)
+    attention_mma_kernel(const Args a) {
+    using Cf = Config<D, R, C, kDecode>;
+    constexpr int TK = Cf::kTileKeys, NT = Cf::kNTiles, NTW = Cf::kWarpNTiles, S = Cf::kStride;
+    constexpr int kRows = Cf::kRows, kThreads = Cf::kThreads, SX = Cf::kScoreStride;
+    constexpr int DT = Cf::kWarpDTiles;
 
     extern __shared__ __align__(16) unsigned char smem[];
     __half* q_s = reinterpret_cast<__half*>(smem);  // [kRows][S]
-    __half* k_s = q_s + kRows * S;                   // [2][TK][S]
-    __half* v_s = k_s + 2 * TK * S;                  // [2][TK][S]
+    float* x_s = reinterpret_cast<float*>(kDecode ? smem : smem + Cf::kQBytes);  // [kRows][SX] score exchange
+    __half* k_s = reinterpret_cast<__half*>(smem + Cf::kQScoreBytes);            // [2][TK][S]
+    __half* v_s = k_s + 2 * TK * S;                                              // [2][TK][S]
     int* key_lo = reinterpret_cast<int*>(v_s + 2 * TK * S);
     int* key_hi = key_lo + kRows;
-    float* m_w = reinterpret_cast<float*>(key_hi + kRows);  // [warp][16] after the loop
-    float* l_w = m_w + C::kWarps * 16;
-    float* o_w = reinterpret_cast<float*>(k_s);  // [warp][16][OS] after the loop, over K/V
     __shared__ int tile_lo, tile_hi;
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int gq = lane / 4, tq = lane % 4;  // fragment row and column pair of this lane
-    const int rg = warp / KG, kg = warp % KG;
+    const int rg = warp / C, cg = warp % C;
     const int seq = blockIdx.y / a.n_head_kv, kv_head = blockIdx.y % a.n_head_kv;
-    const int t0 = blockIdx.x * a.tokens_per_tile;
     const int n_query = a.n_query[seq];
+    if (is_decode_sequence(n_query, a.group) != kDecode) return;  // the other kernel's sequence
+    const int t0 = kDecode ? 0 : blockIdx.x * a.tokens_per_tile;
     if (t0 >= n_query) return;
     const int row0 = a.query_start[seq] + t0;
-    const int n_active = min(a.tokens_per_tile, n_query - t0) * a.group;
-    const int split_lo = blockIdx.z * a.keys_per_split, split_hi = split_lo + a.keys_per_split - 1;
+    const int n_active = min(kDecode ? n_query : a.tokens_per_tile, n_query - t0) * a.group;
+    // Decode: this block's group of chunks_per_block chunks. Prefill: all keys.
+    const int group_keys = kChunkKeys * a.chunks_per_block;
+    const int range_lo = kDecode ? static_cast<int>(blockIdx.x) * group_keys : 0;
+    const int range_hi = kDecode ? range_lo + group_keys - 1 : INT_MAX;
 
-    // Each row's keys within this split (causal, windowed); the block's key
-    // range is their union.
-    if (tid == 0) tile_lo = 0x7fffffff, tile_hi = -1;
+    // Each row's keys (causal, windowed); the block's key range is the union
+    // of their parts within [range_lo, range_hi].
+    if (tid == 0) tile_lo = INT_MAX, tile_hi = -1;
     __syncthreads();
-    bool reaches_split = false;
     for (int m = tid; m < kRows; m += kThreads) {
         int lo = 1, hi = 0;
         if (m < n_active) {
             const int pos = a.positions[row0 + m / a.group];
-            lo = max(split_lo, a.window > 0 ? max(0, pos + 1 - a.window) : 0);
-            hi = min(split_hi, pos);
-            reaches_split = pos >= split_lo;
-            if (lo <= hi) atomicMin(&tile_lo, lo), atomicMax(&tile_hi, hi);
+            lo = a.window > 0 ? max(0, pos + 1 - a.window) : 0;
+            hi = pos;
+            const int clo = max(lo, range_lo), chi = min(hi, range_hi);
+            if (clo <= chi) atomicMin(&tile_lo, clo), atomicMax(&tile_hi, chi);
         }
         key_lo[m] = lo;
         key_hi[m] = hi;
     }
-    // No row of this tile reaches this split: the merge won't read it.
-    if (!__syncthreads_or(reaches_split)) return;
+    __syncthreads();
+    const int lo_all = tile_lo, hi_all = tile_hi;
+    if (hi_all < lo_all) return;  // no row has a key here
 
     // Queries as half (the CPU backend rounds them too); missing rows are zeros.
     for (int quad = tid; quad < kRows * D / 4; quad += kThreads) {
@@ -115,32 +153,34 @@ __global__ void __launch_bounds__(32 * R * KG) attention_mma_kernel(const Args a
         *reinterpret_cast<uint2*>(q_s + m * S + d) = make_uint2(pack_half2(x.x, x.y), pack_half2(x.z, x.w));
     }
 
-    const int lo_all = tile_lo, hi_all = tile_hi;
-    const int n_tiles = hi_all >= lo_all ? (hi_all - lo_all + TK) / TK : 0;
+    // Tiles start at multiples of TK, so that a key sits at the same place of
+    // the same tile whatever the other rows of the block need.
+    const int first_key = lo_all / TK * TK;
+    const int n_tiles = (hi_all - first_key) / TK + 1;
     const int32_t* table = a.block_tables + int64_t{seq} * a.max_blocks;
 
     auto load_tile = [&](int t, int buf) {
         constexpr int kChunks = D / 8;  // 16-byte pieces of a key row
         constexpr int kPerThread = TK * kChunks / kThreads;
         static_assert(TK * kChunks % kThreads == 0);
-        const int first_key = lo_all + t * TK;
+        const int tile_key = first_key + t * TK;
         int64_t src[kPerThread];
 #pragma unroll
         for (int it = 0; it < kPerThread; ++it) {  // the table look-ups first: their latencies overlap
-            const int c = tid + it * kThreads, key = min(first_key + c / kChunks, hi_all);
+            const int c = tid + it * kThreads, key = min(max(tile_key + c / kChunks, lo_all), hi_all);
             const int64_t block = table[key / a.block_size];
             src[it] = ((block * a.n_head_kv + kv_head) * a.block_size + key % a.block_size) * D + (c % kChunks) * 8;
         }
 #pragma unroll
         for (int it = 0; it < kPerThread; ++it) {
             const int c = tid + it * kThreads;
-            const int j = c / kChunks, part = c % kChunks;
+            const int j = c / kChunks, part = c % kChunks, key = tile_key + j;
             __half* k_dst = k_s + (buf * TK + j) * S + part * 8;
             __half* v_dst = v_s + (buf * TK + j) * S + part * 8;
-            if (first_key + j <= hi_all) {
+            if (key >= lo_all && key <= hi_all) {
                 cp_async16(k_dst, a.k + src[it]);
                 cp_async16(v_dst, a.v + src[it]);
-            } else {  // past the range: zeros, so that 0-weight keys add 0, never NaN
+            } else {  // outside every row's range: zeros, so that 0-weight keys add 0, never NaN
                 *reinterpret_cast<uint4*>(k_dst) = make_uint4(0, 0, 0, 0);
                 *reinterpret_cast<uint4*>(v_dst) = make_uint4(0, 0, 0, 0);
             }
@@ -148,19 +188,51 @@ __global__ void __launch_bounds__(32 * R * KG) attention_mma_kernel(const Args a
         cp_async_commit();
     };
 
+    if (n_tiles > 0) load_tile(0, 0);
+
     // This lane's two rows (gq and gq + 8 of the warp's row group).
+    __syncthreads();  // queries and key ranges stored
     const int r_a = rg * 16 + gq, r_b = r_a + 8;
     const int lo_a = key_lo[r_a], hi_a = key_hi[r_a], lo_b = key_lo[r_b], hi_b = key_hi[r_b];
     const bool warp_active = rg * 16 < n_active;
-    float o[D / 8][4];
+    const __half* qb = q_s + rg * 16 * S;
+    // Decode holds the queries in registers (the exchange buffer overlays them).
+    uint32_t q_reg[kDecode ? D / 16 : 1][4];
+    if constexpr (kDecode) {
 #pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
-    float m_row[2] = {-INFINITY, -INFINITY};
-    float l_row[2] = {0.0f, 0.0f};  // this lane's share of the row sums
+        for (int ks = 0; ks < D / 16; ++ks) load_q_fragment(q_reg[ks], qb, S, ks, gq, tq);
+    }
 
-    if (n_tiles > 0) load_tile(0, 0);
+    // The current chunk's partial: running max, this lane's share of the sum, outputs.
+    float o[DT][4];
+    float m_row[2] = {-INFINITY, -INFINITY};
+    float l_row[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
+    // The row's state folded over its chunks so far, when all of them are in
+    // this block (always in prefill); else (decode) each chunk's partial goes
+    // to the workspace for merge_chunks_kernel.
+    float o_state[DT][4];
+    float m_state[2] = {-INFINITY, -INFINITY};
+    float l_state[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) o_state[dt][0] = o_state[dt][1] = o_state[dt][2] = o_state[dt][3] = 0.0f;
+    bool in_block[2] = {true, true};
+    int64_t part_at[2] = {0, 0};  // the row's first partial slot
+    if constexpr (kDecode) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int m = r == 0 ? r_a : r_b, lo = r == 0 ? lo_a : lo_b, hi = r == 0 ? hi_a : hi_b;
+            in_block[r] = lo / group_keys == hi / group_keys;
+            const int64_t row = row0 + m / a.group;
+            const int64_t slot_row = a.part_by_row ? row : int64_t{seq} * kDecodeTokens + m / a.group;
+            part_at[r] = (slot_row * a.n_head + kv_head * a.group + m % a.group) * a.n_chunks;
+        }
+    }
+
     for (int t = 0; t < n_tiles; ++t) {
         const int buf = t & 1;
+        const int tile_key = first_key + t * TK;
         if (t + 1 < n_tiles) {
             load_tile(t + 1, buf ^ 1);
         } else {
@@ -169,40 +241,65 @@ __global__ void __launch_bounds__(32 * R * KG) attention_mma_kernel(const Args a
         cp_async_wait<1>();
         __syncthreads();
 
-        if (warp_active) {
-            const __half* qb = q_s + rg * 16 * S;
-            const __half* kb = k_s + (buf * TK + kg * KW) * S;
-            const __half* vb = v_s + (buf * TK + kg * KW) * S;
-
-            // S = Q · Kᵀ for the warp's 16 rows and KW keys.
-            float s[KW / 8][4];
+        // S = Q · Kᵀ: this warp's n8 tiles, each accumulated over k16 steps in order.
+        float s[NT][4];
+        {
+            float own[NTW][4];
 #pragma unroll
-            for (int nt = 0; nt < KW / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+            for (int w = 0; w < NTW; ++w) own[w][0] = own[w][1] = own[w][2] = own[w][3] = 0.0f;
+            if (warp_active) {
+                const __half* kb = k_s + (buf * TK + cg * NTW * 8) * S;
 #pragma unroll
-            for (int ks = 0; ks < D / 16; ++ks) {
-                uint32_t qa[4];
-                qa[0] = *reinterpret_cast<const uint32_t*>(qb + gq * S + ks * 16 + 2 * tq);
-                qa[1] = *reinterpret_cast<const uint32_t*>(qb + (gq + 8) * S + ks * 16 + 2 * tq);
-                qa[2] = *reinterpret_cast<const uint32_t*>(qb + gq * S + ks * 16 + 2 * tq + 8);
-                qa[3] = *reinterpret_cast<const uint32_t*>(qb + (gq + 8) * S + ks * 16 + 2 * tq + 8);
+                for (int ks = 0; ks < D / 16; ++ks) {
+                    uint32_t qa[4];
+                    if constexpr (kDecode) {
+                        qa[0] = q_reg[ks][0], qa[1] = q_reg[ks][1], qa[2] = q_reg[ks][2], qa[3] = q_reg[ks][3];
+                    } else {
+                        load_q_fragment(qa, qb, S, ks, gq, tq);
+                    }
 #pragma unroll
-                for (int nt = 0; nt < KW / 8; ++nt) {
-                    const __half* k_row = kb + (nt * 8 + gq) * S + ks * 16 + 2 * tq;
-                    mma_16816(s[nt], qa, *reinterpret_cast<const uint32_t*>(k_row),
-                              *reinterpret_cast<const uint32_t*>(k_row + 8));
+                    for (int w = 0; w < NTW; ++w) {
+                        const __half* k_row = kb + (w * 8 + gq) * S + ks * 16 + 2 * tq;
+                        mma_16816(own[w], qa, *reinterpret_cast<const uint32_t*>(k_row),
+                                  *reinterpret_cast<const uint32_t*>(k_row + 8));
+                    }
                 }
             }
+            if constexpr (C == 1) {
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) s[nt][e] = own[nt][e];
+            } else {  // exchange: every warp of the row group gets all the tile's scores
+                float* xr = x_s + rg * 16 * SX;
+                if (warp_active) {
+#pragma unroll
+                    for (int w = 0; w < NTW; ++w) {
+                        const int col = (cg * NTW + w) * 8 + 2 * tq;
+                        *reinterpret_cast<float2*>(xr + gq * SX + col) = make_float2(own[w][0], own[w][1]);
+                        *reinterpret_cast<float2*>(xr + (gq + 8) * SX + col) = make_float2(own[w][2], own[w][3]);
+                    }
+                }
+                __syncthreads();
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt) {
+                    const float2 x0 = *reinterpret_cast<const float2*>(xr + gq * SX + nt * 8 + 2 * tq);
+                    const float2 x1 = *reinterpret_cast<const float2*>(xr + (gq + 8) * SX + nt * 8 + 2 * tq);
+                    s[nt][0] = x0.x, s[nt][1] = x0.y, s[nt][2] = x1.x, s[nt][3] = x1.y;
+                }
+            }
+        }
 
+        if (warp_active) {
             // Scale, softcap, mask; the tile's row maxima (a row's values sit in one lane quad).
-            const int key_base = lo_all + t * TK + kg * KW;
             float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-            for (int nt = 0; nt < KW / 8; ++nt)
+            for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    const int key = key_base + nt * 8 + 2 * tq + (e & 1);
-                    float x = s[nt][e] * a.scale;
-                    if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
+                    const int key = tile_key + nt * 8 + 2 * tq + (e & 1);
+                    float x = __fmul_rn(s[nt][e], a.scale);
+                    if (a.softcap > 0.0f) x = __fmul_rn(a.softcap, tanhf(__fdiv_rn(x, a.softcap)));
                     const bool in_range = e < 2 ? key >= lo_a && key <= hi_a : key >= lo_b && key <= hi_b;
                     s[nt][e] = in_range ? x : -INFINITY;
                     tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[nt][e]);
@@ -213,37 +310,39 @@ __global__ void __launch_bounds__(32 * R * KG) attention_mma_kernel(const Args a
                 tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
                 tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
                 const float m_new = fmaxf(m_row[r], tile_max[r]);
-                rescale[r] = m_new == -INFINITY ? 1.0f : expf(m_row[r] - m_new);
+                // An unchanged maximum rescales by exactly 1: a tile without the row's keys is a no-op.
+                rescale[r] = m_new == m_row[r] ? 1.0f : exp_approx(__fsub_rn(m_row[r], m_new));
                 m_row[r] = m_new;
-                l_row[r] *= rescale[r];
+                l_row[r] = __fmul_rn(l_row[r], rescale[r]);
             }
 #pragma unroll
-            for (int nt = 0; nt < KW / 8; ++nt)
+            for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const float m = m_row[e >> 1];
-                    const float p = m == -INFINITY ? 0.0f : expf(s[nt][e] - m);
-                    l_row[e >> 1] += p;
+                    const float p = m == -INFINITY ? 0.0f : exp_approx(__fsub_rn(s[nt][e], m));
+                    l_row[e >> 1] = __fadd_rn(l_row[e >> 1], p);
                     s[nt][e] = p;
                 }
 #pragma unroll
-            for (int dt = 0; dt < D / 8; ++dt) {
-                o[dt][0] *= rescale[0];
-                o[dt][1] *= rescale[0];
-                o[dt][2] *= rescale[1];
-                o[dt][3] *= rescale[1];
+            for (int dt = 0; dt < DT; ++dt) {
+                o[dt][0] = __fmul_rn(o[dt][0], rescale[0]);
+                o[dt][1] = __fmul_rn(o[dt][1], rescale[0]);
+                o[dt][2] = __fmul_rn(o[dt][2], rescale[1]);
+                o[dt][3] = __fmul_rn(o[dt][3], rescale[1]);
             }
 
-            // O += P · V: P (rounded to half) is the A operand straight from the score registers.
+            // O += P · V for this warp's columns; P (rounded to half) is the A operand from the score registers.
             const int mat = lane >> 3, mat_row = lane & 7;
+            const __half* vb = v_s + buf * TK * S + cg * Cf::kWarpCols;
 #pragma unroll
-            for (int kk = 0; kk < KW / 16; ++kk) {
+            for (int kk = 0; kk < TK / 16; ++kk) {
                 const uint32_t pa[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
                                         pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                                         pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
                 const __half* v_rows = vb + (kk * 16 + mat_row + (mat & 1) * 8) * S + (mat >> 1) * 8;
 #pragma unroll
-                for (int dt = 0; dt < D / 8; dt += 2) {
+                for (int dt = 0; dt < DT; dt += 2) {
                     uint32_t b[4];
                     ldmatrix_x4_trans(b, v_rows + dt * 8);
                     mma_16816(o[dt], pa, b[0], b[1]);
@@ -251,66 +350,137 @@ __global__ void __launch_bounds__(32 * R * KG) attention_mma_kernel(const Args a
                 }
             }
         }
+
+        // At a chunk's end: fold its partial into the rows' states, or store it.
+        if (warp_active && ((tile_key + TK) % kChunkKeys == 0 || t + 1 == n_tiles)) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const float l = quad_sum(l_row[r]);
+                const int m = r == 0 ? r_a : r_b;
+                if (m_row[r] != -INFINITY && !in_block[r]) {
+                    if (m < n_active) {
+                        const int64_t at = part_at[r] + tile_key / kChunkKeys;
+                        float* part = a.part_o + at * D + cg * Cf::kWarpCols + 2 * tq;
+#pragma unroll
+                        for (int dt = 0; dt < DT; ++dt)
+                            *reinterpret_cast<float2*>(part + dt * 8) = make_float2(o[dt][2 * r], o[dt][2 * r + 1]);
+                        if (cg == 0 && tq == 0)
+                            *reinterpret_cast<float2*>(a.part_ml + at * 2) = make_float2(m_row[r], l);
+                    }
+                } else if (m_row[r] != -INFINITY) {
+                    if (m_state[r] == -INFINITY) {
+                        m_state[r] = m_row[r];
+                        l_state[r] = l;
+#pragma unroll
+                        for (int dt = 0; dt < DT; ++dt)
+                            o_state[dt][2 * r] = o[dt][2 * r], o_state[dt][2 * r + 1] = o[dt][2 * r + 1];
+                    } else {
+                        const FoldStep f = fold_step(m_state[r], m_row[r]);
+                        m_state[r] = f.m;
+                        l_state[r] = fold_value(l_state[r], l, f);
+#pragma unroll
+                        for (int dt = 0; dt < DT; ++dt) {
+                            o_state[dt][2 * r] = fold_value(o_state[dt][2 * r], o[dt][2 * r], f);
+                            o_state[dt][2 * r + 1] = fold_value(o_state[dt][2 * r + 1], o[dt][2 * r + 1], f);
+                        }
+                    }
+                }
+                m_row[r] = -INFINITY;
+                l_row[r] = 0.0f;
+#pragma unroll
+                for (int dt = 0; dt < DT; ++dt) o[dt][2 * r] = o[dt][2 * r + 1] = 0.0f;
+            }
+        }
         __syncthreads();
     }
     cp_async_wait<0>();
-    __syncthreads();  // the K/V buffers become the epilogue's
+    if (!warp_active) return;
 
-    // Each warp's partial (max, sum, output) to shared memory.
+    // Outputs: the state's O / L for the rows whose chunks were all here.
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-        l_row[r] += __shfl_xor_sync(0xffffffffu, l_row[r], 1);
-        l_row[r] += __shfl_xor_sync(0xffffffffu, l_row[r], 2);
-    }
-    float* ow = o_w + warp * 16 * OS;
-#pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) {
-        *reinterpret_cast<float2*>(ow + gq * OS + dt * 8 + 2 * tq) = make_float2(o[dt][0], o[dt][1]);
-        *reinterpret_cast<float2*>(ow + (gq + 8) * OS + dt * 8 + 2 * tq) = make_float2(o[dt][2], o[dt][3]);
-    }
-    if (tq == 0) {
-        m_w[warp * 16 + gq] = m_row[0];
-        m_w[warp * 16 + gq + 8] = m_row[1];
-        l_w[warp * 16 + gq] = l_row[0];
-        l_w[warp * 16 + gq + 8] = l_row[1];
-    }
-    __syncthreads();
-
-    // Merge the KG warps of each row group; write the rows out (or this split's partials).
-    for (int pair = tid; pair < kRows * D / 2; pair += kThreads) {
-        const int m = pair * 2 / D, d = pair * 2 % D;
-        if (m >= n_active) continue;
-        const int group_row = m % 16, first_warp = (m / 16) * KG;
-        float m_max = -INFINITY;
-#pragma unroll
-        for (int k = 0; k < KG; ++k) m_max = fmaxf(m_max, m_w[(first_warp + k) * 16 + group_row]);
-        float sum = 0.0f, o0 = 0.0f, o1 = 0.0f;
-#pragma unroll
-        for (int k = 0; k < KG; ++k) {
-            const int at = (first_warp + k) * 16 + group_row;
-            const float w = m_w[at] == -INFINITY ? 0.0f : expf(m_w[at] - m_max);
-            const float2 part = *reinterpret_cast<const float2*>(o_w + at * OS + d);
-            sum += l_w[at] * w;
-            o0 += part.x * w;
-            o1 += part.y * w;
-        }
+        const int m = r == 0 ? r_a : r_b;
+        if (m >= n_active || !in_block[r] || m_state[r] == -INFINITY) continue;
         const int64_t row = row0 + m / a.group;
         const int head = kv_head * a.group + m % a.group;
-        if (a.n_splits == 1) {
-            const float inv = 1.0f / sum;
-            *reinterpret_cast<float2*>(a.out + (row * a.n_head + head) * D + d) = make_float2(o0 * inv, o1 * inv);
-        } else {
-            const int64_t at = (int64_t{blockIdx.z} * a.n_tokens + row) * a.n_head + head;
-            *reinterpret_cast<float2*>(a.part_o + at * D + d) = make_float2(o0, o1);
-            if (d == 0) *reinterpret_cast<float2*>(a.part_ml + at * 2) = make_float2(m_max, sum);
+        float* out_row = a.out + (row * a.n_head + head) * D + cg * Cf::kWarpCols + 2 * tq;
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt)
+            *reinterpret_cast<float2*>(out_row + dt * 8) =
+                make_float2(__fdiv_rn(o_state[dt][2 * r], l_state[r]), __fdiv_rn(o_state[dt][2 * r + 1], l_state[r]));
+    }
+}
+
+// Folds the chunk partials of each decode row whose chunks span several
+// decode blocks, in chunk order, with the same arithmetic as the kernels'
+// in-register fold. The weights of a segment of 128 chunks come first, in
+// parallel (the running maxima are a prefix maximum, which is exact in any
+// order); then each thread runs the fold of its columns.
+constexpr int kMergeThreads = 128;
+__global__ void __launch_bounds__(kMergeThreads) merge_chunks_kernel(const Args a, int head_dim) {
+    __shared__ float max_s[kMergeThreads], a_s[kMergeThreads], b_s[kMergeThreads], l_s[kMergeThreads];
+    __shared__ float warp_max_s[kMergeThreads / 32];
+    const int seq = blockIdx.x, head = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int n_query = a.n_query[seq];
+    if (!is_decode_sequence(n_query, a.group)) return;
+    const int group_keys = kChunkKeys * a.chunks_per_block;
+    for (int t = 0; t < n_query; ++t) {
+        const int64_t row = a.query_start[seq] + t;
+        const int pos = a.positions[row];
+        const int lo = a.window > 0 ? max(0, pos + 1 - a.window) : 0;
+        if (lo / group_keys == pos / group_keys) continue;  // written by its decode block
+        const int j0 = lo / kChunkKeys, j1 = pos / kChunkKeys;
+        const int64_t slot_row = a.part_by_row ? row : int64_t{seq} * kDecodeTokens + t;
+        const int64_t base = (slot_row * a.n_head + head) * a.n_chunks;
+        float state_max = -INFINITY, l_state = 0.0f, o_state[2] = {0.0f, 0.0f};
+        for (int seg = j0; seg <= j1; seg += kMergeThreads) {
+            const int n = min(kMergeThreads, j1 + 1 - seg);
+            float2 ml = make_float2(-INFINITY, 0.0f);
+            if (tid < n) ml = *reinterpret_cast<const float2*>(a.part_ml + (base + seg + tid) * 2);
+            float x = ml.x;  // inclusive prefix maximum over the segment
+            for (int o = 1; o < 32; o <<= 1) {
+                const float y = __shfl_up_sync(0xffffffffu, x, o);
+                if (lane >= o) x = fmaxf(x, y);
+            }
+            if (lane == 31) warp_max_s[warp] = x;
+            __syncthreads();
+            for (int w = 0; w < warp; ++w) x = fmaxf(x, warp_max_s[w]);
+            x = fmaxf(x, state_max);
+            max_s[tid] = x;
+            __syncthreads();
+            const float prev_max = tid == 0 ? state_max : max_s[tid - 1];
+            a_s[tid] = exp_approx(__fsub_rn(prev_max, x));
+            b_s[tid] = exp_approx(__fsub_rn(ml.x, x));
+            l_s[tid] = ml.y;
+            __syncthreads();
+            for (int i = 0; i < 2; ++i) {
+                const int d = tid + kMergeThreads * i;
+                if (d >= head_dim) break;
+                const float* part = a.part_o + (base + seg) * head_dim + d;
+                float o = o_state[i];
+#pragma unroll 8
+                for (int k = 0; k < n; ++k) {
+                    const float chunk = part[int64_t{k} * head_dim];
+                    o = seg + k == j0 ? chunk : fold_value(o, chunk, FoldStep{0.0f, a_s[k], b_s[k]});
+                }
+                o_state[i] = o;
+            }
+            for (int k = 0; k < n; ++k)
+                l_state = seg + k == j0 ? l_s[k] : fold_value(l_state, l_s[k], FoldStep{0.0f, a_s[k], b_s[k]});
+            state_max = max_s[n - 1];
+            __syncthreads();  // the segment's weights are read before the next one's are written
+        }
+        for (int i = 0; i < 2; ++i) {
+            const int d = tid + kMergeThreads * i;
+            if (d < head_dim) a.out[(row * a.n_head + head) * head_dim + d] = __fdiv_rn(o_state[i], l_state);
         }
     }
 }
 
-template <int D, int R, int KG>
-cudaError_t launch(Args a, int max_n_query, int n_seqs, int split_count, cudaStream_t s) {
-    using C = Config<D, R, KG>;
-    constexpr size_t bytes = C::smem_bytes();
+template <int D, int R, int C, bool kDecode>
+cudaError_t launch(const Args& a, dim3 grid, cudaStream_t s) {
+    using Cf = Config<D, R, C, kDecode>;
+    constexpr size_t bytes = Cf::smem_bytes();
     // Raising the shared-memory limit is done once per device, outside any
     // graph capture that may come later.
     static std::atomic<uint64_t> raised{0};
@@ -318,40 +488,78 @@ cudaError_t launch(Args a, int max_n_query, int n_seqs, int split_count, cudaStr
     if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
     const uint64_t bit = uint64_t{1} << (device & 63);
     if (!(raised.load(std::memory_order_acquire) & bit)) {
-        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, KG>,
+        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
             e != cudaSuccess)
             return e;
-        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, KG>,
+        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode>,
                                                  cudaFuncAttributePreferredSharedMemoryCarveout,
                                                  cudaSharedmemCarveoutMaxShared);
             e != cudaSuccess)
             return e;
         raised.fetch_or(bit, std::memory_order_release);
     }
-    a.tokens_per_tile = C::kRows / a.group;
-    const dim3 grid(static_cast<unsigned>((std::max(1, max_n_query) + a.tokens_per_tile - 1) / a.tokens_per_tile),
-                    static_cast<unsigned>(n_seqs * a.n_head_kv), static_cast<unsigned>(split_count));
-    attention_mma_kernel<D, R, KG><<<grid, C::kThreads, bytes, s>>>(a);
+    attention_mma_kernel<D, R, C, kDecode><<<grid, Cf::kThreads, bytes, s>>>(a);
     return cudaGetLastError();
+}
+
+// Prefill blocks: PR row groups of 16 rows, PC warps each.
+template <int D, int PR, int PC>
+cudaError_t launch_for_dim(Args a, const AttentionBatch& b, cudaStream_t s) {
+    const int max_n_query = std::max(1, b.max_n_query);
+    const unsigned seq_heads = static_cast<unsigned>(b.n_seqs * a.n_head_kv);
+    const unsigned groups = static_cast<unsigned>((a.n_chunks + a.chunks_per_block - 1) / a.chunks_per_block);
+    if (cudaError_t e = launch<D, 1, 4, true>(a, dim3(groups, seq_heads), s); e != cudaSuccess) return e;
+    if (!is_decode_sequence(max_n_query, a.group)) {  // some sequence may have more rows
+        a.tokens_per_tile = 16 * PR / a.group;
+        const unsigned tiles = static_cast<unsigned>((max_n_query + a.tokens_per_tile - 1) / a.tokens_per_tile);
+        if (cudaError_t e = launch<D, PR, PC, false>(a, dim3(tiles, seq_heads), s); e != cudaSuccess) return e;
+    }
+    if (a.chunks_per_block < a.n_chunks) {
+        merge_chunks_kernel<<<dim3(static_cast<unsigned>(b.n_seqs), static_cast<unsigned>(a.n_head)), kMergeThreads, 0,
+                              s>>>(a, D);
+        return cudaGetLastError();
+    }
+    return cudaSuccess;
+}
+
+bool prefill_wide() {
+    static const bool wide = [] {
+        const char* v = std::getenv("FOLIO_ATTENTION_PREFILL");
+        return v && std::string(v) == "wide";
+    }();
+    return wide;
 }
 
 }  // namespace
 
-cudaError_t launch_attention_mma(Args a, int head_dim, int max_n_query, int n_seqs, int split_count,
-                                 cudaStream_t s) {
-    // Decode (a few rows per sequence): one row group, warps split the keys.
-    const bool decode = std::max(1, max_n_query) * a.group <= 16;
+int attention_mma_chunks(const AttentionBatch& b) {
+    return static_cast<int>((std::max(1, b.max_seq_len) + int64_t{kChunkKeys} - 1) / kChunkKeys);
+}
+
+size_t attention_mma_workspace_bytes(const AttentionBatch& b, int n_head, int head_dim) {
+    const int n_chunks = attention_mma_chunks(b);
+    if (n_chunks <= 1) return 0;
+    const int64_t slot_rows = std::min<int64_t>(b.n_tokens, int64_t{kDecodeTokens} * b.n_seqs);
+    return sizeof(float) * static_cast<size_t>(slot_rows) * static_cast<size_t>(n_head) *
+           static_cast<size_t>(n_chunks) * static_cast<size_t>(head_dim + 2);
+}
+
+cudaError_t launch_attention_mma(Args a, int head_dim, const AttentionBatch& b, cudaStream_t s) {
+    a.n_chunks = attention_mma_chunks(b);
+    a.part_by_row = b.n_tokens <= int64_t{kDecodeTokens} * b.n_seqs;
+    // Chunks per decode block: as many as still leave ~512 blocks (about a
+    // wave at three blocks an SM), so that few rows need the merge. Only the
+    // speed depends on it: a row's arithmetic is the same for any value.
+    const int64_t units = int64_t{b.n_seqs} * a.n_head_kv;
+    a.chunks_per_block = static_cast<int>(std::clamp<int64_t>(a.n_chunks * units / 512, 1, a.n_chunks));
     switch (head_dim) {
         case 64:
-            return decode ? launch<64, 1, 4>(a, max_n_query, n_seqs, split_count, s)
-                          : launch<64, 4, 1>(a, max_n_query, n_seqs, split_count, s);
-        case 128:
-            return decode ? launch<128, 1, 4>(a, max_n_query, n_seqs, split_count, s)
-                          : launch<128, 4, 1>(a, max_n_query, n_seqs, split_count, s);
+            return launch_for_dim<64, 4, 1>(a, b, s);
+        case 128:  // FOLIO_ATTENTION_PREFILL=wide: eight warps, two a row group (no spills, but slower), to compare
+            return prefill_wide() ? launch_for_dim<128, 4, 2>(a, b, s) : launch_for_dim<128, 4, 1>(a, b, s);
         case 256:
-            return decode ? launch<256, 1, 2>(a, max_n_query, n_seqs, split_count, s)
-                          : launch<256, 4, 1>(a, max_n_query, n_seqs, split_count, s);
+            return launch_for_dim<256, 2, 4>(a, b, s);
         default:
             return cudaErrorInvalidValue;
     }

@@ -2,7 +2,8 @@
 // references written here: random inputs (never zeros), NaN-poisoned outputs
 // and unused cache slots, batches mixing decode rows and prefill chunks of
 // several sequences over shuffled block tables, GQA, sliding window, softcap,
-// head_dim 64/128/256, long prefixes (split-K), and a CUDA-graph replay.
+// head_dim 64/128/256, long prefixes (split-K), a CUDA-graph replay, and
+// batch invariance (a row's bits alone and inside mixed batches, memcmp).
 // Skips without a GPU. FOLIO_GPU_BENCH=1 also times the kernels (bench slot).
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -327,6 +329,112 @@ std::string check_attention(std::mt19937& rng, const Shape& sh, const std::vecto
     if (std::string e = cuda_error(dout.download(out), "download"); !e.empty()) return e;
     const std::vector<double> ref = reference_attention(hb, sh, scale, q);
     return check_close(name, out, ref, 2e-3, error);
+}
+
+// ---- batch invariance -----------------------------------------------------------
+
+// A sequence with fixed contents: K and V of every token ([token][kv head][d], half) and the query of every
+// position ([position][head][d]). Batches built from it read the same values wherever it sits.
+struct FixedSequence {
+    int length;
+    std::vector<uint16_t> k, v;
+    std::vector<float> q;
+};
+
+FixedSequence make_fixed_sequence(std::mt19937& rng, const Shape& sh, int length) {
+    FixedSequence fs;
+    fs.length = length;
+    const size_t kv_values = static_cast<size_t>(length) * sh.n_head_kv * sh.head_dim;
+    for (float x : random_floats(rng, kv_values, -1, 1)) fs.k.push_back(float_to_half(x));
+    for (float x : random_floats(rng, kv_values, -1, 1)) fs.v.push_back(float_to_half(x));
+    fs.q = random_floats(rng, static_cast<size_t>(length) * sh.n_head * sh.head_dim, -sh.q_range, sh.q_range);
+    return fs;
+}
+
+// One sequence of a batch: rows at positions end - n_query .. end - 1 of a FixedSequence.
+struct SeqUse {
+    int seq, n_query, end;
+};
+
+// Runs paged_attention on a batch of the given uses (blocks shuffled, cache poisoned elsewhere, output and
+// workspace poisoned) with host bounds loosened by the slacks; returns each row's output, row order as given.
+std::string run_fixed_batch(std::mt19937& rng, const Shape& sh, const std::vector<FixedSequence>& seqs,
+                            const std::vector<SeqUse>& uses, int len_slack, int query_slack,
+                            std::vector<float>* out) {
+    HostBatch hb;
+    hb.n_seqs = static_cast<int>(uses.size());
+    int total_blocks = 0;
+    for (const SeqUse& u : uses) {
+        const int blocks = (u.end + sh.block_size - 1) / sh.block_size;
+        total_blocks += blocks;
+        hb.max_blocks = std::max(hb.max_blocks, blocks);
+    }
+    hb.max_blocks += 2;
+    hb.n_blocks = total_blocks + 5;
+    std::vector<int32_t> pool(static_cast<size_t>(hb.n_blocks));
+    std::iota(pool.begin(), pool.end(), 0);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    const size_t slot_values = static_cast<size_t>(sh.n_head_kv) * sh.head_dim;
+    const size_t row_values = static_cast<size_t>(sh.n_head) * sh.head_dim;
+    hb.k_cache.assign(static_cast<size_t>(hb.n_blocks) * sh.block_size * slot_values, kHalfNaN);
+    hb.v_cache = hb.k_cache;
+    hb.block_tables.assign(static_cast<size_t>(hb.n_seqs) * hb.max_blocks, -1);
+    std::vector<float> q;
+    size_t next = 0;
+    for (int s = 0; s < hb.n_seqs; ++s) {
+        const SeqUse& u = uses[static_cast<size_t>(s)];
+        const FixedSequence& fs = seqs[static_cast<size_t>(u.seq)];
+        const int blocks = (u.end + sh.block_size - 1) / sh.block_size;
+        for (int b = 0; b < blocks; ++b) hb.block_tables[static_cast<size_t>(s * hb.max_blocks + b)] = pool[next++];
+        hb.query_start.push_back(hb.n_tokens);
+        hb.n_query.push_back(u.n_query);
+        hb.seq_len.push_back(u.end);
+        for (int pos = u.end - u.n_query; pos < u.end; ++pos) {
+            hb.positions.push_back(pos);
+            hb.row_seq.push_back(s);
+            hb.slot_mapping.push_back(
+                int64_t{hb.block_tables[static_cast<size_t>(s * hb.max_blocks + pos / sh.block_size)]} * sh.block_size +
+                pos % sh.block_size);
+            q.insert(q.end(), fs.q.begin() + static_cast<std::ptrdiff_t>(pos * row_values),
+                     fs.q.begin() + static_cast<std::ptrdiff_t>((pos + 1) * row_values));
+        }
+        hb.n_tokens += u.n_query;
+        for (int j = 0; j < u.end; ++j) {
+            const int64_t block = hb.block_tables[static_cast<size_t>(s * hb.max_blocks + j / sh.block_size)];
+            for (int h = 0; h < sh.n_head_kv; ++h) {
+                const size_t dst = static_cast<size_t>(((block * sh.n_head_kv + h) * sh.block_size + j % sh.block_size) *
+                                                       sh.head_dim);
+                const size_t src = (static_cast<size_t>(j) * sh.n_head_kv + h) * sh.head_dim;
+                std::copy_n(fs.k.begin() + static_cast<std::ptrdiff_t>(src), sh.head_dim,
+                            hb.k_cache.begin() + static_cast<std::ptrdiff_t>(dst));
+                std::copy_n(fs.v.begin() + static_cast<std::ptrdiff_t>(src), sh.head_dim,
+                            hb.v_cache.begin() + static_cast<std::ptrdiff_t>(dst));
+            }
+        }
+    }
+    DeviceBatch db(hb, sh, 0);
+    if (std::string e = cuda_error(db.status(), "upload"); !e.empty()) return e;
+    db.b.max_seq_len += len_slack;
+    db.b.max_n_query += query_slack;
+    DeviceArray<float> dq(q), dout(q.size());
+    const size_t ws_bytes = fk::attention_workspace_bytes(db.b, sh.n_head, sh.head_dim);
+    DeviceArray<unsigned char> ws(ws_bytes);
+    if (dq.status != cudaSuccess || dout.status != cudaSuccess || ws.status != cudaSuccess) return "alloc failed";
+    if (std::string e = cuda_error(dout.poison(), "poison"); !e.empty()) return e;
+    if (ws_bytes) {
+        if (std::string e = cuda_error(ws.poison(), "poison"); !e.empty()) return e;
+    }
+    fk::AttentionParams p;
+    p.n_head = sh.n_head;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
+    p.sliding_window = sh.window;
+    p.softcap = sh.softcap;
+    if (std::string e = cuda_error(fk::paged_attention(dq.ptr, db.kv, db.b, p, dout.ptr, ws.ptr, ws_bytes, nullptr),
+                                   "paged_attention");
+        !e.empty())
+        return e;
+    if (std::string e = cuda_error(cudaDeviceSynchronize(), "sync"); !e.empty()) return e;
+    return cuda_error(dout.download(*out), "download");
 }
 
 // ---- timing (FOLIO_GPU_BENCH=1) ---------------------------------------------
@@ -747,6 +855,98 @@ private slots:
             const std::string e = check_attention(rng, c.shape, c.seqs, &err, c.name);
             QVERIFY2(e.empty(), e.c_str());
             std::printf("  %-28s rel error %.2e\n", c.name, err);
+        }
+    }
+
+    // A row's output must not depend on the rest of the batch: the same
+    // sequences run alone (decode row, short and long prefill chunks, loose
+    // host bounds) and inside large shuffled batches of other decode rows and
+    // prefill chunks give bit-identical rows (memcmp), positions on both
+    // sides of chunk boundaries, with and without a window and softcap.
+    void attention_is_batch_invariant() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        if (!bench_filter().empty()) QSKIP("FOLIO_GPU_BENCH_FILTER set: timing only");
+        if (const char* k = std::getenv("FOLIO_ATTENTION_KERNEL"); k && std::string(k) == "simt")
+            QSKIP("the CUDA-core kernel is not batch-invariant");
+        std::mt19937 rng(16);
+        const Shape shapes[] = {{32, 8, 128, 16}, {9, 3, 64, 16}, {8, 1, 256, 16, 300, 30.f, 3.f}, {8, 4, 128, 32, 200}};
+        for (const Shape& sh : shapes) {
+            char name_buf[64];
+            std::snprintf(name_buf, sizeof name_buf, "d%d heads %d/%d window %d", sh.head_dim, sh.n_head,
+                          sh.n_head_kv, sh.window);
+            const std::string shape_name = name_buf;
+            // Targets (lengths around chunk and tile boundaries), then fillers.
+            const std::vector<int> target_lengths = {1, 17, 128, 129, 300, 513, 1100};
+            std::vector<FixedSequence> seqs;
+            for (int len : target_lengths) seqs.push_back(make_fixed_sequence(rng, sh, len));
+            std::uniform_int_distribution<int> filler_len(1, 900);
+            for (int i = 0; i < 24; ++i) seqs.push_back(make_fixed_sequence(rng, sh, filler_len(rng)));
+            const int n_targets = static_cast<int>(target_lengths.size());
+            const size_t row_values = static_cast<size_t>(sh.n_head) * sh.head_dim;
+            // (sequence, position) -> the first output seen for it.
+            std::vector<std::vector<std::vector<float>>> seen(seqs.size());
+            for (size_t i = 0; i < seqs.size(); ++i) seen[i].resize(static_cast<size_t>(seqs[i].length));
+            int compared = 0;
+            auto run = [&](const std::vector<SeqUse>& uses, int len_slack, int query_slack, const std::string& what) {
+                std::vector<float> out;
+                const std::string e = run_fixed_batch(rng, sh, seqs, uses, len_slack, query_slack, &out);
+                if (!e.empty()) return shape_name + " " + what + ": " + e;
+                size_t row = 0;
+                for (const SeqUse& u : uses) {
+                    for (int pos = u.end - u.n_query; pos < u.end; ++pos, ++row) {
+                        const std::vector<float> got(out.begin() + static_cast<std::ptrdiff_t>(row * row_values),
+                                                     out.begin() + static_cast<std::ptrdiff_t>((row + 1) * row_values));
+                        for (float x : got)
+                            if (!std::isfinite(x)) return shape_name + " " + what + ": non-finite output";
+                        auto& first = seen[static_cast<size_t>(u.seq)][static_cast<size_t>(pos)];
+                        if (first.empty()) {
+                            first = got;
+                        } else {
+                            ++compared;
+                            if (std::memcmp(first.data(), got.data(), row_values * sizeof(float)) != 0) {
+                                size_t at = 0;
+                                while (first[at] == got[at]) ++at;
+                                char buf[200];
+                                std::snprintf(buf, sizeof buf, ": sequence %d position %d element %zu: %.9g vs %.9g",
+                                              u.seq, pos, at, first[at], got[at]);
+                                return shape_name + " " + what + buf;
+                            }
+                        }
+                    }
+                }
+                return std::string();
+            };
+            // Alone: a decode row at the end, prefill chunks ending there, loose bounds.
+            for (int t = 0; t < n_targets; ++t) {
+                const int len = seqs[static_cast<size_t>(t)].length;
+                for (const auto& [n_query, len_slack, query_slack] :
+                     {std::tuple{1, 0, 0}, std::tuple{1, 1000, 0}, std::tuple{1, 7, 40}, std::tuple{2, 0, 0},
+                      std::tuple{3, 0, 0}, std::tuple{40, 0, 0}, std::tuple{100, 300, 5}, std::tuple{len, 0, 0}}) {
+                    if (n_query > len) continue;
+                    const std::string e = run({{t, n_query, len}}, len_slack, query_slack,
+                                              "alone, " + std::to_string(n_query) + " rows");
+                    QVERIFY2(e.empty(), e.c_str());
+                }
+            }
+            // Mixed batches: every target in some form among fillers, shuffled.
+            std::uniform_int_distribution<int> pick(0, 5);
+            for (int round = 0; round < 6; ++round) {
+                std::vector<SeqUse> uses;
+                for (int i = 0; i < static_cast<int>(seqs.size()); ++i) {
+                    const int len = seqs[static_cast<size_t>(i)].length;
+                    const int forms[] = {1, 1, 2, 5, 33, 77};
+                    const int n_query = std::min(len, forms[pick(rng)]);
+                    // Targets end at their full length; fillers at a random point.
+                    const int end = i < n_targets ? len : std::uniform_int_distribution<int>(n_query, len)(rng);
+                    uses.push_back({i, n_query, end});
+                }
+                std::shuffle(uses.begin(), uses.end(), rng);
+                uses.resize(uses.size() - static_cast<size_t>(round));  // different batch sizes
+                const std::string e = run(uses, round * 50, round % 2 ? 9 : 0, "mixed batch " + std::to_string(round));
+                QVERIFY2(e.empty(), e.c_str());
+            }
+            std::printf("  %-28s %d rows compared bit for bit\n", shape_name.c_str(), compared);
+            QVERIFY(compared > 100);
         }
     }
 

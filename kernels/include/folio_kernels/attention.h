@@ -58,16 +58,19 @@ struct AttentionParams {
     float softcap = 0.f;         // 0 = off; else scores = cap * tanh(scores / cap)
 };
 
-// Scratch paged_attention needs for this batch shape (split-K partials), 0 when none.
+// Scratch paged_attention needs for this batch shape (split-K partials of decode rows), 0 when none.
 size_t attention_workspace_bytes(const AttentionBatch& b, int n_head, int head_dim);
 
 // out[row] = softmax(q·Kᵀ·scale [softcapped]) V over the row's causal prefix (positions 0..pos, or the last
 // sliding_window of them), read through the sequence's block table. GQA: head h uses kv head h / (n_head/n_head_kv).
 // q and out are [n_tokens][n_head*head_dim] F32, 16-byte aligned. head_dim 64, 128 or 256; n_head/n_head_kv
 // at most 8. Rows not in any sequence's query range (padding) get no defined output.
-// Long prefixes are split over several blocks (flash-decoding) whose partial results a second kernel merges.
+// Batch-invariant: a row's output bits depend only on its query, its sequence's keys and values up to its
+// position, the window and the softcap; not on the other sequences of the batch, its place in it, how many rows
+// its sequence has in this step, or the host-side bounds. (Keys are cut into fixed 128-key chunks whose partial
+// results are folded in order; a decode row's chunks run on separate blocks and a merge kernel folds them.)
 // Tensor cores (mma.sync, half operands, F32 accumulation); FOLIO_ATTENTION_KERNEL=simt in the environment selects
-// the CUDA-core kernel instead, as a cross-check.
+// the CUDA-core kernel instead, as a cross-check (that one is not batch-invariant).
 cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const AttentionBatch& b, const AttentionParams& p,
                             float* out, void* workspace, size_t workspace_bytes, cudaStream_t s);
 
