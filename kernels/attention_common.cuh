@@ -48,8 +48,12 @@ struct Args {
 //  - every sum, product and exponential is an explicitly rounded operation
 //    (no contraction that could differ between the kernels' instantiations).
 constexpr int kChunkKeys = 128;
+// A key tile's probability sum is ((g0 + g1) + (g2 + g3)), g_k a lane's sum
+// over the k-th quarter of the tile's n8 score tiles in order: the decode
+// kernel's four warps each take one quarter.
+constexpr int kSumGroups = 4;
 // A sequence goes through the decode kernel (one 16-row group, four warps per
-// key tile) when its rows are this few; else through the 64-row prefill kernel.
+// key tile) when its rows are this few; else through the prefill kernel.
 constexpr int kDecodeTokens = 4;
 __host__ __device__ constexpr bool is_decode_sequence(int n_query, int group) {
     return n_query <= kDecodeTokens && n_query * group <= 16;
@@ -102,7 +106,7 @@ int attention_mma_chunks(const AttentionBatch& b);
 size_t attention_mma_workspace_bytes(const AttentionBatch& b, int n_head, int head_dim);
 
 // Launches the tensor-core kernels (attention_mma.cu): the decode kernel over
-// (chunk, sequence, KV head), the prefill kernel over (64-row tile, sequence,
+// (chunk group, sequence, KV head), the prefill kernel over (row tile, sequence,
 // KV head) unless every sequence is a decode one, and the merge of decode
 // rows that span several chunks. a.part_o / a.part_ml point into the workspace.
 cudaError_t launch_attention_mma(Args a, int head_dim, const AttentionBatch& b, cudaStream_t s);

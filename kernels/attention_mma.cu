@@ -4,16 +4,18 @@
 // same bits in any batch (see attention_common.cuh for the rules).
 //
 // A warp holds one row group (16 query-head rows) and a slice of the output
-// columns. A block has R row groups and C warps per row group; the C warps
-// split a key tile's scores (exchanged through shared memory, so that each
-// holds all of them), then each runs the same online softmax and its own
-// columns of P·V. Per row, every score, probability and output element is
-// computed by the same instructions on the same operands whatever R and C are.
+// columns. A block has R row groups and C (1 or 4) warps per row group. With
+// C = 4 each warp takes a quarter of a key tile's scores and probabilities;
+// the row maxima, the lanes' probability sums and the half probabilities are
+// exchanged through shared memory, and each warp does its own columns of P·V.
+// With C = 1 one warp does all of it, in the same order. Per row, every score,
+// probability, sum and output element is computed by the same instructions on
+// the same operands whatever R and C are.
 //  - decode kernel (R = 1, C = 4): a block per (group of consecutive chunks,
 //    sequence, KV head) for a sequence of a few rows; it folds the rows whose
 //    chunks are all in its group, and leaves a partial per chunk of the other
 //    rows for merge_chunks_kernel;
-//  - prefill kernel (R = 4, C = 1 at head_dim 64 and 128; R = 2, C = 4 at
+//  - prefill kernel (R = 4, C = 1 at head_dim 64; R = 2, C = 4 at 128 and
 //    256): a block per (16 R-row tile, sequence, KV head) walks all the tile's
 //    keys and folds each chunk's partial into the row's state in registers.
 // Key tiles come through the block table into shared memory with cp.async,
@@ -21,8 +23,6 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <cstdlib>
-#include <string>
 
 #include "attention_common.cuh"
 
@@ -40,15 +40,19 @@ struct Config {
     static constexpr int kWarpDTiles = kWarpCols / 8;
     static constexpr int kStride = D + 8;  // halves per smem row: conflict-free fragment loads
     static constexpr int kRows = 16 * R;
-    static constexpr int kScoreStride = kTileKeys + 4;
-    // Decode keeps Q in registers, so the score exchange reuses the Q buffer.
+    static constexpr int kPStride = kTileKeys + 8;  // halves per row of the exchanged probabilities
+    // Per row group, when C > 1: each warp's row maxima [C][16], lane sums [C][32][2], and the tile's
+    // probabilities [16][kPStride] as half. Decode keeps Q in registers, so this reuses the Q buffer.
     static constexpr size_t kQBytes = sizeof(__half) * kRows * kStride;
-    static constexpr size_t kScoreBytes = C > 1 ? sizeof(float) * kRows * kScoreStride : 0;
+    static constexpr size_t kExchangeFloats = C * 16 + C * 64;
+    static constexpr size_t kExchangeBytes = sizeof(float) * kExchangeFloats + sizeof(__half) * 16 * kPStride;
+    static constexpr size_t kScoreBytes = C > 1 ? R * kExchangeBytes : 0;
     static constexpr size_t kQScoreBytes = kDecode ? (kQBytes > kScoreBytes ? kQBytes : kScoreBytes)
                                                    : kQBytes + kScoreBytes;
     static constexpr size_t kKvBytes = sizeof(__half) * 2 * 2 * kTileKeys * kStride;  // K and V, two stages
     static constexpr size_t smem_bytes() { return kQScoreBytes + kKvBytes + sizeof(int) * 2 * kRows; }
-    static_assert(kNTiles % C == 0 && kWarpDTiles % 2 == 0, "warps split whole n8 tiles and column pairs");
+    static_assert(kNTiles % kSumGroups == 0 && kWarpDTiles % 2 == 0, "whole n8 tiles per sum group, column pairs");
+    static_assert(C == 1 || C == kSumGroups, "a warp of the row group per sum group, or one for all");
     static_assert(kChunkKeys % kTileKeys == 0, "chunks are whole key tiles");
     static_assert(!kDecode || R == 1, "a decode sequence is one row group");
 };
@@ -89,18 +93,19 @@ __device__ __forceinline__ void load_q_fragment(uint32_t (&qa)[4], const __half*
     qa[3] = *reinterpret_cast<const uint32_t*>(qb + (gq + 8) * stride + ks * 16 + 2 * tq + 8);
 }
 
-// Decode blocks at head_dim <= 128: three an SM (shared memory allows three; registers are held to 168).
+// At head_dim <= 128: three decode blocks an SM, two 8-warp prefill blocks (as shared memory allows).
 template <int D, int R, int C, bool kDecode>
-__global__ void __launch_bounds__(32 * R * C, kDecode && D <= 128 ? 3 : 1)
+__global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C == 8 ? 2 : 1)
     attention_mma_kernel(const Args a) {
     using Cf = Config<D, R, C, kDecode>;
     constexpr int TK = Cf::kTileKeys, NT = Cf::kNTiles, NTW = Cf::kWarpNTiles, S = Cf::kStride;
-    constexpr int kRows = Cf::kRows, kThreads = Cf::kThreads, SX = Cf::kScoreStride;
+    constexpr int kRows = Cf::kRows, kThreads = Cf::kThreads, PS = Cf::kPStride;
+    constexpr int NTG = NT / kSumGroups;  // n8 tiles of a sum group
     constexpr int DT = Cf::kWarpDTiles;
 
     extern __shared__ __align__(16) unsigned char smem[];
     __half* q_s = reinterpret_cast<__half*>(smem);  // [kRows][S]
-    float* x_s = reinterpret_cast<float*>(kDecode ? smem : smem + Cf::kQBytes);  // [kRows][SX] score exchange
+    unsigned char* x_s = kDecode ? smem : smem + Cf::kQBytes;  // [R] exchange areas (C > 1)
     __half* k_s = reinterpret_cast<__half*>(smem + Cf::kQScoreBytes);            // [2][TK][S]
     __half* v_s = k_s + 2 * TK * S;                                              // [2][TK][S]
     int* key_lo = reinterpret_cast<int*>(v_s + 2 * TK * S);
@@ -241,89 +246,123 @@ __global__ void __launch_bounds__(32 * R * C, kDecode && D <= 128 ? 3 : 1)
         cp_async_wait<1>();
         __syncthreads();
 
-        // S = Q · Kᵀ: this warp's n8 tiles, each accumulated over k16 steps in order.
-        float s[NT][4];
-        {
-            float own[NTW][4];
+        // S = Q · Kᵀ for this warp's n8 tiles (all of them when C = 1), each
+        // accumulated over the k16 steps in order.
+        float sc[NTW][4];
 #pragma unroll
-            for (int w = 0; w < NTW; ++w) own[w][0] = own[w][1] = own[w][2] = own[w][3] = 0.0f;
-            if (warp_active) {
-                const __half* kb = k_s + (buf * TK + cg * NTW * 8) * S;
+        for (int w = 0; w < NTW; ++w) sc[w][0] = sc[w][1] = sc[w][2] = sc[w][3] = 0.0f;
+        if (warp_active) {
+            const __half* kb = k_s + (buf * TK + cg * NTW * 8) * S;
 #pragma unroll
-                for (int ks = 0; ks < D / 16; ++ks) {
-                    uint32_t qa[4];
-                    if constexpr (kDecode) {
-                        qa[0] = q_reg[ks][0], qa[1] = q_reg[ks][1], qa[2] = q_reg[ks][2], qa[3] = q_reg[ks][3];
-                    } else {
-                        load_q_fragment(qa, qb, S, ks, gq, tq);
-                    }
-#pragma unroll
-                    for (int w = 0; w < NTW; ++w) {
-                        const __half* k_row = kb + (w * 8 + gq) * S + ks * 16 + 2 * tq;
-                        mma_16816(own[w], qa, *reinterpret_cast<const uint32_t*>(k_row),
-                                  *reinterpret_cast<const uint32_t*>(k_row + 8));
-                    }
+            for (int ks = 0; ks < D / 16; ++ks) {
+                uint32_t qa[4];
+                if constexpr (kDecode) {
+                    qa[0] = q_reg[ks][0], qa[1] = q_reg[ks][1], qa[2] = q_reg[ks][2], qa[3] = q_reg[ks][3];
+                } else {
+                    load_q_fragment(qa, qb, S, ks, gq, tq);
                 }
-            }
-            if constexpr (C == 1) {
 #pragma unroll
-                for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) s[nt][e] = own[nt][e];
-            } else {  // exchange: every warp of the row group gets all the tile's scores
-                float* xr = x_s + rg * 16 * SX;
-                if (warp_active) {
-#pragma unroll
-                    for (int w = 0; w < NTW; ++w) {
-                        const int col = (cg * NTW + w) * 8 + 2 * tq;
-                        *reinterpret_cast<float2*>(xr + gq * SX + col) = make_float2(own[w][0], own[w][1]);
-                        *reinterpret_cast<float2*>(xr + (gq + 8) * SX + col) = make_float2(own[w][2], own[w][3]);
-                    }
-                }
-                __syncthreads();
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    const float2 x0 = *reinterpret_cast<const float2*>(xr + gq * SX + nt * 8 + 2 * tq);
-                    const float2 x1 = *reinterpret_cast<const float2*>(xr + (gq + 8) * SX + nt * 8 + 2 * tq);
-                    s[nt][0] = x0.x, s[nt][1] = x0.y, s[nt][2] = x1.x, s[nt][3] = x1.y;
+                for (int w = 0; w < NTW; ++w) {
+                    const __half* k_row = kb + (w * 8 + gq) * S + ks * 16 + 2 * tq;
+                    mma_16816(sc[w], qa, *reinterpret_cast<const uint32_t*>(k_row),
+                              *reinterpret_cast<const uint32_t*>(k_row + 8));
                 }
             }
         }
 
-        if (warp_active) {
-            // Scale, softcap, mask; the tile's row maxima (a row's values sit in one lane quad).
-            float tile_max[2] = {-INFINITY, -INFINITY};
+        // Scale, softcap, mask; row maxima (a row's values sit in one lane quad).
+        float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
+        for (int w = 0; w < NTW; ++w)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int key = tile_key + nt * 8 + 2 * tq + (e & 1);
-                    float x = __fmul_rn(s[nt][e], a.scale);
-                    if (a.softcap > 0.0f) x = __fmul_rn(a.softcap, tanhf(__fdiv_rn(x, a.softcap)));
-                    const bool in_range = e < 2 ? key >= lo_a && key <= hi_a : key >= lo_b && key <= hi_b;
-                    s[nt][e] = in_range ? x : -INFINITY;
-                    tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[nt][e]);
-                }
-            float rescale[2];
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-                tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-                const float m_new = fmaxf(m_row[r], tile_max[r]);
-                // An unchanged maximum rescales by exactly 1: a tile without the row's keys is a no-op.
-                rescale[r] = m_new == m_row[r] ? 1.0f : exp_approx(__fsub_rn(m_row[r], m_new));
-                m_row[r] = m_new;
-                l_row[r] = __fmul_rn(l_row[r], rescale[r]);
+            for (int e = 0; e < 4; ++e) {
+                const int key = tile_key + (cg * NTW + w) * 8 + 2 * tq + (e & 1);
+                float x = __fmul_rn(sc[w][e], a.scale);
+                if (a.softcap > 0.0f) x = __fmul_rn(a.softcap, tanhf(__fdiv_rn(x, a.softcap)));
+                const bool in_range = e < 2 ? key >= lo_a && key <= hi_a : key >= lo_b && key <= hi_b;
+                sc[w][e] = in_range ? x : -INFINITY;
+                tile_max[e >> 1] = fmaxf(tile_max[e >> 1], sc[w][e]);
             }
 #pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
+        for (int r = 0; r < 2; ++r) {
+            tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+            tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        }
+        float* ex_max = reinterpret_cast<float*>(x_s + rg * Cf::kExchangeBytes);  // [C][16]
+        float* ex_sum = ex_max + C * 16;                                           // [C][32][2]
+        __half* ex_p = reinterpret_cast<__half*>(ex_sum + C * 64);                 // [16][PS]
+        if constexpr (C > 1) {  // the maximum over the whole tile (exact in any order)
+            if (warp_active && tq == 0) ex_max[cg * 16 + gq] = tile_max[0], ex_max[cg * 16 + gq + 8] = tile_max[1];
+            __syncthreads();
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const float m = m_row[e >> 1];
-                    const float p = m == -INFINITY ? 0.0f : exp_approx(__fsub_rn(s[nt][e], m));
-                    l_row[e >> 1] = __fadd_rn(l_row[e >> 1], p);
-                    s[nt][e] = p;
+            for (int k = 0; k < C; ++k)
+                tile_max[0] = fmaxf(tile_max[0], ex_max[k * 16 + gq]),
+                tile_max[1] = fmaxf(tile_max[1], ex_max[k * 16 + gq + 8]);
+        }
+        float rescale[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float m_new = fmaxf(m_row[r], tile_max[r]);
+            // An unchanged maximum rescales by exactly 1: a tile without the row's keys is a no-op.
+            rescale[r] = m_new == m_row[r] ? 1.0f : exp_approx(__fsub_rn(m_row[r], m_new));
+            m_row[r] = m_new;
+        }
+        // Probabilities; this lane's sums over each sum group of n8 tiles, in order.
+        float group_sum[C == 1 ? kSumGroups : 1][2];
+#pragma unroll
+        for (int g = 0; g < (C == 1 ? kSumGroups : 1); ++g) group_sum[g][0] = group_sum[g][1] = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NTW; ++w)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float m = m_row[e >> 1];
+                const float p = m == -INFINITY ? 0.0f : exp_approx(__fsub_rn(sc[w][e], m));
+                group_sum[w / NTG][e >> 1] = __fadd_rn(group_sum[w / NTG][e >> 1], p);
+                sc[w][e] = p;
+            }
+        // P (rounded to half) as A operands of the k16 steps, and the tile's sums.
+        uint32_t pa[TK / 16][4];
+        float tile_sum[2];
+        if constexpr (C == 1) {
+#pragma unroll
+            for (int kk = 0; kk < TK / 16; ++kk) {
+                pa[kk][0] = pack_half2(sc[2 * kk][0], sc[2 * kk][1]);
+                pa[kk][1] = pack_half2(sc[2 * kk][2], sc[2 * kk][3]);
+                pa[kk][2] = pack_half2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+                pa[kk][3] = pack_half2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+                tile_sum[r] = __fadd_rn(__fadd_rn(group_sum[0][r], group_sum[1][r]),
+                                        __fadd_rn(group_sum[2][r], group_sum[3][r]));
+        } else {
+            if (warp_active) {
+#pragma unroll
+                for (int w = 0; w < NTW; ++w) {
+                    const int col = (cg * NTW + w) * 8 + 2 * tq;
+                    *reinterpret_cast<uint32_t*>(ex_p + gq * PS + col) = pack_half2(sc[w][0], sc[w][1]);
+                    *reinterpret_cast<uint32_t*>(ex_p + (gq + 8) * PS + col) = pack_half2(sc[w][2], sc[w][3]);
                 }
+                *reinterpret_cast<float2*>(ex_sum + (cg * 32 + lane) * 2) = make_float2(group_sum[0][0], group_sum[0][1]);
+            }
+            __syncthreads();
+#pragma unroll
+            for (int kk = 0; kk < TK / 16; ++kk) {
+                pa[kk][0] = *reinterpret_cast<const uint32_t*>(ex_p + gq * PS + kk * 16 + 2 * tq);
+                pa[kk][1] = *reinterpret_cast<const uint32_t*>(ex_p + (gq + 8) * PS + kk * 16 + 2 * tq);
+                pa[kk][2] = *reinterpret_cast<const uint32_t*>(ex_p + gq * PS + kk * 16 + 8 + 2 * tq);
+                pa[kk][3] = *reinterpret_cast<const uint32_t*>(ex_p + (gq + 8) * PS + kk * 16 + 8 + 2 * tq);
+            }
+            float2 gs[kSumGroups];
+#pragma unroll
+            for (int k = 0; k < kSumGroups; ++k) gs[k] = *reinterpret_cast<const float2*>(ex_sum + (k * 32 + lane) * 2);
+            tile_sum[0] = __fadd_rn(__fadd_rn(gs[0].x, gs[1].x), __fadd_rn(gs[2].x, gs[3].x));
+            tile_sum[1] = __fadd_rn(__fadd_rn(gs[0].y, gs[1].y), __fadd_rn(gs[2].y, gs[3].y));
+        }
+
+        if (warp_active) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) l_row[r] = __fadd_rn(__fmul_rn(l_row[r], rescale[r]), tile_sum[r]);
 #pragma unroll
             for (int dt = 0; dt < DT; ++dt) {
                 o[dt][0] = __fmul_rn(o[dt][0], rescale[0]);
@@ -331,22 +370,18 @@ __global__ void __launch_bounds__(32 * R * C, kDecode && D <= 128 ? 3 : 1)
                 o[dt][2] = __fmul_rn(o[dt][2], rescale[1]);
                 o[dt][3] = __fmul_rn(o[dt][3], rescale[1]);
             }
-
-            // O += P · V for this warp's columns; P (rounded to half) is the A operand from the score registers.
+            // O += P · V for this warp's columns.
             const int mat = lane >> 3, mat_row = lane & 7;
             const __half* vb = v_s + buf * TK * S + cg * Cf::kWarpCols;
 #pragma unroll
             for (int kk = 0; kk < TK / 16; ++kk) {
-                const uint32_t pa[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
-                                        pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                        pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
                 const __half* v_rows = vb + (kk * 16 + mat_row + (mat & 1) * 8) * S + (mat >> 1) * 8;
 #pragma unroll
                 for (int dt = 0; dt < DT; dt += 2) {
                     uint32_t b[4];
                     ldmatrix_x4_trans(b, v_rows + dt * 8);
-                    mma_16816(o[dt], pa, b[0], b[1]);
-                    mma_16816(o[dt + 1], pa, b[2], b[3]);
+                    mma_16816(o[dt], pa[kk], b[0], b[1]);
+                    mma_16816(o[dt + 1], pa[kk], b[2], b[3]);
                 }
             }
         }
@@ -523,14 +558,6 @@ cudaError_t launch_for_dim(Args a, const AttentionBatch& b, cudaStream_t s) {
     return cudaSuccess;
 }
 
-bool prefill_wide() {
-    static const bool wide = [] {
-        const char* v = std::getenv("FOLIO_ATTENTION_PREFILL");
-        return v && std::string(v) == "wide";
-    }();
-    return wide;
-}
-
 }  // namespace
 
 int attention_mma_chunks(const AttentionBatch& b) {
@@ -556,8 +583,8 @@ cudaError_t launch_attention_mma(Args a, int head_dim, const AttentionBatch& b, 
     switch (head_dim) {
         case 64:
             return launch_for_dim<64, 4, 1>(a, b, s);
-        case 128:  // FOLIO_ATTENTION_PREFILL=wide: eight warps, two a row group (no spills, but slower), to compare
-            return prefill_wide() ? launch_for_dim<128, 4, 2>(a, b, s) : launch_for_dim<128, 4, 1>(a, b, s);
+        case 128:  // 32-row prefill tiles of four warps a row group: faster than 64 rows of one warp (spills)
+            return launch_for_dim<128, 2, 4>(a, b, s);
         case 256:
             return launch_for_dim<256, 2, 4>(a, b, s);
         default:
