@@ -44,6 +44,22 @@ public:
         }
         return {};
     }
+    // As a GPU backend does: greedy steps choose their tokens here (the
+    // first highest logit), when `chooses_tokens` is set.
+    bool can_argmax() const override { return chooses_tokens; }
+    folio::Status forward_argmax(const folio::Batch& batch, std::span<int32_t> ids) override {
+        ++argmax_steps;
+        std::vector<float> logits(batch.logits_rows.size() * static_cast<size_t>(n_vocab_));
+        if (folio::Status s = forward(batch, logits); !s) return s;
+        for (size_t i = 0; i < batch.logits_rows.size(); ++i) {
+            const float* row = logits.data() + i * static_cast<size_t>(n_vocab_);
+            ids[i] = static_cast<int32_t>(std::max_element(row, row + n_vocab_) - row);
+        }
+        return {};
+    }
+    bool chooses_tokens = false;
+    uint64_t argmax_steps = 0;
+
     folio::Status copy_blocks(std::span<const folio::BlockCopy> copies) override {
         for (const auto& c : copies)
             std::copy_n(slots_.begin() + c.src * static_cast<int64_t>(block_size_), block_size_,

@@ -117,6 +117,41 @@ private slots:
         }
     }
 
+    // Greedy steps on a backend that chooses tokens itself (a GPU's argmax)
+    // give what the engine's Sampler gives; a step with a sampled, penalized
+    // or logprob-reporting request goes through the Sampler.
+    void greedyStepsChosenByTheBackendMatchTheSampler() {
+        auto run = [&](bool backend_chooses, float temperature, int32_t n_logprobs, uint64_t& argmax_steps) {
+            FakeBackend backend(267, kEos, 64);
+            backend.chooses_tokens = backend_chooses;
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
+            EngineCollector c;
+            for (int i = 0; i < 6; ++i) {
+                folio::GenerationRequest r;
+                r.prompt = "prompt number " + std::to_string(i);
+                r.sampling.temperature = i == 5 ? temperature : 0.0f;
+                r.sampling.n_logprobs = i == 5 ? n_logprobs : 0;
+                r.sampling.seed = 7;
+                r.max_tokens = 12;
+                (*engine)->submit(r, c.callback(i));
+            }
+            (*engine)->wait_idle();
+            argmax_steps = backend.argmax_steps;
+            std::vector<std::vector<int32_t>> out;
+            for (int i = 0; i < 6; ++i) out.push_back(c.get(i).tokens);
+            return out;
+        };
+        uint64_t host = 0, greedy = 0, mixed = 0, logprobs = 0;
+        const auto want = run(false, 0.0f, 0, host);
+        QCOMPARE(run(true, 0.0f, 0, greedy), want);
+        QVERIFY2(greedy > 0 && host == 0, "every step of greedy requests should be chosen by the backend");
+        const auto sampled = run(true, 0.9f, 0, mixed);
+        for (int i = 0; i < 5; ++i) QCOMPARE(sampled[static_cast<size_t>(i)], want[static_cast<size_t>(i)]);
+        QVERIFY2(mixed < greedy, "steps with a sampled request must go through the Sampler");
+        run(true, 0.0f, 3, logprobs);
+        QVERIFY2(logprobs < greedy, "steps reporting logprobs must go through the Sampler");
+    }
+
     void prefixCacheComputesOnlyTheLastPartialBlock() {
         FakeBackend backend(267, kEos, 64);
         auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});

@@ -52,6 +52,16 @@ public:
     // that do not fit (unknown block, position beyond max_context, ...).
     virtual Status forward(const Batch& batch, std::span<float> logits) = 0;
 
+    // forward(), but for each logits row only the id of its largest logit
+    // (ties: the lowest id; NaN never wins), chosen where the logits are, so
+    // they need not be copied out: greedy steps on a GPU. Backends whose
+    // logits are in host memory anyway say no (can_argmax) and the engine's
+    // Sampler chooses.
+    virtual bool can_argmax() const { return false; }
+    virtual Status forward_argmax(const Batch&, std::span<int32_t>) {
+        return make_error("this backend does not choose tokens itself");
+    }
+
     // Duplicates whole blocks (every layer's K and V), in order: the
     // copy-on-write the KvCacheManager asks for before a step.
     virtual Status copy_blocks(std::span<const BlockCopy> copies) = 0;

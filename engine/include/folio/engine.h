@@ -179,6 +179,7 @@ private:
     std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
     Batch batch_;
     std::vector<float> logits_;
+    std::vector<int32_t> greedy_ids_;  // a device-greedy step's tokens, per logits row
     uint64_t step_count_ = 0;
     size_t finished_since_publish_ = 0;
     std::thread thread_;

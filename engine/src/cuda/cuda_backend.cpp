@@ -66,6 +66,17 @@ public:
         return model::forward_traced(*arch_, *ops_, "cuda", batch, logits);
     }
 
+    bool can_argmax() const override { return true; }
+    Status forward_argmax(const Batch& batch, std::span<int32_t> ids) override {
+        if (ids.size() < batch.logits_rows.size()) return make_error("forward_argmax: the id buffer is too small");
+        // The logits stay on the device (forward() sizes its copy, never made, by this span).
+        argmax_logits_.resize(batch.logits_rows.size() * static_cast<size_t>(n_vocab()));
+        ops_->set_argmax_output(ids, n_vocab());
+        Status s = forward(batch, argmax_logits_);
+        ops_->set_argmax_output({}, 0);
+        return s;
+    }
+
     Status copy_blocks(std::span<const BlockCopy> copies) override {
         const uint64_t block = cache_.block_bytes();
         for (const BlockCopy& c : copies) {
@@ -114,6 +125,7 @@ private:
     Batch padded_;
     std::vector<int32_t> padded_rows_;
     std::vector<float> padded_logits_;
+    std::vector<float> argmax_logits_;  // never written while choosing on the device
 
     int device_ = 0;
     std::string name_;

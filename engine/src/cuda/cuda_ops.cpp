@@ -5,6 +5,7 @@
 #include <string>
 
 #include "folio_kernels/elementwise.h"
+#include "folio_kernels/sampling.h"
 
 namespace folio::cuda {
 
@@ -268,10 +269,20 @@ Status CudaOps::to_host(const float* src, std::span<float> dst, int64_t n) {
         cudaStreamSynchronize(stream_);
         return error_;
     }
-    if (n > 0)
+    if (argmax_vocab_ > 0 && src == buffers_[static_cast<size_t>(model::Buffer::Logits)].data()) {
+        // Greedy: only each row's chosen id comes back.
+        const int64_t rows = std::min<int64_t>(n / argmax_vocab_, static_cast<int64_t>(argmax_ids_.size()));
+        if (grow(argmax_device_, static_cast<size_t>(std::max<int64_t>(rows, 1)) * sizeof(int32_t), "argmax ids") &&
+            ok(kernels::argmax_rows(src, rows, argmax_vocab_, static_cast<int32_t*>(argmax_device_.data()), stream_),
+               "argmax"))
+            ok(cudaMemcpyAsync(argmax_ids_.data(), argmax_device_.data(), static_cast<size_t>(rows) * sizeof(int32_t),
+                               cudaMemcpyDeviceToHost, stream_),
+               "download");
+    } else if (n > 0) {
         ok(cudaMemcpyAsync(dst.data(), src, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToHost,
                            stream_),
            "download");
+    }
     ok(cudaStreamSynchronize(stream_), "step");
     return error_;
 }

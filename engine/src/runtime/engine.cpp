@@ -274,9 +274,25 @@ void Engine::step() {
         if (ss.sample) batch_.logits_rows.push_back(batch_.n_tokens() - 1);
     }
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
-    logits_.resize(batch_.logits_rows.size() * n_vocab);
+    // A step where every sampled row is greedy (no penalties, no logprobs,
+    // no fork to come) lets a GPU backend choose the tokens itself, so the
+    // logits never leave it.
+    bool device_greedy = backend_.can_argmax();
+    for (const ScheduledSequence& ss : plan.sequences) {
+        const Request& r = *requests_.at(ss.id);
+        const SamplingParams& sp = r.params.sampling;
+        if (ss.sample && (sp.temperature != 0.0f || sp.has_penalties() || sp.n_logprobs > 0 ||
+                          (r.params.n > 1 && r.first_token_s < 0)))
+            device_greedy = false;
+    }
     Status status = backend_.copy_blocks(plan.copies);
-    if (status) status = backend_.forward(batch_, logits_);
+    if (device_greedy) {
+        greedy_ids_.resize(batch_.logits_rows.size());
+        if (status) status = backend_.forward_argmax(batch_, greedy_ids_);
+    } else {
+        logits_.resize(batch_.logits_rows.size() * n_vocab);
+        if (status) status = backend_.forward(batch_, logits_);
+    }
     if (!status) {
         for (const ScheduledSequence& ss : plan.sequences) {
             scheduler_.abort(ss.id);
@@ -290,17 +306,23 @@ void Engine::step() {
     // request for n > 1 samples forks here, at its first token: the copies
     // share every KV block (copy-on-write) and draw from the same logits.
     const size_t n_planned = plan.sequences.size();
-    std::vector<const float*> rows(n_planned, nullptr);
+    // Per planned sequence: whether it samples this step, and its logits row.
+    std::vector<char> samples(n_planned, 0);
+    std::vector<size_t> row_of(n_planned, 0);
     for (size_t i = 0, row = 0; i < n_planned; ++i)
-        if (plan.sequences[i].sample) rows[i] = logits_.data() + row++ * n_vocab;
+        if (plan.sequences[i].sample) {
+            samples[i] = 1;
+            row_of[i] = row++;
+        }
     for (size_t i = 0; i < n_planned; ++i) {
         Request& r = *requests_.at(plan.sequences[i].id);
-        if (rows[i] && r.first_token_s < 0 && r.index == 0)
+        if (samples[i] && r.first_token_s < 0 && r.index == 0)
             for (int32_t k = 1; k < r.params.n; ++k) {
                 const RequestId child = fork(r, k);
                 plan.sequences.push_back(plan.sequences[i]);
                 plan.sequences.back().id = child;
-                rows.push_back(rows[i]);
+                samples.push_back(1);
+                row_of.push_back(row_of[i]);
             }
     }
     std::vector<StepResult> results(plan.sequences.size());
@@ -309,11 +331,13 @@ void Engine::step() {
     size_t n_sampled = 0;
     const double t_sampled = now_s();
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
-        if (!rows[i]) continue;
+        if (!samples[i]) continue;
         ++n_sampled;
         Request& r = *requests_.at(plan.sequences[i].id);
-        const std::span<const float> row(rows[i], n_vocab);
-        const int32_t token = r.sampler.sample(row, r.history, r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);
+        const int32_t token =
+            device_greedy ? greedy_ids_[row_of[i]]
+                          : r.sampler.sample(std::span<const float>(logits_.data() + row_of[i] * n_vocab, n_vocab), r.history,
+                                             r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);
         results[i].token = token;
         RequestOutput& out = outputs[i];
         out.id = r.public_id;
