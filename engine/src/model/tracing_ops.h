@@ -12,15 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "model/ops.h"
+#include "model/forwarding_ops.h"
 
 namespace folio::model {
 
-class TracingOps final : public Ops {
+class TracingOps final : public ForwardingOps {
 public:
-    TracingOps(Ops& inner, std::FILE* out, std::string backend) : inner_(inner), out_(out), backend_(std::move(backend)) {}
+    TracingOps(Ops& inner, std::FILE* out, std::string backend)
+        : ForwardingOps(inner), out_(out), backend_(std::move(backend)) {}
 
-    float* buffer(Buffer which, int64_t n) override { return inner_.buffer(which, n); }
     Status embed(const Weight& table, const Batch& batch, float* out) override {
         Status s = inner_.embed(table, batch, out);
         trace("embed", out, int64_t{batch.n_tokens()} * table.in_features);
@@ -86,9 +86,6 @@ public:
         inner_.softcap(x, cap, n);
         trace("softcap", x, n);
     }
-    float* logits_target(std::span<float> logits, int64_t n) override { return inner_.logits_target(logits, n); }
-    Status to_host(const float* src, std::span<float> dst, int64_t n) override { return inner_.to_host(src, dst, n); }
-
 private:
     void trace(const std::string& op, const float* data, int64_t n) {
         host_.resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
@@ -104,7 +101,6 @@ private:
         std::fprintf(out_, "\n");
     }
 
-    Ops& inner_;
     std::FILE* out_;
     std::string backend_;
     std::vector<float> host_;

@@ -1,0 +1,51 @@
+// An Ops that hands every operation to another: the base of decorators that
+// watch or change one step of a forward pass (TracingOps; the sensitivity
+// bench's perturbation) without repeating the whole interface.
+#pragma once
+
+#include "model/ops.h"
+
+namespace folio::model {
+
+class ForwardingOps : public Ops {
+public:
+    explicit ForwardingOps(Ops& inner) : inner_(inner) {}
+
+    float* buffer(Buffer which, int64_t n) override { return inner_.buffer(which, n); }
+    Status embed(const Weight& table, const Batch& batch, float* out) override { return inner_.embed(table, batch, out); }
+    void select_logit_rows(const Batch& batch, const float* x, int64_t dim, float* out) override {
+        inner_.select_logit_rows(batch, x, dim, out);
+    }
+    void rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) override {
+        inner_.rms_norm(x, weight, eps, n_rows, dim, out);
+    }
+    void add_rms_norm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t dim,
+                      float* out) override {
+        inner_.add_rms_norm(x, y, weight, eps, n_rows, dim, out);
+    }
+    Status matmul(const Weight& w, const float* x, int64_t n_rows, float* y) override {
+        return inner_.matmul(w, x, n_rows, y);
+    }
+    Status matmuls(std::span<const Weight> w, const float* x, int64_t n_rows, std::span<float* const> y) override {
+        return inner_.matmuls(w, x, n_rows, y);
+    }
+    Status attention(const AttentionParams& p, const Batch& batch, float* q, float* k, const float* v,
+                     float* out) override {
+        return inner_.attention(p, batch, q, k, v, out);
+    }
+    void silu_mul(float* gate, const float* up, int64_t n) override { inner_.silu_mul(gate, up, n); }
+    void gelu_mul(float* gate, const float* up, int64_t n) override { inner_.gelu_mul(gate, up, n); }
+    void add(float* x, const float* y, int64_t n) override { inner_.add(x, y, n); }
+    void add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) override {
+        inner_.add_bias(x, bias, n_rows, dim);
+    }
+    void scale(float* x, float s, int64_t n) override { inner_.scale(x, s, n); }
+    void softcap(float* x, float cap, int64_t n) override { inner_.softcap(x, cap, n); }
+    float* logits_target(std::span<float> logits, int64_t n) override { return inner_.logits_target(logits, n); }
+    Status to_host(const float* src, std::span<float> dst, int64_t n) override { return inner_.to_host(src, dst, n); }
+
+protected:
+    Ops& inner_;
+};
+
+}  // namespace folio::model
