@@ -79,11 +79,8 @@ public:
 
     Status copy_blocks(std::span<const BlockCopy> copies) override {
         const uint64_t block = cache_.block_bytes();
+        FOLIO_RETURN_IF_ERROR(model::check_block_copies(copies, cache_.n_blocks));
         for (const BlockCopy& c : copies) {
-            if (c.src < 0 || c.dst < 0 || static_cast<uint32_t>(c.src) >= cache_.n_blocks ||
-                static_cast<uint32_t>(c.dst) >= cache_.n_blocks)
-                return make_error("copy_blocks: block " + std::to_string(c.src) + " -> " + std::to_string(c.dst) +
-                                  " is outside the cache");
             for (const kernels::PagedKvLayer& layer : cache_.layers)
                 for (void* base : {layer.k, layer.v}) {
                     auto* p = static_cast<std::byte*>(base);

@@ -71,6 +71,25 @@ public:
     virtual std::vector<std::span<const float>> vectors() const = 0;
 };
 
+// What Architecture::matrices() and matrix_groups() list for a stack of
+// layers whose matrices are named wq wk wv wo ffn_gate ffn_up ffn_down (the
+// llama block and its relatives), the output head first.
+template <typename Layer>
+std::vector<Weight> layer_matrices(const Weight& output, const std::vector<Layer>& layers) {
+    std::vector<Weight> all = {output};
+    for (const Layer& L : layers) all.insert(all.end(), {L.wq, L.wk, L.wv, L.wo, L.ffn_gate, L.ffn_up, L.ffn_down});
+    return all;
+}
+template <typename Layer>
+std::vector<std::vector<Weight>> layer_matrix_groups(const std::vector<Layer>& layers) {
+    std::vector<std::vector<Weight>> groups;
+    for (const Layer& L : layers) {
+        groups.push_back({L.wq, L.wk, L.wv});
+        groups.push_back({L.ffn_gate, L.ffn_up});
+    }
+    return groups;
+}
+
 // The architecture of `model`, with its tensors bound and checked; an Error
 // naming the architecture (or the missing / mis-shaped tensor) otherwise.
 Result<std::unique_ptr<Architecture>> create_architecture(const ModelDescription& model);

@@ -51,4 +51,12 @@ Status check_batch(const Batch& batch, size_t logits_size, int32_t n_vocab, uint
     return {};
 }
 
+Status check_block_copies(std::span<const BlockCopy> copies, uint32_t n_blocks) {
+    for (const BlockCopy& c : copies)
+        if (c.src < 0 || c.dst < 0 || static_cast<uint32_t>(c.src) >= n_blocks || static_cast<uint32_t>(c.dst) >= n_blocks)
+            return make_error("copy_blocks: block " + std::to_string(c.src) + " -> " + std::to_string(c.dst) +
+                              " is outside the cache");
+    return {};
+}
+
 }  // namespace folio::model

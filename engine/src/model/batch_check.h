@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "folio/batch.h"
@@ -17,5 +18,8 @@ namespace folio::model {
 // buffer's size; fills row_sequence with each row's sequence index.
 Status check_batch(const Batch& batch, size_t logits_size, int32_t n_vocab, uint32_t n_blocks, uint32_t block_size,
                    uint32_t max_context, std::vector<int32_t>& row_sequence);
+
+// Every copy's source and destination inside a cache of n_blocks blocks.
+Status check_block_copies(std::span<const BlockCopy> copies, uint32_t n_blocks);
 
 }  // namespace folio::model

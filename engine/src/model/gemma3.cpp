@@ -31,16 +31,9 @@ public:
     Status forward(Ops& ops, const Batch& batch, std::span<float> logits) override;
     KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
     int32_t n_vocab() const override { return static_cast<int32_t>(token_embd_.out_features); }
-    std::vector<Weight> matrices() const override;
+    std::vector<Weight> matrices() const override { return layer_matrices(output_, layers_); }
     Weight embedding() const override { return token_embd_; }
-    std::vector<std::vector<Weight>> matrix_groups() const override {
-        std::vector<std::vector<Weight>> groups;
-        for (const Gemma3Layer& L : layers_) {
-            groups.push_back({L.wq, L.wk, L.wv});
-            groups.push_back({L.ffn_gate, L.ffn_up});
-        }
-        return groups;
-    }
+    std::vector<std::vector<Weight>> matrix_groups() const override { return layer_matrix_groups(layers_); }
     std::vector<std::span<const float>> vectors() const override;
 
 private:
@@ -113,13 +106,6 @@ Status Gemma3::bind(const ModelDescription& model) {
         L.is_local = hp_.sliding_window > 0 && pattern > 0 && (static_cast<uint32_t>(l) + 1) % pattern != 0;
     }
     return {};
-}
-
-std::vector<Weight> Gemma3::matrices() const {
-    std::vector<Weight> all = {output_};
-    for (const Gemma3Layer& L : layers_)
-        all.insert(all.end(), {L.wq, L.wk, L.wv, L.wo, L.ffn_gate, L.ffn_up, L.ffn_down});
-    return all;
 }
 
 std::vector<std::span<const float>> Gemma3::vectors() const {

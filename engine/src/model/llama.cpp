@@ -28,16 +28,9 @@ public:
     Status forward(Ops& ops, const Batch& batch, std::span<float> logits) override;
     KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
     int32_t n_vocab() const override { return static_cast<int32_t>(output_.out_features); }
-    std::vector<Weight> matrices() const override;
+    std::vector<Weight> matrices() const override { return layer_matrices(output_, layers_); }
     Weight embedding() const override { return token_embd_; }
-    std::vector<std::vector<Weight>> matrix_groups() const override {
-        std::vector<std::vector<Weight>> groups;
-        for (const LlamaLayer& L : layers_) {
-            groups.push_back({L.wq, L.wk, L.wv});
-            groups.push_back({L.ffn_gate, L.ffn_up});
-        }
-        return groups;
-    }
+    std::vector<std::vector<Weight>> matrix_groups() const override { return layer_matrix_groups(layers_); }
     std::vector<std::span<const float>> vectors() const override;
 
 private:
@@ -109,13 +102,6 @@ Status Llama::bind(const ModelDescription& model) {
         FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_down, "ffn_down.weight", n_ff_, n_embd_));
     }
     return {};
-}
-
-std::vector<Weight> Llama::matrices() const {
-    std::vector<Weight> all = {output_};
-    for (const LlamaLayer& L : layers_)
-        all.insert(all.end(), {L.wq, L.wk, L.wv, L.wo, L.ffn_gate, L.ffn_up, L.ffn_down});
-    return all;
 }
 
 std::vector<std::span<const float>> Llama::vectors() const {

@@ -34,11 +34,8 @@ public:
 
     Status copy_blocks(std::span<const BlockCopy> copies) override {
         const size_t block_values = size_t{cache_.block_size} * static_cast<size_t>(cache_.slot_values());
+        FOLIO_RETURN_IF_ERROR(model::check_block_copies(copies, cache_.n_blocks));
         for (const BlockCopy& c : copies) {
-            if (c.src < 0 || c.dst < 0 || static_cast<uint32_t>(c.src) >= cache_.n_blocks ||
-                static_cast<uint32_t>(c.dst) >= cache_.n_blocks)
-                return make_error("copy_blocks: block " + std::to_string(c.src) + " -> " + std::to_string(c.dst) +
-                                  " is outside the cache");
             for (int layer = 0; layer < cache_.n_layer; ++layer)
                 for (auto* kv : {cache_.k[static_cast<size_t>(layer)].get(), cache_.v[static_cast<size_t>(layer)].get()})
                     std::copy_n(kv + static_cast<size_t>(c.src) * block_values, block_values,
