@@ -117,7 +117,8 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
 
     BackendOptions options;
     options.device = args.get("--device").value_or("cpu");
-    if (options.device != "cpu" && cuda_device_count() == 0) {
+    const bool wants_gpu = options.device == "cuda" || options.device.starts_with("cuda:");
+    if (wants_gpu && cuda_device_count() == 0) {
         std::fprintf(stderr, "folio: %s; running on the CPU\n", describe_cuda_devices().c_str());
         options.device = "cpu";
     }

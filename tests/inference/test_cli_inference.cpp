@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "folio/backend.h"
 #include "folio_test.h"
 
 using folio_test::run_folio;
@@ -83,6 +84,34 @@ private slots:
         QVERIFY2(ppl > 1.0 && ppl < 20.0, r.out.c_str());
         auto too_short = run_folio("perplexity -m " + shell_quote(path) + " -f " + shell_quote(file) + " -c 4096");
         QCOMPARE(too_short.exit_code, 1);
+    }
+
+    // --device: a GPU that is not there is said so and the CPU runs; a
+    // device that does not exist is an error.
+    void deviceFallsBackOrFailsClearly() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
+        auto bad = run_folio("run -m " + shell_quote(path) + " -p Hi -n 2 --device tpu");
+        QVERIFY2(bad.exit_code != 0 && bad.err.find("unknown device 'tpu'") != std::string::npos, bad.err.c_str());
+        if (folio::cuda_device_count() > 0) return;  // a GPU machine runs it there
+        auto r = run_folio("run -m " + shell_quote(path) + " -p 'The capital of France is' -n 4 --temp 0 --device cuda");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        QVERIFY2(r.err.find("running on the CPU") != std::string::npos, r.err.c_str());
+        QVERIFY2(r.out.rfind(" Paris", 0) == 0, r.out.c_str());
+    }
+
+    // --load-format dummy: a named shape with random weights runs (on the
+    // CPU, generated in memory); an unknown shape or type is a clear error.
+    void dummyModelsRunAndBadOnesFail() {
+        auto r = run_folio("bench -m tiny-llama --load-format dummy --dummy-type q8_0 -p 32 -n 8 -r 1 --json");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        const auto j = nlohmann::json::parse(r.out);
+        QVERIFY2(j["tg"]["mean_tps"].get<double>() > 0, r.out.c_str());
+        auto shape = run_folio("run -m llama-9000 --load-format dummy -p Hi -n 1");
+        QVERIFY2(shape.exit_code != 0 && shape.err.find("llama-3-8b") != std::string::npos, shape.err.c_str());
+        auto type = run_folio("run -m tiny-llama --load-format dummy --dummy-type q3_x -p Hi -n 1");
+        QVERIFY2(type.exit_code != 0 && type.err.find("unknown weight type") != std::string::npos, type.err.c_str());
+        auto blocks = run_folio("run -m smollm2-135m --load-format dummy --dummy-type q4_k -p Hi -n 1");
+        QVERIFY2(blocks.exit_code != 0 && blocks.err.find("256-element blocks") != std::string::npos, blocks.err.c_str());
     }
 
     void benchJson() {
