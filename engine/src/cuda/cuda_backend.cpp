@@ -308,10 +308,14 @@ int32_t CudaBackend::graph_bucket(const Batch& batch) const {
     const int32_t n = batch.n_tokens();
     if (static_cast<int32_t>(batch.sequences.size()) != n || static_cast<int32_t>(batch.logits_rows.size()) != n)
         return 0;
-    for (int32_t r = 0; r < n; ++r)
-        if (batch.sequences[static_cast<size_t>(r)].n_query != 1 || batch.sequences[static_cast<size_t>(r)].query_start != r ||
-            batch.logits_rows[static_cast<size_t>(r)] != r)
+    // (Graph steps lay block tables out for a whole context.)
+    const size_t max_blocks = (max_context_ + cache_.block_size - 1) / cache_.block_size;
+    for (int32_t r = 0; r < n; ++r) {
+        const BatchSequence& seq = batch.sequences[static_cast<size_t>(r)];
+        if (seq.n_query != 1 || seq.query_start != r || batch.logits_rows[static_cast<size_t>(r)] != r ||
+            seq.block_table.size() > max_blocks)
             return 0;
+    }
     for (int32_t b : kGraphBuckets)
         if (b >= n) return b;
     return 0;

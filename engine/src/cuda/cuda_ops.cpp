@@ -153,17 +153,20 @@ float* CudaOps::buffer(model::Buffer which, int64_t n) {
 }
 
 Status CudaOps::embed(const model::Weight& table, const Batch& batch, float* out) {
+    if (!error_) return error_;  // a failed launch or allocation earlier in this step: launch nothing more
     const kernels::DeviceMatrix* m = matrix(table);
     if (m) ok(kernels::gather_rows(*m, token_ids_, batch.n_tokens(), out, stream_), "embedding");
     return error_;
 }
 
 void CudaOps::select_logit_rows(const Batch& batch, const float* x, int64_t dim, float* out) {
+    if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     const auto n = static_cast<int64_t>(batch.logits_rows.size());
     if (n > 0) ok(kernels::gather_rows_f32(x, logits_rows_, n, dim, out, stream_), "logit rows");
 }
 
 void CudaOps::rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) {
+    if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n_rows == 0) return;
     if (const float* w = vector(weight, "rms_norm"))
         ok(kernels::rms_norm(x, w, eps, n_rows, dim, out, stream_), "rms_norm");
@@ -171,11 +174,13 @@ void CudaOps::rms_norm(const float* x, const float* weight, float eps, int64_t n
 
 void CudaOps::add_rms_norm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t dim,
                            float* out) {
+    if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (const float* w = vector(weight, "add_rms_norm"))
         ok(kernels::add_rms_norm(x, y, w, eps, n_rows, dim, out, stream_), "add_rms_norm");
 }
 
 Status CudaOps::matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) {
+    if (!error_) return error_;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n_rows == 0) return error_;
     const kernels::DeviceMatrix* m = matrix(w);
     if (!m) return error_;
@@ -188,6 +193,7 @@ Status CudaOps::matmul(const model::Weight& w, const float* x, int64_t n_rows, f
 }
 
 Status CudaOps::matmuls(std::span<const model::Weight> w, const float* x, int64_t n_rows, std::span<float* const> y) {
+    if (!error_) return error_;  // a failed launch or allocation earlier in this step: launch nothing more
     auto it = w.empty() ? stacked_.end() : stacked_.find(w[0].data);
     if (it == stacked_.end()) return Ops::matmuls(w, x, n_rows, y);
     const Stacked& st = it->second;
@@ -220,6 +226,7 @@ Status CudaOps::matmuls(std::span<const model::Weight> w, const float* x, int64_
 
 Status CudaOps::attention(const model::AttentionParams& p, const Batch&, float* q, float* k, const float* v,
                           float* out) {
+    if (!error_) return error_;  // a failed launch or allocation earlier in this step: launch nothing more
     if (p.layer < 0 || p.layer >= cache_.n_layer || p.n_head_kv != cache_.n_head_kv || p.head_dim != cache_.head_dim)
         return make_error("attention: layer shape does not match the KV cache");
     const kernels::PagedKvLayer& kv = cache_.layers[static_cast<size_t>(p.layer)];
@@ -238,26 +245,32 @@ Status CudaOps::attention(const model::AttentionParams& p, const Batch&, float* 
 }
 
 void CudaOps::silu_mul(float* gate, const float* up, int64_t n) {
+    if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n) ok(kernels::silu_mul(gate, up, n, stream_), "silu_mul");
 }
 
 void CudaOps::gelu_mul(float* gate, const float* up, int64_t n) {
+    if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n) ok(kernels::gelu_mul(gate, up, n, stream_), "gelu_mul");
 }
 
 void CudaOps::add(float* x, const float* y, int64_t n) {
+    if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n) ok(kernels::add(x, y, n, stream_), "add");
 }
 
 void CudaOps::add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
+    if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (const float* b = vector(bias, "add_bias")) ok(kernels::add_bias(x, b, n_rows, dim, stream_), "add_bias");
 }
 
 void CudaOps::scale(float* x, float s, int64_t n) {
+    if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n) ok(kernels::scale(x, s, n, stream_), "scale");
 }
 
 void CudaOps::softcap(float* x, float cap, int64_t n) {
+    if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n) ok(kernels::softcap(x, cap, n, stream_), "softcap");
 }
 

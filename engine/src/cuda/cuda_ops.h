@@ -3,7 +3,9 @@
 // launch on one stream (kernels/: pointers, shapes, a stream), and the host
 // waits only when the logits come back. A failed launch or allocation is
 // kept (the first one) and returned by the step: ops that return nothing
-// cannot lose an error.
+// cannot lose an error. After the first failure a step launches nothing
+// more (a kernel given a buffer that could not be allocated would poison
+// the CUDA context for good).
 #pragma once
 
 #include <cuda_runtime.h>
