@@ -72,6 +72,12 @@ void EngineHost::load(const QString& path, const EngineSettings& settings) {
 
     folio::BackendOptions options;
     options.device = settings.device.toLower().toStdString();
+    // A GPU that is gone (driver, card) is said so; the CPU runs meanwhile.
+    std::string device_note;
+    if (options.device != "cpu" && folio::cuda_device_count() == 0) {
+        device_note = folio::describe_cuda_devices();
+        options.device = "cpu";
+    }
     options.n_threads = settings.threads;
     options.block_size = settings.block_size;
     options.kv_budget_bytes = settings.kv_budget_mib << 20;
@@ -97,7 +103,7 @@ void EngineHost::load(const QString& path, const EngineSettings& settings) {
         fresh->engine->subscribe([this](std::shared_ptr<const folio::StepEvent> e) { on_step(std::move(e)); });
 
     EngineStatus& st = fresh->status;
-    st.device = QString::fromStdString(fresh->backend->name());
+    st.device = QString::fromStdString(fresh->backend->name() + (device_note.empty() ? "" : " (" + device_note + ")"));
     st.n_blocks = fresh->backend->n_blocks();
     st.block_size = fresh->backend->block_size();
     st.max_context = fresh->backend->max_context();

@@ -38,4 +38,19 @@ std::string supported_architectures() {
     return names;
 }
 
+namespace model {
+
+Status output_head(Ops& ops, const Batch& batch, const float* x, float* rows, const float* norm, float eps,
+                   int64_t n_embd, const Weight& output, float softcap, std::span<float> logits) {
+    const auto n_out = static_cast<int64_t>(batch.logits_rows.size());
+    ops.select_logit_rows(batch, x, n_embd, rows);
+    ops.rms_norm(rows, norm, eps, n_out, n_embd, rows);
+    const int64_t n_logits = n_out * output.out_features;
+    float* target = ops.logits_target(logits, n_logits);
+    FOLIO_RETURN_IF_ERROR(ops.matmul(output, rows, n_out, target));
+    if (softcap > 0) ops.softcap(target, softcap, n_logits);
+    return ops.to_host(target, logits, n_logits);
+}
+
+}  // namespace model
 }  // namespace folio

@@ -71,6 +71,12 @@ public:
     virtual std::vector<std::span<const float>> vectors() const = 0;
 };
 
+// The end of every forward pass: the rows of x that need logits
+// (batch.logits_rows, gathered into `rows`), the final norm, the output head
+// (logits capped at `softcap` when > 0), copied into `logits`.
+Status output_head(Ops& ops, const Batch& batch, const float* x, float* rows, const float* norm, float eps,
+                   int64_t n_embd, const Weight& output, float softcap, std::span<float> logits);
+
 // What Architecture::matrices() and matrix_groups() list for a stack of
 // layers whose matrices are named wq wk wv wo ffn_gate ffn_up ffn_down (the
 // llama block and its relatives), the output head first.

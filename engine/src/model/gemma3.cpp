@@ -166,13 +166,8 @@ Status Gemma3::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     }
     ops.add(x, h, n * n_embd_);
 
-    ops.select_logit_rows(batch, x, n_embd_, act_.logit_rows);
-    ops.rms_norm(act_.logit_rows, output_norm_.data(), eps, n_out, n_embd_, act_.logit_rows);
-    const int64_t n_logits = n_out * output_.out_features;
-    float* target = ops.logits_target(logits, n_logits);
-    FOLIO_RETURN_IF_ERROR(ops.matmul(output_, act_.logit_rows, n_out, target));
-    if (hp_.final_logit_softcap > 0) ops.softcap(target, hp_.final_logit_softcap, n_logits);
-    return ops.to_host(target, logits, n_logits);
+    return output_head(ops, batch, x, act_.logit_rows, output_norm_.data(), eps, n_embd_, output_,
+                       hp_.final_logit_softcap, logits);
 }
 
 }  // namespace

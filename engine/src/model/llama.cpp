@@ -156,12 +156,7 @@ Status Llama::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     ops.add(x, h, n * n_embd_);
 
     // Only the rows that need logits go through the output head.
-    ops.select_logit_rows(batch, x, n_embd_, act_.logit_rows);
-    ops.rms_norm(act_.logit_rows, output_norm_.data(), eps, n_out, n_embd_, act_.logit_rows);
-    const int64_t n_logits = n_out * output_.out_features;
-    float* target = ops.logits_target(logits, n_logits);
-    FOLIO_RETURN_IF_ERROR(ops.matmul(output_, act_.logit_rows, n_out, target));
-    return ops.to_host(target, logits, n_logits);
+    return output_head(ops, batch, x, act_.logit_rows, output_norm_.data(), eps, n_embd_, output_, 0.0f, logits);
 }
 
 }  // namespace
