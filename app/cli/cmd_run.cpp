@@ -139,16 +139,18 @@ int run_run(int argc, char** argv) {
     std::condition_variable changed;
     std::vector<Completion> results(requests.size());
     std::vector<bool> done(requests.size(), false);
+    std::vector<Submission> batch;
     for (size_t i = 0; i < requests.size(); ++i)
-        m.engine->submit(std::move(requests[i]), [&, i](const RequestOutput& out) {
-            std::lock_guard lock(mutex);
-            results[i].text += out.text;
-            if (out.finished) {
-                results[i].last = out;
-                done[i] = true;
-                changed.notify_one();
-            }
-        });
+        batch.push_back({std::move(requests[i]), [&, i](const RequestOutput& out) {
+                             std::lock_guard lock(mutex);
+                             results[i].text += out.text;
+                             if (out.finished) {
+                                 results[i].last = out;
+                                 done[i] = true;
+                                 changed.notify_one();
+                             }
+                         }});
+    m.engine->submit(std::move(batch));
     int failures = 0;
     int64_t generated = 0;
     for (size_t i = 0; i < requests.size(); ++i) {

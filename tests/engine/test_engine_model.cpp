@@ -52,7 +52,7 @@ private slots:
             QVERIFY(engine);
             for (const auto& p : prompts_) {
                 EngineCollector c;
-                (*engine)->submit(greedy(p), c.callback(0));
+                (*engine)->submit(greedy_to_the_end(p), c.callback(0));
                 (*engine)->wait_idle();
                 QCOMPARE(c.get(0).n_finished, 1);
                 alone.push_back(c.get(0).tokens);
@@ -80,7 +80,9 @@ private slots:
             StepRecorder steps;
             (*engine)->subscribe(steps.callback());
             EngineCollector c;
-            for (size_t i = 0; i < prompts_.size(); ++i) (*engine)->submit(greedy(prompts_[i]), c.callback(int(i)));
+            std::vector<folio::Submission> batch;
+            for (size_t i = 0; i < prompts_.size(); ++i) batch.push_back({greedy_to_the_end(prompts_[i]), c.callback(int(i))});
+            (*engine)->submit(std::move(batch));
             (*engine)->wait_idle();
             for (size_t i = 0; i < prompts_.size(); ++i) {
                 const CollectedRequest r = c.get(int(i));
@@ -141,6 +143,14 @@ private:
         options.n_blocks = n_blocks ? n_blocks : 256;
         auto backend = folio::create_cpu_backend(*model_, options);
         return backend ? std::move(*backend) : nullptr;
+    }
+    // Every request grows by the same 24 tokens, whatever it answers, and
+    // all arrive in one batch: the tiny pool's preemption then does not hang
+    // on which answers end early or on the engine thread's timing.
+    static folio::GenerationRequest greedy_to_the_end(const std::vector<int32_t>& prompt) {
+        folio::GenerationRequest r = greedy(prompt);
+        r.ignore_eos = true;
+        return r;
     }
     static folio::GenerationRequest greedy(const std::vector<int32_t>& prompt) {
         folio::GenerationRequest r;

@@ -102,8 +102,10 @@ private slots:
             StepRecorder steps;
             (*engine)->subscribe(steps.callback());
             EngineCollector c;
+            std::vector<folio::Submission> batch;
             for (size_t i = 0; i < prompts.size(); ++i)
-                (*engine)->submit(greedy(prompts[i], 24), c.callback(static_cast<int>(i)));
+                batch.push_back({greedy(prompts[i], 24), c.callback(static_cast<int>(i))});
+            (*engine)->submit(std::move(batch));
             (*engine)->wait_idle();
             for (size_t i = 0; i < prompts.size(); ++i) {
                 const CollectedRequest r = c.get(static_cast<int>(i));

@@ -105,6 +105,11 @@ struct StepEvent {
 };
 
 using OutputCallback = std::function<void(const RequestOutput&)>;
+
+struct Submission {
+    GenerationRequest request;
+    OutputCallback on_output;
+};
 using StepCallback = std::function<void(std::shared_ptr<const StepEvent>)>;
 
 class Engine {
@@ -119,6 +124,9 @@ public:
     // Queues a request; `on_output` gets its stream (finished last, exactly
     // once, errors included). Never blocks on a step.
     RequestId submit(GenerationRequest request, OutputCallback on_output);
+    // Queues several requests at once (a batch of prompts, `folio run -f`):
+    // the scheduler sees all of them in the same step. Ids in batch order.
+    std::vector<RequestId> submit(std::vector<Submission> batch);
     // Ends a request wherever it is (waiting, mid-prefill, mid-decode); its
     // callback gets finished with FinishReason::Abort. Unknown ids are ignored.
     void abort(RequestId id);

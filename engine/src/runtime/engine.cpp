@@ -77,23 +77,40 @@ double Engine::now_s() const {
 }
 
 RequestId Engine::submit(GenerationRequest request, OutputCallback on_output) {
-    const RequestId id = next_id_++;
-    auto sampler = Sampler::create(request.sampling);
-    std::string rejected;
-    if (!sampler) {
-        rejected = sampler.error().message;
-        sampler = Sampler::create(SamplingParams{});
+    std::vector<Submission> one;
+    one.push_back({std::move(request), std::move(on_output)});
+    return submit(std::move(one)).front();
+}
+
+std::vector<RequestId> Engine::submit(std::vector<Submission> batch) {
+    std::vector<std::pair<RequestId, std::unique_ptr<Request>>> made;
+    made.reserve(batch.size());
+    for (Submission& sub : batch) {
+        const RequestId id = next_id_++;
+        auto sampler = Sampler::create(sub.request.sampling);
+        std::string rejected;
+        if (!sampler) {
+            rejected = sampler.error().message;
+            sampler = Sampler::create(SamplingParams{});
+        }
+        auto r = std::make_unique<Request>(id, std::move(sub.request), std::move(sub.on_output), std::move(*sampler),
+                                           tokenizer_);
+        r->rejected = std::move(rejected);
+        r->submitted_s = now_s();
+        made.emplace_back(id, std::move(r));
     }
-    auto r = std::make_unique<Request>(id, std::move(request), std::move(on_output), std::move(*sampler), tokenizer_);
-    r->rejected = std::move(rejected);
-    r->submitted_s = now_s();
+    std::vector<RequestId> ids;
+    ids.reserve(made.size());
     {
         std::lock_guard lock(mutex_);
-        submitted_.emplace_back(id, std::move(r));
-        ++in_flight_;
+        for (auto& m : made) {
+            ids.push_back(m.first);
+            submitted_.push_back(std::move(m));
+            ++in_flight_;
+        }
     }
     wake_.notify_one();
-    return id;
+    return ids;
 }
 
 void Engine::abort(RequestId id) {
