@@ -39,6 +39,7 @@ const Shape kShapes[] = {
     {"smollm2 ffn_down 1536->576", 1536, 576},
     {"smollm2 output 576->49152", 576, 49152},
     {"gemma3 ffn_down 2048->640", 2048, 640},
+    {"gemma3 output 640->262144", 640, 262144},
 };
 
 std::vector<std::string> split(const std::string& s) {

@@ -60,14 +60,14 @@ int main(int argc, char** argv) {
     batch.sequences.push_back(folio::BatchSequence{0, n, n, {0, 1, 2}});
     std::vector<int32_t> rows;
     std::vector<float> base(static_cast<size_t>(n) * n_vocab), perturbed(base.size());
-    if (!folio::model::check_batch(batch, base.size(), n_vocab, 3, 16, 64, rows)) return 1;
+    if (!folio::model::check_batch(batch, folio::model::StepOutput::all_logits(base), n_vocab, 3, 16, 64, rows)) return 1;
     auto run = [&](float eps, std::vector<float>& logits) {
         folio::cpu::KvCache cache;
         cache.allocate(shape.n_layer, shape.n_head_kv, shape.head_dim, 16, 3);
         folio::cpu::CpuOps cpu(2, cache, 64);
         cpu.set_row_sequences(&rows);
         PerturbedAttention ops(cpu, eps);
-        return (*arch)->forward(ops, batch, logits);
+        return (*arch)->forward(ops, batch, folio::model::StepOutput::all_logits(logits));
     };
     if (!run(0.0f, base)) return 1;
     for (int a = 2; a < argc; ++a) {

@@ -57,24 +57,12 @@ public:
                 int device);
 
     Status forward(const Batch& batch, std::span<float> logits) override {
-        FOLIO_RETURN_IF_ERROR(model::check_batch(batch, logits.size(), n_vocab(), cache_.n_blocks, cache_.block_size,
-                                                 max_context_, row_sequence_));
-        if (cudaSetDevice(device_) != cudaSuccess) return make_error("cuda: cannot select device " + std::to_string(device_));
-        if (use_graphs_ && !model::ops_trace_file())
-            if (const int32_t bucket = graph_bucket(batch); bucket > 0) return forward_graph(batch, bucket, logits);
-        FOLIO_RETURN_IF_ERROR(ops_->begin_step(batch, row_sequence_));
-        return model::forward_traced(*arch_, *ops_, "cuda", batch, logits);
+        return step(batch, model::StepOutput::all_logits(logits));
     }
-
+    // Greedy steps: the logits stay on the device, only the chosen ids come back.
     bool can_argmax() const override { return true; }
     Status forward_argmax(const Batch& batch, std::span<int32_t> ids) override {
-        if (ids.size() < batch.logits_rows.size()) return make_error("forward_argmax: the id buffer is too small");
-        // The logits stay on the device (forward() sizes its copy, never made, by this span).
-        argmax_logits_.resize(batch.logits_rows.size() * static_cast<size_t>(n_vocab()));
-        ops_->set_argmax_output(ids, n_vocab());
-        Status s = forward(batch, argmax_logits_);
-        ops_->set_argmax_output({}, 0);
-        return s;
+        return step(batch, model::StepOutput::argmax_ids(ids));
     }
 
     Status copy_blocks(std::span<const BlockCopy> copies) override {
@@ -104,6 +92,15 @@ public:
     DeviceReadings device_readings() const override { return nvml_ ? nvml_->read() : DeviceReadings{}; }
 
 private:
+    Status step(const Batch& batch, const model::StepOutput& out) {
+        FOLIO_RETURN_IF_ERROR(model::check_batch(batch, out, n_vocab(), cache_.n_blocks, cache_.block_size,
+                                                 max_context_, row_sequence_));
+        if (cudaSetDevice(device_) != cudaSuccess) return make_error("cuda: cannot select device " + std::to_string(device_));
+        if (use_graphs_ && !model::ops_trace_file())
+            if (const int32_t bucket = graph_bucket(batch); bucket > 0) return forward_graph(batch, bucket, out);
+        FOLIO_RETURN_IF_ERROR(ops_->begin_step(batch, row_sequence_));
+        return model::forward_traced(*arch_, *ops_, "cuda", batch, out);
+    }
     Status upload_weights(const ModelDescription& model);
     Status allocate_kv(const BackendOptions& options);
 
@@ -111,7 +108,7 @@ private:
     // graph captured for the next batch-size bucket up: the batch is padded
     // with rows that write no KV and whose logits nobody reads.
     int32_t graph_bucket(const Batch& batch) const;
-    Status forward_graph(const Batch& batch, int32_t bucket, std::span<float> logits);
+    Status forward_graph(const Batch& batch, int32_t bucket, const model::StepOutput& out);
     struct Graph {
         cudaGraphExec_t exec = nullptr;
         uint64_t epoch = 0;  // CudaOps::memory_epoch() at capture
@@ -119,10 +116,8 @@ private:
     };
     std::vector<Graph> graphs_;  // per bucket index
     bool use_graphs_ = true;
-    Batch padded_;
-    std::vector<int32_t> padded_rows_;
-    std::vector<float> padded_logits_;
-    std::vector<float> argmax_logits_;  // never written while choosing on the device
+    Batch padded_;                    // reused step to step: its vectors keep their capacity
+    std::vector<int32_t> padded_rows_;  // row r is sequence r
 
     int device_ = 0;
     std::string name_;
@@ -321,32 +316,48 @@ int32_t CudaBackend::graph_bucket(const Batch& batch) const {
     return 0;
 }
 
-Status CudaBackend::forward_graph(const Batch& batch, int32_t bucket, std::span<float> logits) {
+// `batch` (decode rows only, row r = sequence r) padded to `bucket` rows
+// with rows of their own one-token sequences at position 0 that write no KV
+// (slot -1) and whose logits nobody reads; `out` keeps its vectors' capacity.
+void pad_decode_batch(const Batch& batch, int32_t bucket, Batch& out) {
+    const auto n = static_cast<size_t>(batch.n_tokens()), rows = static_cast<size_t>(bucket);
+    out.token_ids.assign(batch.token_ids.begin(), batch.token_ids.end());
+    out.token_ids.resize(rows, 0);
+    out.positions.assign(batch.positions.begin(), batch.positions.end());
+    out.positions.resize(rows, 0);
+    out.slot_mapping.assign(batch.slot_mapping.begin(), batch.slot_mapping.end());
+    out.slot_mapping.resize(rows, -1);
+    out.sequences.resize(rows);
+    for (size_t r = 0; r < rows; ++r) {
+        BatchSequence& s = out.sequences[r];
+        if (r < n) {
+            const BatchSequence& in = batch.sequences[r];
+            s.query_start = in.query_start, s.n_query = in.n_query, s.seq_len = in.seq_len;
+            s.block_table.assign(in.block_table.begin(), in.block_table.end());
+        } else {
+            s.query_start = static_cast<int32_t>(r), s.n_query = 1, s.seq_len = 1;
+            s.block_table.assign(1, 0);
+        }
+    }
+    out.logits_rows.resize(rows);
+    for (size_t r = 0; r < rows; ++r) out.logits_rows[r] = static_cast<int32_t>(r);
+}
+
+Status CudaBackend::forward_graph(const Batch& batch, int32_t bucket, const model::StepOutput& out) {
     const int32_t n = batch.n_tokens();
     const size_t index = static_cast<size_t>(std::find(std::begin(kGraphBuckets), std::end(kGraphBuckets), bucket) -
                                              std::begin(kGraphBuckets));
     if (graphs_.size() <= index) graphs_.resize(index + 1);
     Graph& g = graphs_[index];
 
-    // The padded batch: the real rows, then rows of their own one-token
-    // sequences at position 0 that write no KV (slot -1).
-    padded_ = batch;
-    padded_rows_.assign(row_sequence_.begin(), row_sequence_.end());
-    for (int32_t r = n; r < bucket; ++r) {
-        padded_.token_ids.push_back(0);
-        padded_.positions.push_back(0);
-        padded_.slot_mapping.push_back(-1);
-        padded_.sequences.push_back(BatchSequence{r, 1, 1, {0}});
-        padded_.logits_rows.push_back(r);
-        padded_rows_.push_back(r);
-    }
+    pad_decode_batch(batch, bucket, padded_);
+    padded_rows_.resize(static_cast<size_t>(bucket));
+    for (int32_t r = 0; r < bucket; ++r) padded_rows_[static_cast<size_t>(r)] = r;
     cuda::StepLayout layout;
     layout.for_graph = true;
     layout.max_blocks = static_cast<int32_t>((max_context_ + cache_.block_size - 1) / cache_.block_size);
     layout.max_seq_len = static_cast<int32_t>(max_context_);
     FOLIO_RETURN_IF_ERROR(ops_->begin_step(padded_, padded_rows_, layout));
-    const size_t n_logits = static_cast<size_t>(n) * static_cast<size_t>(n_vocab());
-    padded_logits_.resize(static_cast<size_t>(bucket) * static_cast<size_t>(n_vocab()));
 
     if (g.exec && g.epoch != ops_->memory_epoch()) {  // a buffer it points into has moved
         cudaGraphExecDestroy(g.exec);
@@ -354,20 +365,20 @@ Status CudaBackend::forward_graph(const Batch& batch, int32_t bucket, std::span<
     }
     if (!g.warmed || !g.exec) {
         // First the step runs as usual: it sizes every buffer and loads the
-        // kernels, so that the capture that follows allocates nothing.
-        FOLIO_RETURN_IF_ERROR(arch_->forward(*ops_, padded_, padded_logits_));
-        std::copy_n(padded_logits_.begin(), n_logits, logits.begin());
+        // kernels, so that the capture that follows allocates nothing. `out`
+        // gets the real rows only (the output head delivers out.rows()).
+        FOLIO_RETURN_IF_ERROR(arch_->forward(*ops_, padded_, out));
         if (!g.warmed) {
             g.warmed = true;
             return {};
         }
-        // (This step's logits came from the run above; the capture only records.)
+        // (This step's output came from the run above; the capture only records.)
         // The second time this bucket comes, its step is captured (the next
         // replays it); a capture that fails turns graphs off, nothing else.
         cudaGraph_t graph = nullptr;
         FOLIO_CUDA_OR_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "graph capture");
         ops_->set_capturing(true);
-        const Status captured = arch_->forward(*ops_, padded_, padded_logits_);
+        const Status captured = arch_->forward(*ops_, padded_, out);
         ops_->set_capturing(false);
         const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
         if (captured && end == cudaSuccess && cudaGraphInstantiate(&g.exec, graph, 0) == cudaSuccess) {
@@ -383,8 +394,11 @@ Status CudaBackend::forward_graph(const Batch& batch, int32_t bucket, std::span<
         return {};
     }
     FOLIO_CUDA_OR_ERROR(cudaGraphLaunch(g.exec, stream_), "graph launch");
-    const float* out = ops_->logits_target(padded_logits_, static_cast<int64_t>(padded_logits_.size()));
-    return ops_->to_host(out, logits, static_cast<int64_t>(n_logits));
+    // The graph's output head wrote the padded batch's logits here.
+    const int64_t vocab = n_vocab();
+    const float* logits = ops_->buffer(model::Buffer::Logits, int64_t{bucket} * vocab);
+    if (out.chooses_tokens()) return ops_->choose_tokens(logits, n, vocab, out.token_ids);
+    return ops_->to_host(logits, out.logits, int64_t{n} * vocab);
 }
 
 Result<int> parse_device(const std::string& device) {

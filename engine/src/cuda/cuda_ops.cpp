@@ -282,20 +282,27 @@ Status CudaOps::to_host(const float* src, std::span<float> dst, int64_t n) {
         cudaStreamSynchronize(stream_);
         return error_;
     }
-    if (argmax_vocab_ > 0 && src == buffers_[static_cast<size_t>(model::Buffer::Logits)].data()) {
-        // Greedy: only each row's chosen id comes back.
-        const int64_t rows = std::min<int64_t>(n / argmax_vocab_, static_cast<int64_t>(argmax_ids_.size()));
-        if (grow(argmax_device_, static_cast<size_t>(std::max<int64_t>(rows, 1)) * sizeof(int32_t), "argmax ids") &&
-            ok(kernels::argmax_rows(src, rows, argmax_vocab_, static_cast<int32_t*>(argmax_device_.data()), stream_),
-               "argmax"))
-            ok(cudaMemcpyAsync(argmax_ids_.data(), argmax_device_.data(), static_cast<size_t>(rows) * sizeof(int32_t),
-                               cudaMemcpyDeviceToHost, stream_),
-               "download");
-    } else if (n > 0) {
-        ok(cudaMemcpyAsync(dst.data(), src, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToHost,
-                           stream_),
+    if (n > 0)
+        ok(cudaMemcpyAsync(dst.data(), src, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToHost, stream_),
            "download");
+    ok(cudaStreamSynchronize(stream_), "step");
+    return error_;
+}
+
+Status CudaOps::choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) {
+    if (capturing_) return error_;
+    if (static_cast<int64_t>(ids.size()) < n_rows) return make_error("choose_tokens: the id buffer is too small");
+    if (!error_) {
+        cudaStreamSynchronize(stream_);
+        return error_;
     }
+    // Only each row's chosen id comes back.
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(n_rows, 1)) * sizeof(int32_t);
+    if (n_rows > 0 && grow(argmax_device_, bytes, "argmax ids") &&
+        ok(kernels::argmax_rows(logits, n_rows, vocab, static_cast<int32_t*>(argmax_device_.data()), stream_), "argmax"))
+        ok(cudaMemcpyAsync(ids.data(), argmax_device_.data(), static_cast<size_t>(n_rows) * sizeof(int32_t),
+                           cudaMemcpyDeviceToHost, stream_),
+           "download");
     ok(cudaStreamSynchronize(stream_), "step");
     return error_;
 }

@@ -94,14 +94,8 @@ public:
     // device (one copy), and the sticky error cleared.
     Status begin_step(const Batch& batch, std::span<const int32_t> row_sequence, const StepLayout& layout = StepLayout());
     // While a graph is being captured: ops launch but never wait, and
-    // to_host copies nothing (the backend downloads after the replay).
+    // to_host / choose_tokens deliver nothing (the backend does after the replay).
     void set_capturing(bool capturing) { capturing_ = capturing; }
-    // When set (n_vocab > 0), the copy of the logits to the host becomes the
-    // id of each row's largest logit, written to `ids` (one per row).
-    void set_argmax_output(std::span<int32_t> ids, int64_t n_vocab) {
-        argmax_ids_ = ids;
-        argmax_vocab_ = n_vocab;
-    }
     // Counts reallocations of any buffer a captured graph points into: a
     // graph captured at another epoch is stale.
     uint64_t memory_epoch() const { return memory_epoch_; }
@@ -127,6 +121,7 @@ public:
     void softcap(float* x, float cap, int64_t n) override;
     float* logits_target(std::span<float> logits, int64_t n) override;
     Status to_host(const float* src, std::span<float> dst, int64_t n) override;
+    Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) override;
 
 private:
     // Records the first failure; true when `err` is a success.
@@ -155,8 +150,6 @@ private:
     PinnedBuffer batch_host_;
     DeviceBuffer batch_device_, graph_batch_device_;
     bool capturing_ = false;
-    std::span<int32_t> argmax_ids_;
-    int64_t argmax_vocab_ = 0;
     DeviceBuffer argmax_device_;
     uint64_t memory_epoch_ = 0;
     kernels::AttentionBatch meta_;

@@ -1,5 +1,7 @@
 #include "model/architecture.h"
 
+#include <algorithm>
+
 #include "folio/backend.h"
 
 namespace folio::model {
@@ -41,15 +43,18 @@ std::string supported_architectures() {
 namespace model {
 
 Status output_head(Ops& ops, const Batch& batch, const float* x, float* rows, const float* norm, float eps,
-                   int64_t n_embd, const Weight& output, float softcap, std::span<float> logits) {
+                   int64_t n_embd, const Weight& output, float softcap, const StepOutput& out) {
     const auto n_out = static_cast<int64_t>(batch.logits_rows.size());
     ops.select_logit_rows(batch, x, n_embd, rows);
     ops.rms_norm(rows, norm, eps, n_out, n_embd, rows);
-    const int64_t n_logits = n_out * output.out_features;
-    float* target = ops.logits_target(logits, n_logits);
+    const int64_t vocab = output.out_features;
+    const int64_t n_logits = n_out * vocab;
+    float* target = out.chooses_tokens() ? ops.buffer(Buffer::Logits, n_logits) : ops.logits_target(out.logits, n_logits);
     FOLIO_RETURN_IF_ERROR(ops.matmul(output, rows, n_out, target));
     if (softcap > 0) ops.softcap(target, softcap, n_logits);
-    return ops.to_host(target, logits, n_logits);
+    const int64_t wanted = std::min(n_out, out.rows(vocab));
+    if (out.chooses_tokens()) return ops.choose_tokens(target, wanted, vocab, out.token_ids);
+    return ops.to_host(target, out.logits, wanted * vocab);
 }
 
 }  // namespace model

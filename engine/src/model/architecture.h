@@ -51,8 +51,9 @@ class Architecture {
 public:
     virtual ~Architecture() = default;
 
-    // Runs batch through the model; logits gets batch.logits_rows.size() rows of n_vocab.
-    virtual Status forward(Ops& ops, const Batch& batch, std::span<float> logits) = 0;
+    // Runs batch through the model; `out` gets (up to) batch.logits_rows.size()
+    // rows of n_vocab logits, or those rows' argmax ids.
+    virtual Status forward(Ops& ops, const Batch& batch, const StepOutput& out) = 0;
 
     virtual KvShape kv_shape() const = 0;
     virtual int32_t n_vocab() const = 0;
@@ -73,9 +74,9 @@ public:
 
 // The end of every forward pass: the rows of x that need logits
 // (batch.logits_rows, gathered into `rows`), the final norm, the output head
-// (logits capped at `softcap` when > 0), copied into `logits`.
+// (logits capped at `softcap` when > 0), delivered as `out` asks.
 Status output_head(Ops& ops, const Batch& batch, const float* x, float* rows, const float* norm, float eps,
-                   int64_t n_embd, const Weight& output, float softcap, std::span<float> logits);
+                   int64_t n_embd, const Weight& output, float softcap, const StepOutput& out);
 
 // What Architecture::matrices() and matrix_groups() list for a stack of
 // layers whose matrices are named wq wk wv wo ffn_gate ffn_up ffn_down (the

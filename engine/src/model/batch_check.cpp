@@ -6,7 +6,7 @@
 
 namespace folio::model {
 
-Status check_batch(const Batch& batch, size_t logits_size, int32_t n_vocab, uint32_t n_blocks, uint32_t block_size,
+Status check_batch(const Batch& batch, const StepOutput& out, int32_t n_vocab, uint32_t n_blocks, uint32_t block_size,
                    uint32_t max_context, std::vector<int32_t>& row_sequence) {
     const int32_t n = batch.n_tokens();
     if (n == 0) return make_error("forward: empty batch");
@@ -46,8 +46,9 @@ Status check_batch(const Batch& batch, size_t logits_size, int32_t n_vocab, uint
         return make_error("forward: a row belongs to no sequence");
     for (int32_t r : batch.logits_rows)
         if (r < 0 || r >= n) return make_error("forward: logits row " + std::to_string(r) + " is outside the batch");
-    if (logits_size < batch.logits_rows.size() * static_cast<size_t>(n_vocab))
-        return make_error("forward: the logits buffer is too small");
+    if (out.rows(n_vocab) < static_cast<int64_t>(batch.logits_rows.size()))
+        return make_error(out.chooses_tokens() ? "forward: the token id buffer is too small"
+                                               : "forward: the logits buffer is too small");
     return {};
 }
 

@@ -9,14 +9,16 @@
 
 #include "folio/batch.h"
 #include "folio/error.h"
+#include "model/ops.h"
 
 namespace folio::model {
 
 // Checks token ids against n_vocab, slots and block tables against a cache of
 // n_blocks blocks of block_size tokens, sequence lengths against
-// max_context, row ranges and logits rows against the batch, and the logits
-// buffer's size; fills row_sequence with each row's sequence index.
-Status check_batch(const Batch& batch, size_t logits_size, int32_t n_vocab, uint32_t n_blocks, uint32_t block_size,
+// max_context, row ranges and logits rows against the batch, and the
+// output's size (a logits row or an id per logits row); fills row_sequence
+// with each row's sequence index.
+Status check_batch(const Batch& batch, const StepOutput& out, int32_t n_vocab, uint32_t n_blocks, uint32_t block_size,
                    uint32_t max_context, std::vector<int32_t>& row_sequence);
 
 // Every copy's source and destination inside a cache of n_blocks blocks.

@@ -43,6 +43,9 @@ public:
     void softcap(float* x, float cap, int64_t n) override { inner_.softcap(x, cap, n); }
     float* logits_target(std::span<float> logits, int64_t n) override { return inner_.logits_target(logits, n); }
     Status to_host(const float* src, std::span<float> dst, int64_t n) override { return inner_.to_host(src, dst, n); }
+    Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) override {
+        return inner_.choose_tokens(logits, n_rows, vocab, ids);
+    }
 
 protected:
     Ops& inner_;

@@ -25,7 +25,7 @@ struct LlamaLayer {
 class Llama final : public Architecture {
 public:
     Status bind(const ModelDescription& model);
-    Status forward(Ops& ops, const Batch& batch, std::span<float> logits) override;
+    Status forward(Ops& ops, const Batch& batch, const StepOutput& out) override;
     KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
     int32_t n_vocab() const override { return static_cast<int32_t>(output_.out_features); }
     std::vector<Weight> matrices() const override { return layer_matrices(output_, layers_); }
@@ -112,7 +112,7 @@ std::vector<std::span<const float>> Llama::vectors() const {
     return all;
 }
 
-Status Llama::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
+Status Llama::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
     const int64_t n = batch.n_tokens();
     const int64_t n_out = static_cast<int64_t>(batch.logits_rows.size());
     const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
@@ -156,7 +156,7 @@ Status Llama::forward(Ops& ops, const Batch& batch, std::span<float> logits) {
     ops.add(x, h, n * n_embd_);
 
     // Only the rows that need logits go through the output head.
-    return output_head(ops, batch, x, act_.logit_rows, output_norm_.data(), eps, n_embd_, output_, 0.0f, logits);
+    return output_head(ops, batch, x, act_.logit_rows, output_norm_.data(), eps, n_embd_, output_, 0.0f, out);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // copies (a GPU) maps the address to them.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -46,6 +47,23 @@ struct AttentionParams {
     uint32_t sliding_window = 0;    // 0 = attend to the whole prefix; else keys with q_pos - k_pos < window
     float logit_softcap = 0.0f;     // 0 = off; else scores = cap * tanh(scores / cap)
     RopeParams rope;
+};
+
+// What a step hands back to the host: each logits row, or, for steps that
+// are all greedy, only each row's highest-scoring id (the logits stay in the
+// backend's memory). The caller may want fewer rows than the step computes
+// (a batch padded to a CUDA graph's size): the first rows(vocab).
+struct StepOutput {
+    std::span<float> logits;        // [rows][vocab], or
+    std::span<int32_t> token_ids;   // [rows] when not empty
+
+    static StepOutput all_logits(std::span<float> logits) { return {logits, {}}; }
+    static StepOutput argmax_ids(std::span<int32_t> ids) { return {{}, ids}; }
+    bool chooses_tokens() const { return !token_ids.empty(); }
+    int64_t rows(int64_t vocab) const {
+        return chooses_tokens() ? static_cast<int64_t>(token_ids.size())
+                                : static_cast<int64_t>(logits.size()) / std::max<int64_t>(1, vocab);
+    }
 };
 
 // The activation buffers of a forward step (see ActivationBuffers).
@@ -105,11 +123,15 @@ public:
     virtual void softcap(float* x, float cap, int64_t n) = 0;
 
     // Where the output head writes the first n floats of `logits` (the
-    // backend's memory; on the CPU `logits` itself).
+    // backend's memory; on the CPU `logits` itself when it holds n).
     virtual float* logits_target(std::span<float> logits, int64_t n) = 0;
     // Copies n floats of backend memory into dst once everything before is
     // computed (nothing to do when src is dst); the step's errors come here.
     virtual Status to_host(const float* src, std::span<float> dst, int64_t n) = 0;
+    // ids[r] = the index of the largest of the vocab logits of row r (the
+    // first one on ties, 0 when none is a number above -inf), for n_rows rows
+    // of backend memory, on the host once computed; the step's errors come here.
+    virtual Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) = 0;
 };
 
 }  // namespace folio::model

@@ -118,11 +118,11 @@ inline std::FILE* ops_trace_file() {
 
 // arch.forward(ops, ...), traced when FOLIO_TRACE_OPS is set.
 template <typename Arch>
-Status forward_traced(Arch& arch, Ops& ops, const char* backend, const Batch& batch, std::span<float> logits) {
+Status forward_traced(Arch& arch, Ops& ops, const char* backend, const Batch& batch, const StepOutput& out) {
     std::FILE* file = ops_trace_file();
-    if (!file) return arch.forward(ops, batch, logits);
+    if (!file) return arch.forward(ops, batch, out);
     TracingOps tracing(ops, file, backend);
-    Status s = arch.forward(tracing, batch, logits);
+    Status s = arch.forward(tracing, batch, out);
     std::fflush(file);
     return s;
 }

@@ -26,10 +26,11 @@ public:
     }
 
     Status forward(const Batch& batch, std::span<float> logits) override {
-        FOLIO_RETURN_IF_ERROR(model::check_batch(batch, logits.size(), n_vocab(), cache_.n_blocks, cache_.block_size,
+        const auto out = model::StepOutput::all_logits(logits);
+        FOLIO_RETURN_IF_ERROR(model::check_batch(batch, out, n_vocab(), cache_.n_blocks, cache_.block_size,
                                                  max_context_, row_sequence_));
         ops_->set_row_sequences(&row_sequence_);
-        return model::forward_traced(*arch_, *ops_, "cpu", batch, logits);
+        return model::forward_traced(*arch_, *ops_, "cpu", batch, out);
     }
 
     Status copy_blocks(std::span<const BlockCopy> copies) override {

@@ -53,11 +53,14 @@ public:
     void add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) override;
     void scale(float* x, float s, int64_t n) override;
     void softcap(float* x, float cap, int64_t n) override;
-    float* logits_target(std::span<float> logits, int64_t) override { return logits.data(); }
+    float* logits_target(std::span<float> logits, int64_t n) override {
+        return static_cast<int64_t>(logits.size()) >= n ? logits.data() : buffer(model::Buffer::Logits, n);
+    }
     Status to_host(const float* src, std::span<float> dst, int64_t n) override {
         if (src != dst.data()) std::copy_n(src, n, dst.data());
         return {};
     }
+    Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) override;
 
     // Rotates each head of each row by its row's position (RoPE).
     void rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions,
