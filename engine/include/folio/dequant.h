@@ -20,5 +20,7 @@ Status dequantize(TensorType type, const std::byte* src, size_t src_bytes, float
 // IEEE half and bfloat16 to float, exactly.
 float fp16_to_fp32(uint16_t bits);
 float bf16_to_fp32(uint16_t bits);
+// Float to IEEE half, rounded to nearest even (subnormals, inf and NaN kept).
+uint16_t fp32_to_fp16(float f);
 
 }  // namespace folio

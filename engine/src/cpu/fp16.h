@@ -1,12 +1,15 @@
-// IEEE half <-> float conversion for the CPU backend (KV cache, F16 weights).
-// Scalar and exact (round-to-nearest-even); vector paths use F16C.
+// IEEE half <-> float for the CPU backend (KV cache, F16 weights): the
+// exact scalar conversions of folio_format (folio/dequant.h); vector paths
+// use F16C.
 #pragma once
 
 #include <cstdint>
 
+#include "folio/dequant.h"
+
 namespace folio::cpu {
 
-float fp16_to_fp32(uint16_t h);
-uint16_t fp32_to_fp16(float f);
+using folio::fp16_to_fp32;
+using folio::fp32_to_fp16;
 
 }  // namespace folio::cpu

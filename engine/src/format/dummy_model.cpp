@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "folio/dequant.h"
 #include "folio/model.h"
 
 namespace folio {
@@ -49,23 +50,8 @@ private:
     uint64_t state_;
 };
 
-// IEEE half of a float in half's normal range or zero (all dummy values
-// are), rounded to nearest even.
-uint16_t to_half(float v) {
-    uint32_t f;
-    std::memcpy(&f, &v, 4);
-    const uint32_t sign = (f >> 16) & 0x8000u;
-    const int32_t exp = static_cast<int32_t>((f >> 23) & 0xff) - 127 + 15;
-    if (exp <= 0) return static_cast<uint16_t>(sign);  // |v| < 2^-14: zero
-    uint32_t mant = f & 0x7fffffu;
-    uint32_t h = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-    const uint32_t rest = mant & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
-    return static_cast<uint16_t>(sign | std::min<uint32_t>(h, 0x7bffu));
-}
-
 void put_half(std::byte* p, float v) {
-    const uint16_t h = to_half(v);
+    const uint16_t h = fp32_to_fp16(v);
     std::memcpy(p, &h, 2);
 }
 
