@@ -7,7 +7,10 @@
 #include <QCommandLineParser>
 #include <QLockFile>
 #include <QMessageBox>
+#include <QThreadPool>
 #include <QTimer>
+
+#include "folio/backend.h"
 
 #include "ui/chat_controller.h"
 #include "ui/chat_view.h"
@@ -49,6 +52,10 @@ int main(int argc, char** argv) {
                                   .arg(pid).arg(folio::ui::studio_data_dir()));
         return 1;
     }
+
+    // Looking for GPUs loads the CUDA driver (up to seconds): off the UI
+    // thread, before the engine settings or a load ask for the answer.
+    QThreadPool::globalInstance()->start([] { folio::cuda_device_count(); });
 
     folio::ui::MainWindowOptions options;
     options.load_model = !parser.isSet(no_model);

@@ -90,6 +90,9 @@ Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& mod
 
 // Usable CUDA GPUs (0 without CUDA in this build, a driver, or a GPU), and
 // why there are none / what they are ("cuda:0 NVIDIA H200, 139.8 GiB, sm_90").
+// The GPUs are looked for once per process: the first call loads the driver
+// (up to seconds; a GUI makes it on a worker thread at start), later ones
+// return at once.
 int cuda_device_count();
 std::string describe_cuda_devices();
 

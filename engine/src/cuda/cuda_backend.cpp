@@ -411,33 +411,41 @@ Result<int> parse_device(const std::string& device) {
 
 }  // namespace
 
-int cuda_device_count() {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError();  // clear it
-        return 0;
-    }
-    return n;
+namespace {
+
+struct DeviceScan {
+    int count = 0;
+    std::string description;
+};
+
+const DeviceScan& scan_devices() {
+    static const DeviceScan scan = [] {
+        DeviceScan d;
+        if (cudaError_t err = cudaGetDeviceCount(&d.count); err != cudaSuccess) {
+            cudaGetLastError();  // clear it
+            d.count = 0;
+            d.description = std::string("no usable CUDA GPU: ") + cudaGetErrorString(err);
+            return d;
+        }
+        if (d.count == 0) d.description = "no CUDA GPU found";
+        for (int i = 0; i < d.count; ++i) {
+            cudaDeviceProp p{};
+            if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+            char memory[64];
+            std::snprintf(memory, sizeof memory, ", %.1f GiB, sm_%d%d", static_cast<double>(p.totalGlobalMem) / (1 << 30),
+                          p.major, p.minor);
+            d.description += (d.description.empty() ? "cuda:" : "\ncuda:") + std::to_string(i) + " " + p.name + memory;
+        }
+        return d;
+    }();
+    return scan;
 }
 
-std::string describe_cuda_devices() {
-    int n = 0;
-    if (cudaError_t err = cudaGetDeviceCount(&n); err != cudaSuccess) {
-        cudaGetLastError();
-        return std::string("no usable CUDA GPU: ") + cudaGetErrorString(err);
-    }
-    if (n == 0) return "no CUDA GPU found";
-    std::string out;
-    for (int i = 0; i < n; ++i) {
-        cudaDeviceProp p{};
-        if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-        char memory[64];
-        std::snprintf(memory, sizeof memory, ", %.1f GiB, sm_%d%d", static_cast<double>(p.totalGlobalMem) / (1 << 30),
-                      p.major, p.minor);
-        out += (out.empty() ? "cuda:" : "\ncuda:") + std::to_string(i) + " " + p.name + memory;
-    }
-    return out;
-}
+}  // namespace
+
+int cuda_device_count() { return scan_devices().count; }
+
+std::string describe_cuda_devices() { return scan_devices().description; }
 
 Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& model, const BackendOptions& options) {
     auto device = parse_device(options.device);
