@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdint>
 
 namespace folio::kernels {
 namespace {
@@ -36,12 +37,181 @@ __global__ void __launch_bounds__(kThreads) argmax_rows_kernel(const float* x, i
     }
 }
 
+// ---- top-k -------------------------------------------------------------------
+//
+// One block of kThreads per row. Each value is cleaned as the Sampler does
+// (NaN -> -inf, +inf -> FLT_MAX) and mapped to a uint32 key whose unsigned
+// order is the float order (-0.0 and +0.0 share a key). Four radix passes of
+// 8-bit digits find T, the k-th largest key, and how many entries equal to T
+// belong in the answer (`need`). One walk over the row then gathers every key
+// above T (fewer than k, in any order) and the `need` lowest ids with key T (a
+// block-wide ordered count per chunk of kThreads columns). A bitonic sort of
+// the k (key, id) pairs in shared memory gives the final order. All bit
+// operations: no float comparison can disagree with the reference.
+
+constexpr uint32_t kSignBit = 0x80000000u;
+constexpr uint32_t kPlusInfBits = 0x7f800000u;
+constexpr uint32_t kMinusInfBits = 0xff800000u;
+constexpr uint32_t kFltMaxBits = 0x7f7fffffu;
+
+__device__ __forceinline__ uint32_t cleaned_bits(float v) {
+    const uint32_t b = __float_as_uint(v);
+    if ((b & ~kSignBit) > kPlusInfBits) return kMinusInfBits;  // NaN
+    if (b == kPlusInfBits) return kFltMaxBits;
+    return b;
+}
+
+// Unsigned order of keys == order of the cleaned floats; never 0 (-inf maps to 0x007fffff).
+__device__ __forceinline__ uint32_t key_of(uint32_t bits) {
+    if ((bits & ~kSignBit) == 0) bits = 0;  // -0.0 == +0.0
+    return (bits & kSignBit) ? ~bits : (bits | kSignBit);
+}
+
+// A candidate sorts descending as (key, then lower id first); 0 is below every real one.
+__device__ __forceinline__ uint64_t candidate(uint32_t key, uint32_t id) {
+    return (uint64_t{key} << 32) | (0xffffffffu - id);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    top_k_rows_kernel(const float* x, int64_t n_cols, int32_t k, float* out_logits, int32_t* out_ids) {
+    constexpr int kWarps = kThreads / 32;
+    constexpr int kBins = 256;
+    __shared__ uint32_t hist[kBins];
+    __shared__ uint64_t cand[kMaxTopK];
+    __shared__ uint32_t warp_count[2][kWarps];
+    __shared__ uint32_t s_prefix, s_remaining, s_above;
+
+    const float* row = x + int64_t{blockIdx.x} * n_cols;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const uint32_t lanes_below = (1u << lane) - 1u;
+    // Every thread runs the same number of chunk iterations: warps stay converged and
+    // __syncthreads() inside the loops is reached by all.
+    const int n_chunks = static_cast<int>((n_cols + kThreads - 1) / kThreads);
+
+    // ---- radix select of the k-th largest key ----
+    uint32_t prefix = 0, mask = 0, remaining = static_cast<uint32_t>(k);
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        if (tid < kBins) hist[tid] = 0;
+        __syncthreads();
+        for (int c = 0; c < n_chunks; ++c) {
+            const int64_t i = int64_t{c} * kThreads + tid;
+            uint32_t bin = kBins;  // none
+            if (i < n_cols) {
+                const uint32_t key = key_of(cleaned_bits(row[i]));
+                if ((key & mask) == prefix) bin = (key >> shift) & (kBins - 1);
+            }
+            // Equal digits in a warp add once (logits crowd into few bins).
+            const uint32_t peers = __match_any_sync(0xffffffffu, bin);
+            if (bin < kBins && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], __popc(peers));
+        }
+        __syncthreads();
+        if (warp == 0) {
+            // Lane l holds bins 255-8l down to 248-8l; find the bin where the count from the
+            // top reaches `remaining`.
+            uint32_t counts[8], sum = 0;
+            for (int j = 0; j < 8; ++j) counts[j] = hist[kBins - 1 - 8 * lane - j], sum += counts[j];
+            uint32_t inclusive = sum;
+            for (int d = 1; d < 32; d *= 2) {
+                const uint32_t up = __shfl_up_sync(0xffffffffu, inclusive, d);
+                if (lane >= d) inclusive += up;
+            }
+            uint32_t above = inclusive - sum;
+            if (above < remaining && remaining <= inclusive) {
+                for (int j = 0; j < 8; ++j) {
+                    if (above + counts[j] >= remaining) {
+                        s_prefix = prefix | (static_cast<uint32_t>(kBins - 1 - 8 * lane - j) << shift);
+                        s_remaining = remaining - above;
+                        break;
+                    }
+                    above += counts[j];
+                }
+            }
+        }
+        __syncthreads();
+        prefix = s_prefix;
+        remaining = s_remaining;
+        mask |= static_cast<uint32_t>(kBins - 1) << shift;
+    }
+    const uint32_t threshold = prefix;
+    const uint32_t need = remaining;  // entries with key == threshold to take: 1 <= need
+    const uint32_t n_above = static_cast<uint32_t>(k) - need;
+
+    // ---- gather: all keys above the threshold, and the `need` lowest ids at it ----
+    if (tid == 0) s_above = 0;
+    __syncthreads();
+    uint32_t taken = 0;  // ties taken so far: the same in every thread
+    for (int c = 0; c < n_chunks; ++c) {
+        const int64_t i = int64_t{c} * kThreads + tid;
+        uint32_t key = 0;
+        if (i < n_cols) key = key_of(cleaned_bits(row[i]));
+        const uint32_t above = __ballot_sync(0xffffffffu, key > threshold);
+        if (above) {
+            const int leader = __ffs(above) - 1;
+            uint32_t base = 0;
+            if (lane == leader) base = atomicAdd(&s_above, __popc(above));
+            base = __shfl_sync(0xffffffffu, base, leader);
+            if (key > threshold) cand[base + __popc(above & lanes_below)] = candidate(key, static_cast<uint32_t>(i));
+        }
+        if (taken < need) {
+            const uint32_t tie = __ballot_sync(0xffffffffu, key == threshold);
+            uint32_t* counts = warp_count[c & 1];  // double-buffered: one barrier per chunk
+            if (lane == 0) counts[warp] = __popc(tie);
+            __syncthreads();
+            const uint32_t mine = counts[lane];
+            uint32_t inclusive = mine;
+            for (int d = 1; d < 32; d *= 2) {
+                const uint32_t up = __shfl_up_sync(0xffffffffu, inclusive, d);
+                if (lane >= d) inclusive += up;
+            }
+            const uint32_t before_warp = __shfl_sync(0xffffffffu, inclusive - mine, warp);
+            const uint32_t total = __shfl_sync(0xffffffffu, inclusive, kWarps - 1);
+            if (key == threshold) {
+                const uint32_t rank = taken + before_warp + __popc(tie & lanes_below);
+                if (rank < need) cand[n_above + rank] = candidate(key, static_cast<uint32_t>(i));
+            }
+            taken += total;
+        }
+    }
+
+    // ---- bitonic sort of the k candidates, descending, padded with zeros ----
+    int padded = 1;
+    while (padded < k) padded *= 2;
+    if (tid >= k && tid < padded) cand[tid] = 0;
+    __syncthreads();
+    for (int size = 2; size <= padded; size *= 2) {
+        for (int stride = size / 2; stride > 0; stride /= 2) {
+            const int j = tid ^ stride;
+            if (tid < padded && j > tid) {
+                const uint64_t a = cand[tid], b = cand[j];
+                const bool descending = (tid & size) == 0;
+                if (descending ? a < b : a > b) cand[tid] = b, cand[j] = a;
+            }
+            __syncthreads();
+        }
+    }
+    if (tid < k) {
+        const uint32_t id = 0xffffffffu - static_cast<uint32_t>(cand[tid]);
+        const int64_t at = int64_t{blockIdx.x} * k + tid;
+        out_ids[at] = static_cast<int32_t>(id);
+        out_logits[at] = __uint_as_float(cleaned_bits(row[id]));
+    }
+}
+
 }  // namespace
 
 cudaError_t argmax_rows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* out, cudaStream_t s) {
     if (n_rows <= 0) return cudaSuccess;
     if (n_rows > 0x7fffffff || n_cols <= 0 || n_cols > 0x7fffffff) return cudaErrorInvalidValue;
     argmax_rows_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, n_cols, out);
+    return cudaGetLastError();
+}
+
+cudaError_t top_k_rows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, float* out_logits,
+                       int32_t* out_ids, cudaStream_t s) {
+    if (n_rows == 0) return cudaSuccess;
+    if (n_rows < 0 || n_rows > 0x7fffffff || n_cols > 0x7fffffff || k < 1 || k > kMaxTopK || k > n_cols)
+        return cudaErrorInvalidValue;
+    top_k_rows_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, n_cols, k, out_logits, out_ids);
     return cudaGetLastError();
 }
 

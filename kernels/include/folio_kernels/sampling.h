@@ -1,5 +1,6 @@
 // Token selection on the GPU, so that a step's logits need not leave the
-// device. Greedy for now: the id of each row's largest logit.
+// device: the id of each row's largest logit (greedy), or each row's k best
+// logits with their ids (the host samples among those few).
 #pragma once
 
 #include <cstdint>
@@ -12,5 +13,19 @@ namespace folio::kernels {
 // largest value: ties go to the lowest id, NaN never wins, a row of only NaN
 // gives 0 (as the engine's Sampler decides).
 cudaError_t argmax_rows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* out, cudaStream_t s);
+
+// The k best entries of each row of x ([n_rows][n_cols] F32), best first:
+// out_logits[r * k + j], out_ids[r * k + j]. Order: larger value first, ties
+// to the lower id (a total order, as the engine's Sampler uses). Values are
+// "cleaned" as the Sampler does before comparing and in the output: NaN
+// becomes -inf, +inf becomes the largest finite float (FLT_MAX); -0.0 and +0.0
+// are equal (tie -> lower id) and each is written as it was. 1 <= k <=
+// kMaxTopK (1024) and k <= n_cols, else cudaErrorInvalidValue (also for
+// n_cols or n_rows above INT32_MAX, or n_rows < 0); n_rows == 0 does nothing.
+// Needs no workspace; one block per row (a radix select of the k-th key, then
+// a bitonic sort of the k candidates in shared memory).
+inline constexpr int32_t kMaxTopK = 1024;
+cudaError_t top_k_rows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, float* out_logits,
+                       int32_t* out_ids, cudaStream_t s);
 
 }  // namespace folio::kernels

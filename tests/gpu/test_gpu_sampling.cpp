@@ -1,0 +1,373 @@
+// The CUDA token-selection kernels against plain references written here:
+// top_k_rows must give, bit for bit, the k best (value, id) pairs of each row
+// in the Sampler's total order (larger value first, ties to the lower id, NaN
+// as -inf, +inf as FLT_MAX, -0.0 == +0.0), over random rows, heavy ties,
+// special values and vocabularies up to 262144 columns; argmax_rows must agree
+// with top_k_rows at k = 1. Outputs are poisoned before each launch. Skips
+// without a GPU. FOLIO_GPU_BENCH=1 also times top_k_rows.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "folio_kernels/sampling.h"
+#include "folio_test.h"
+
+namespace fk = folio::kernels;
+
+namespace {
+
+bool have_gpu() {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+bool bench_enabled() {
+    const char* v = std::getenv("FOLIO_GPU_BENCH");
+    return v && std::string(v) == "1";
+}
+
+std::string cuda_error(cudaError_t e, const char* what) {
+    return e == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(e);
+}
+
+// cudaError_t as a plain number, for QCOMPARE.
+int code(cudaError_t e) { return static_cast<int>(e); }
+
+uint32_t bits_of(float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+float float_of(uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+// ---- device memory -----------------------------------------------------------
+
+template <typename T>
+struct DeviceArray {
+    T* ptr = nullptr;
+    size_t count = 0;
+    cudaError_t status = cudaSuccess;
+    explicit DeviceArray(size_t n) : count(n) {
+        if (n) status = cudaMalloc(&ptr, n * sizeof(T));
+    }
+    explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
+        if (status == cudaSuccess && count)
+            status = cudaMemcpy(ptr, host.data(), count * sizeof(T), cudaMemcpyHostToDevice);
+    }
+    ~DeviceArray() { cudaFree(ptr); }
+    DeviceArray(const DeviceArray&) = delete;
+    DeviceArray& operator=(const DeviceArray&) = delete;
+    cudaError_t poison() { return cudaMemset(ptr, 0xff, count * sizeof(T)); }  // NaN floats, -1 ids
+    cudaError_t download(std::vector<T>& host) const {
+        host.resize(count);
+        return cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost);
+    }
+};
+
+// ---- the reference -----------------------------------------------------------
+
+// As the Sampler cleans a logit: NaN -> -inf, +inf -> FLT_MAX, the rest (-0.0 included) as is.
+float clean(float v) {
+    if (std::isnan(v)) return -std::numeric_limits<float>::infinity();
+    if (v == std::numeric_limits<float>::infinity()) return FLT_MAX;
+    return v;
+}
+
+struct Entry {
+    float v;
+    int32_t id;
+};
+
+void reference_top_k(const std::vector<float>& x, int64_t rows, int64_t cols, int k, std::vector<float>& values,
+                     std::vector<int32_t>& ids) {
+    values.assign(static_cast<size_t>(rows * k), 0.0f);
+    ids.assign(static_cast<size_t>(rows * k), 0);
+    std::vector<Entry> row(static_cast<size_t>(cols));
+    const auto better = [](const Entry& a, const Entry& b) { return a.v > b.v || (a.v == b.v && a.id < b.id); };
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c)
+            row[static_cast<size_t>(c)] = {clean(x[static_cast<size_t>(r * cols + c)]), static_cast<int32_t>(c)};
+        std::partial_sort(row.begin(), row.begin() + k, row.end(), better);
+        for (int j = 0; j < k; ++j) {
+            values[static_cast<size_t>(r * k + j)] = row[static_cast<size_t>(j)].v;
+            ids[static_cast<size_t>(r * k + j)] = row[static_cast<size_t>(j)].id;
+        }
+    }
+}
+
+// ---- running the kernel ------------------------------------------------------
+
+std::string run_top_k(const std::vector<float>& x, int64_t rows, int64_t cols, int k, std::vector<float>& values,
+                      std::vector<int32_t>& ids) {
+    DeviceArray<float> dx(x), dvalues(static_cast<size_t>(rows * k));
+    DeviceArray<int32_t> dids(static_cast<size_t>(rows * k));
+    if (std::string e = cuda_error(dx.status, "upload"); !e.empty()) return e;
+    if (std::string e = cuda_error(dvalues.status != cudaSuccess ? dvalues.status : dids.status, "alloc");
+        !e.empty())
+        return e;
+    if (std::string e = cuda_error(dvalues.poison(), "poison"); !e.empty()) return e;
+    if (std::string e = cuda_error(dids.poison(), "poison"); !e.empty()) return e;
+    if (std::string e = cuda_error(fk::top_k_rows(dx.ptr, rows, cols, k, dvalues.ptr, dids.ptr, nullptr), "launch");
+        !e.empty())
+        return e;
+    if (std::string e = cuda_error(cudaDeviceSynchronize(), "sync"); !e.empty()) return e;
+    if (std::string e = cuda_error(dvalues.download(values), "download"); !e.empty()) return e;
+    return cuda_error(dids.download(ids), "download");
+}
+
+std::string describe(const char* what, int64_t rows, int64_t cols, int k) {
+    return std::string(what) + " (rows " + std::to_string(rows) + ", cols " + std::to_string(cols) + ", k " +
+           std::to_string(k) + ")";
+}
+
+// Empty when the kernel's output equals the reference bit for bit.
+std::string check_top_k(const char* what, const std::vector<float>& x, int64_t rows, int64_t cols, int k) {
+    std::vector<float> values, ref_values;
+    std::vector<int32_t> ids, ref_ids;
+    if (std::string e = run_top_k(x, rows, cols, k, values, ids); !e.empty())
+        return describe(what, rows, cols, k) + ": " + e;
+    reference_top_k(x, rows, cols, k, ref_values, ref_ids);
+    for (size_t i = 0; i < ref_ids.size(); ++i) {
+        if (ids[i] == ref_ids[i] && bits_of(values[i]) == bits_of(ref_values[i])) continue;
+        char buf[256];
+        std::snprintf(buf, sizeof buf,
+                      ": row %lld rank %lld: got id %d value %a (0x%08x), want id %d value %a (0x%08x)",
+                      static_cast<long long>(i / static_cast<size_t>(k)),
+                      static_cast<long long>(i % static_cast<size_t>(k)), ids[i], static_cast<double>(values[i]),
+                      bits_of(values[i]), ref_ids[i], static_cast<double>(ref_values[i]), bits_of(ref_values[i]));
+        return describe(what, rows, cols, k) + buf;
+    }
+    return {};
+}
+
+std::vector<float> normal_floats(std::mt19937& rng, size_t n, float sigma) {
+    std::normal_distribution<float> dist(0.0f, sigma);
+    std::vector<float> v(n);
+    for (auto& f : v) f = dist(rng);
+    return v;
+}
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+class TestGpuSampling : public QObject {
+    Q_OBJECT
+#if !FOLIO_TEST_WITH_QT
+    friend int main();
+#endif
+
+private slots:
+    void top_k_matches_reference_on_random_rows() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(21);
+        const int64_t row_counts[] = {1, 3, 37};
+        int combo = 0;
+        for (const int64_t cols : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{32000}, int64_t{128256},
+                                   int64_t{262144}}) {
+            for (const int k : {1, 2, 40, 100, 1000, 1024}) {
+                if (k > cols) continue;
+                const int64_t rows = row_counts[combo++ % 3];
+                const auto x = normal_floats(rng, static_cast<size_t>(rows * cols), 4.0f);
+                const std::string e = check_top_k("random", x, rows, cols, k);
+                QVERIFY2(e.empty(), e.c_str());
+            }
+        }
+        // Logits in a narrow range: the leading key digits all agree, the low ones decide.
+        for (const int k : {1, 50, 1024}) {
+            const int64_t rows = 5, cols = 50000;
+            std::uniform_real_distribution<float> dist(10.0f, 10.001f);
+            std::vector<float> x(static_cast<size_t>(rows * cols));
+            for (auto& f : x) f = dist(rng);
+            const std::string e = check_top_k("narrow range", x, rows, cols, k);
+            QVERIFY2(e.empty(), e.c_str());
+        }
+    }
+
+    void top_k_takes_the_lowest_ids_among_ties() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(22);
+        for (const int64_t cols : {int64_t{1000}, int64_t{32000}, int64_t{262144}}) {
+            for (const int k : {1, 3, 40, 1000, 1024}) {
+                if (k > cols) continue;
+                for (const int levels : {1, 2, 4}) {
+                    const int64_t rows = 3;
+                    std::uniform_int_distribution<int> dist(0, levels - 1);
+                    std::vector<float> x(static_cast<size_t>(rows * cols));
+                    for (auto& f : x) f = static_cast<float>(dist(rng));
+                    const std::string e = check_top_k("quantized", x, rows, cols, k);
+                    QVERIFY2(e.empty(), e.c_str());
+                }
+            }
+        }
+        // A few distinct leaders, then a long plateau with the k-th value: the plateau's
+        // lowest ids must follow the leaders, even when they sit late in the row.
+        for (const int k : {5, 600, 1024}) {
+            const int64_t rows = 2, cols = 100000;
+            std::vector<float> x(static_cast<size_t>(rows * cols), -1.0f);
+            for (int64_t r = 0; r < rows; ++r) {
+                for (int64_t c = 0; c < cols; c += 7) x[static_cast<size_t>(r * cols + c)] = 2.5f;  // plateau
+                for (int j = 0; j < 3; ++j)
+                    x[static_cast<size_t>(r * cols + cols - 1 - j * 4099)] = 3.0f + static_cast<float>(j);
+                if (r == 1)  // the plateau starts late
+                    for (int64_t c = 0; c < cols / 2; ++c) x[static_cast<size_t>(r * cols + c)] = -2.0f;
+            }
+            const std::string e = check_top_k("plateau", x, rows, cols, k);
+            QVERIFY2(e.empty(), e.c_str());
+        }
+    }
+
+    void top_k_cleans_special_values() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(23);
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        const float specials[] = {nan,      -nan,         float_of(0x7f800001u), float_of(0xffc12345u),
+                                  kInf,     -kInf,        0.0f,                  -0.0f,
+                                  FLT_MAX,  -FLT_MAX,     FLT_MIN,               -FLT_MIN,
+                                  float_of(1u), float_of(0x80000001u), 1.0f, -1.0f};
+        const int n_specials = static_cast<int>(sizeof specials / sizeof specials[0]);
+        for (const int64_t cols : {int64_t{7}, int64_t{5000}, int64_t{40000}}) {
+            for (const int k : {1, 2, 7, 100, 1024}) {
+                if (k > cols) continue;
+                // Rows: random with specials sprinkled in; all -inf; all NaN; only specials;
+                // few finite values among NaN and -inf; signed zeros only.
+                const int64_t rows = 6;
+                std::vector<float> x = normal_floats(rng, static_cast<size_t>(rows * cols), 2.0f);
+                std::uniform_int_distribution<int> pick(0, n_specials - 1), coin(0, 3);
+                for (int64_t c = 0; c < cols; ++c) {
+                    float& a = x[static_cast<size_t>(0 * cols + c)];
+                    if (coin(rng) == 0) a = specials[pick(rng)];
+                    x[static_cast<size_t>(1 * cols + c)] = -kInf;
+                    x[static_cast<size_t>(2 * cols + c)] = c % 2 ? nan : -nan;
+                    x[static_cast<size_t>(3 * cols + c)] = specials[pick(rng)];
+                    float& f = x[static_cast<size_t>(4 * cols + c)];
+                    if (c % 97 != 5) f = coin(rng) < 2 ? nan : -kInf;
+                    x[static_cast<size_t>(5 * cols + c)] = coin(rng) < 2 ? 0.0f : -0.0f;
+                }
+                const std::string e = check_top_k("special values", x, rows, cols, k);
+                QVERIFY2(e.empty(), e.c_str());
+            }
+        }
+    }
+
+    void top_k_rejects_bad_arguments() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        DeviceArray<float> dx(2000), dvalues(2048);
+        DeviceArray<int32_t> dids(2048);
+        QVERIFY2(dx.status == cudaSuccess && dvalues.status == cudaSuccess && dids.status == cudaSuccess,
+                 "cudaMalloc failed");
+        const auto top_k = [&](int64_t rows, int64_t cols, int k) {
+            return code(fk::top_k_rows(dx.ptr, rows, cols, k, dvalues.ptr, dids.ptr, nullptr));
+        };
+        const int invalid = code(cudaErrorInvalidValue);
+        QCOMPARE(top_k(1, 2000, 0), invalid);
+        QCOMPARE(top_k(1, 2000, -3), invalid);
+        QCOMPARE(top_k(1, 2000, fk::kMaxTopK + 1), invalid);
+        QCOMPARE(top_k(2, 7, 8), invalid);
+        QCOMPARE(top_k(1, 0, 1), invalid);
+        QCOMPARE(top_k(1, int64_t{1} << 31, 1), invalid);
+        QCOMPARE(top_k(int64_t{1} << 31, 10, 1), invalid);
+        QCOMPARE(top_k(-1, 10, 1), invalid);
+        QCOMPARE(top_k(0, 2000, 40), 0);
+        QCOMPARE(code(cudaDeviceSynchronize()), code(cudaSuccess));
+        QCOMPARE(code(cudaGetLastError()), code(cudaSuccess));
+    }
+
+    void top_k_of_one_is_argmax() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(24);
+        for (const int64_t cols : {int64_t{1}, int64_t{1000}, int64_t{128256}, int64_t{262144}}) {
+            const int64_t rows = 9;
+            std::vector<float> x = normal_floats(rng, static_cast<size_t>(rows * cols), 3.0f);
+            std::uniform_int_distribution<int64_t> at(0, cols - 1);
+            for (int64_t r = 0; r < rows; ++r) {
+                float* row = x.data() + r * cols;
+                if (r % 3 == 1) {  // ties at the top
+                    const float top = *std::max_element(row, row + cols) + 1.0f;
+                    for (int j = 0; j < 4; ++j) row[at(rng)] = top;
+                }
+                if (r % 3 == 2) {  // -inf and signed zeros, zeros on top
+                    for (int64_t c = 0; c < cols; ++c) row[c] = c % 5 == 0 ? -kInf : -std::fabs(row[c]) - 1.0f;
+                    for (int j = 0; j < 4; ++j) row[at(rng)] = j % 2 ? 0.0f : -0.0f;
+                }
+            }
+            DeviceArray<float> dx(x), dvalues(static_cast<size_t>(rows));
+            DeviceArray<int32_t> dids(static_cast<size_t>(rows)), dargmax(static_cast<size_t>(rows));
+            QVERIFY2(dx.status == cudaSuccess && dvalues.status == cudaSuccess && dids.status == cudaSuccess &&
+                         dargmax.status == cudaSuccess,
+                     "cudaMalloc failed");
+            QCOMPARE(code(dids.poison()), code(cudaSuccess));
+            QCOMPARE(code(dargmax.poison()), code(cudaSuccess));
+            const cudaError_t top = fk::top_k_rows(dx.ptr, rows, cols, 1, dvalues.ptr, dids.ptr, nullptr);
+            QCOMPARE(code(top), code(cudaSuccess));
+            QCOMPARE(code(fk::argmax_rows(dx.ptr, rows, cols, dargmax.ptr, nullptr)), code(cudaSuccess));
+            QCOMPARE(code(cudaDeviceSynchronize()), code(cudaSuccess));
+            std::vector<int32_t> ids, argmax;
+            QCOMPARE(code(dids.download(ids)), code(cudaSuccess));
+            QCOMPARE(code(dargmax.download(argmax)), code(cudaSuccess));
+            for (int64_t r = 0; r < rows; ++r) {
+                const std::string what = "row " + std::to_string(r) + " of " + std::to_string(cols) + " columns";
+                QVERIFY2(ids[static_cast<size_t>(r)] == argmax[static_cast<size_t>(r)], what.c_str());
+            }
+        }
+    }
+
+    void bench() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        if (!bench_enabled()) QSKIP("set FOLIO_GPU_BENCH=1 to time the kernels");
+        std::mt19937 rng(25);
+        struct Case {
+            int64_t rows, cols;
+            int k;
+        };
+        for (const Case& c : {Case{1, 49152, 40}, Case{1, 262144, 40}, Case{64, 128256, 40}, Case{64, 262144, 1024},
+                              Case{512, 262144, 1024}, Case{512, 49152, 50}}) {
+            const auto x = normal_floats(rng, static_cast<size_t>(c.rows * c.cols), 4.0f);
+            DeviceArray<float> dx(x), dvalues(static_cast<size_t>(c.rows * c.k));
+            DeviceArray<int32_t> dids(static_cast<size_t>(c.rows * c.k));
+            QVERIFY2(dx.status == cudaSuccess && dvalues.status == cudaSuccess && dids.status == cudaSuccess,
+                     "cudaMalloc failed");
+            cudaEvent_t start, stop;
+            QCOMPARE(code(cudaEventCreate(&start)), code(cudaSuccess));
+            QCOMPARE(code(cudaEventCreate(&stop)), code(cudaSuccess));
+            std::vector<float> times;
+            for (int rep = 0; rep < 21; ++rep) {
+                QCOMPARE(code(cudaEventRecord(start)), code(cudaSuccess));
+                const cudaError_t e = fk::top_k_rows(dx.ptr, c.rows, c.cols, c.k, dvalues.ptr, dids.ptr, nullptr);
+                QCOMPARE(code(e), code(cudaSuccess));
+                QCOMPARE(code(cudaEventRecord(stop)), code(cudaSuccess));
+                QCOMPARE(code(cudaEventSynchronize(stop)), code(cudaSuccess));
+                float ms = 0;
+                QCOMPARE(code(cudaEventElapsedTime(&ms, start, stop)), code(cudaSuccess));
+                times.push_back(ms);
+            }
+            cudaEventDestroy(start);
+            cudaEventDestroy(stop);
+            std::sort(times.begin(), times.end());
+            const double bytes = static_cast<double>(c.rows * c.cols) * sizeof(float);
+            std::printf("top_k_rows rows %lld cols %lld k %d: median %.1f us (%.0f GB/s of one read)\n",
+                        static_cast<long long>(c.rows), static_cast<long long>(c.cols), c.k,
+                        static_cast<double>(times[times.size() / 2]) * 1e3,
+                        bytes / (static_cast<double>(times[times.size() / 2]) * 1e-3) / 1e9);
+        }
+    }
+};
+
+FOLIO_TEST_MAIN(TestGpuSampling)
+#include "test_gpu_sampling.moc"
