@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "folio/backend.h"
+#include "folio/sampling.h"
 
 class FakeBackend final : public folio::Backend {
 public:
@@ -59,6 +60,24 @@ public:
     }
     bool chooses_tokens = false;
     uint64_t argmax_steps = 0;
+    // As a GPU backend does for top-k sampling: each row's k best entries,
+    // selected here, when `selects_top_k` is set.
+    int32_t max_top_k() const override { return selects_top_k ? 64 : 0; }
+    folio::Status forward_top_k(const folio::Batch& batch, int32_t k, std::span<float> values,
+                                std::span<int32_t> ids) override {
+        ++top_k_steps;
+        const auto vocab = static_cast<size_t>(n_vocab_), kk = static_cast<size_t>(k);
+        std::vector<float> logits(batch.logits_rows.size() * vocab);
+        if (folio::Status s = forward(batch, logits); !s) return s;
+        std::vector<folio::sampling_detail::Candidate> top;
+        for (size_t i = 0; i < batch.logits_rows.size(); ++i) {
+            folio::select_top_k(std::span<const float>(logits.data() + i * vocab, vocab), kk, top);
+            for (size_t j = 0; j < kk; ++j) values[i * kk + j] = top[j].logit, ids[i * kk + j] = top[j].id;
+        }
+        return {};
+    }
+    bool selects_top_k = false;
+    uint64_t top_k_steps = 0;
 
     folio::Status copy_blocks(std::span<const folio::BlockCopy> copies) override {
         for (const auto& c : copies)

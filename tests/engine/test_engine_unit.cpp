@@ -154,6 +154,59 @@ private slots:
         QVERIFY2(logprobs < greedy, "steps reporting logprobs must go through the Sampler");
     }
 
+    // Top-k sampling on a backend that selects each row's k best entries
+    // itself (a GPU) draws exactly the tokens the Sampler draws from whole
+    // rows, with seeds, mixed top_k / top_p / min_p, a greedy request in the
+    // same steps and n = 3 forks; a request with penalties, logprobs or no
+    // top-k makes its steps fetch whole rows.
+    void topKStepsSelectedByTheBackendMatchTheSampler() {
+        enum class Extra { None, Penalty, Logprobs, NoTopK };
+        auto run = [&](bool backend_selects, Extra extra, uint64_t& top_k_steps) {
+            FakeBackend backend(267, kEos, 96);
+            backend.selects_top_k = backend_selects;
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
+            EngineCollector c;
+            std::vector<folio::Submission> batch;
+            for (int i = 0; i < 7; ++i) {
+                folio::GenerationRequest r;
+                r.prompt = "sampled prompt " + std::to_string(i);
+                r.sampling.temperature = i == 0 ? 0.0f : 0.5f + 0.2f * static_cast<float>(i);
+                r.sampling.top_k = i == 3 ? 64 : 2 + 3 * i;
+                r.sampling.top_p = i % 2 ? 0.9f : 1.0f;
+                r.sampling.min_p = i == 4 || i == 5 ? 0.0f : 0.05f;
+                r.sampling.seed = 100 + static_cast<uint64_t>(i);
+                r.n = i == 5 ? 3 : 1;
+                r.max_tokens = 16;
+                if (i == 6) {
+                    if (extra == Extra::Penalty) r.sampling.repetition_penalty = 1.3f;
+                    if (extra == Extra::Logprobs) r.sampling.n_logprobs = 2;
+                    if (extra == Extra::NoTopK) r.sampling.top_k = 0;
+                }
+                batch.push_back({r, c.callback(i)});
+            }
+            (*engine)->submit(std::move(batch));
+            (*engine)->wait_idle();
+            top_k_steps = backend.top_k_steps;
+            std::vector<std::vector<int32_t>> out;
+            for (int i = 0; i < 7; ++i)
+                for (int s = 0; s < (i == 5 ? 3 : 1); ++s) out.push_back(c.get(i + 1000 * s).tokens);
+            return out;
+        };
+        uint64_t host = 0, device = 0;
+        const auto want = run(false, Extra::None, host);
+        QCOMPARE(run(true, Extra::None, device), want);
+        QVERIFY2(device > 0 && host == 0, "top-k steps should be selected by the backend");
+        bool differ = false;  // the draws are really random: forks part
+        for (size_t s = 1; s < 3; ++s) differ |= want[5] != want[5 + s];
+        QVERIFY2(differ, "n = 3 samples with their own seeds all drew the same tokens");
+        for (Extra e : {Extra::Penalty, Extra::Logprobs, Extra::NoTopK}) {
+            uint64_t steps = 0;
+            const auto got = run(true, e, steps);
+            for (size_t i = 0; i + 1 < got.size(); ++i) QCOMPARE(got[i], want[i]);
+            QVERIFY2(steps < device, "a request the backend's top-k cannot serve must take whole rows");
+        }
+    }
+
     void prefixCacheComputesOnlyTheLastPartialBlock() {
         FakeBackend backend(267, kEos, 64);
         auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});

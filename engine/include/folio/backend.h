@@ -61,6 +61,15 @@ public:
     virtual Status forward_argmax(const Batch&, std::span<int32_t>) {
         return make_error("this backend does not choose tokens itself");
     }
+    // forward(), but for each logits row only its k best entries (values in
+    // `logits`, ids in `ids`, k per row, best first, ties to the lower id,
+    // NaN as -inf, +inf as the largest float: Sampler::sample_top_k's
+    // input), selected where the logits are: top-k sampling on a GPU without
+    // copying whole rows out. 1 <= k <= max_top_k().
+    virtual int32_t max_top_k() const { return 0; }
+    virtual Status forward_top_k(const Batch&, int32_t, std::span<float>, std::span<int32_t>) {
+        return make_error("this backend does not select top-k candidates itself");
+    }
 
     // Duplicates whole blocks (every layer's K and V), in order: the
     // copy-on-write the KvCacheManager asks for before a step.

@@ -186,8 +186,8 @@ private:
     // Engine thread only.
     std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
     Batch batch_;
-    std::vector<float> logits_;
-    std::vector<int32_t> greedy_ids_;  // a device-greedy step's tokens, per logits row
+    std::vector<float> logits_;        // whole rows, or a top-k step's values [rows][k]
+    std::vector<int32_t> chosen_ids_;  // a device-greedy step's tokens, or a top-k step's ids [rows][k]
     uint64_t step_count_ = 0;
     size_t finished_since_publish_ = 0;
     std::thread thread_;

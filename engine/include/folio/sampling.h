@@ -100,6 +100,11 @@ struct Candidate {
 };
 }  // namespace sampling_detail
 
+// The k best entries of `logits` into out[0..k), best first: higher first,
+// ties to the lower id, NaN as -inf and +inf as the largest float — what
+// top-k sampling keeps. Returns min(k, logits.size()).
+size_t select_top_k(std::span<const float> logits, size_t k, std::vector<sampling_detail::Candidate>& out);
+
 class Sampler {
 public:
     // Fails when params.validate() does.
@@ -111,6 +116,14 @@ public:
     // No allocation once the buffers have grown to the vocabulary.
     int32_t sample(std::span<const float> logits, std::span<const int32_t> recent_tokens,
                    SampleInfo* info = nullptr);
+    // The same draw from a row's best entries selected elsewhere (a GPU, where
+    // the logits are): `logits` and `ids` hold at least params().top_k of the
+    // row's best, best first, ties to the lower id, NaN as -inf and +inf as
+    // the largest float (as select_top_k gives them). For top-k sampling
+    // without penalties or logprobs (uses_top_k_only()); greedy takes ids[0].
+    int32_t sample_top_k(std::span<const float> logits, std::span<const int32_t> ids);
+    // Whether sample_top_k can stand in for sample(): top-k on, no penalties, no logprobs.
+    bool uses_top_k_only() const;
 
     const SamplingParams& params() const { return params_; }
     // The seed in use (drawn at creation when params.seed was kRandomSeed).
@@ -120,6 +133,11 @@ private:
     Sampler(const SamplingParams& params, uint64_t seed);
 
     int32_t sample_truncated(std::span<const float> scores, int32_t& n_candidates);
+    // Min-p over the n best candidates_ (sorted), then top-p and the draw.
+    int32_t sample_sorted(size_t n, int32_t& n_candidates);
+    // Top-p over the n candidates_ (sorted or not) and the draw; -1 when
+    // nothing is left.
+    int32_t draw(size_t n, double softmax_sum, float max, bool sorted, int32_t& n_candidates);
     int32_t sample_full(std::span<const float> scores);
     void report_logprobs(std::span<const float> logits, int32_t chosen, SampleInfo& info);
     double uniform();

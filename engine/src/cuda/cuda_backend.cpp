@@ -15,6 +15,7 @@
 #include "cuda/nvml.h"
 #include "folio/backend.h"
 #include "folio_kernels/matmul.h"
+#include "folio_kernels/sampling.h"
 #include "model/architecture.h"
 #include "model/batch_check.h"
 #include "model/tracing_ops.h"
@@ -63,6 +64,11 @@ public:
     bool can_argmax() const override { return true; }
     Status forward_argmax(const Batch& batch, std::span<int32_t> ids) override {
         return step(batch, model::StepOutput::argmax_ids(ids));
+    }
+    // Top-k sampling: each row's k best entries come back, not the row.
+    int32_t max_top_k() const override { return kernels::kMaxTopK; }
+    Status forward_top_k(const Batch& batch, int32_t k, std::span<float> values, std::span<int32_t> ids) override {
+        return step(batch, model::StepOutput::best_k(k, values, ids));
     }
 
     Status copy_blocks(std::span<const BlockCopy> copies) override {
@@ -397,8 +403,7 @@ Status CudaBackend::forward_graph(const Batch& batch, int32_t bucket, const mode
     // The graph's output head wrote the padded batch's logits here.
     const int64_t vocab = n_vocab();
     const float* logits = ops_->buffer(model::Buffer::Logits, int64_t{bucket} * vocab);
-    if (out.chooses_tokens()) return ops_->choose_tokens(logits, n, vocab, out.token_ids);
-    return ops_->to_host(logits, out.logits, int64_t{n} * vocab);
+    return model::deliver(*ops_, logits, n, vocab, out);
 }
 
 Result<int> parse_device(const std::string& device) {

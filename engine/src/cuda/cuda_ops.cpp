@@ -307,4 +307,27 @@ Status CudaOps::choose_tokens(const float* logits, int64_t n_rows, int64_t vocab
     return error_;
 }
 
+Status CudaOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
+                      std::span<int32_t> ids) {
+    if (capturing_) return error_;
+    const auto n = static_cast<size_t>(n_rows) * static_cast<size_t>(std::max(k, 0));
+    if (k < 1 || k > kernels::kMaxTopK || k > vocab || values.size() < n || ids.size() < n)
+        return make_error("top_k: " + std::to_string(k) + " of " + std::to_string(vocab) + " into too small a buffer");
+    if (!error_) {
+        cudaStreamSynchronize(stream_);
+        return error_;
+    }
+    // Only the k best of each row come back: values, then ids, one buffer.
+    if (n > 0 && grow(top_k_device_, n * (sizeof(float) + sizeof(int32_t)), "top-k entries")) {
+        auto* values_device = static_cast<float*>(top_k_device_.data());
+        auto* ids_device = reinterpret_cast<int32_t*>(values_device + n);
+        if (ok(kernels::top_k_rows(logits, n_rows, vocab, k, values_device, ids_device, stream_), "top-k") &&
+            ok(cudaMemcpyAsync(values.data(), values_device, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+               "download"))
+            ok(cudaMemcpyAsync(ids.data(), ids_device, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_), "download");
+    }
+    ok(cudaStreamSynchronize(stream_), "step");
+    return error_;
+}
+
 }  // namespace folio::cuda

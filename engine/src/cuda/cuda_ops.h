@@ -122,6 +122,8 @@ public:
     float* logits_target(std::span<float> logits, int64_t n) override;
     Status to_host(const float* src, std::span<float> dst, int64_t n) override;
     Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) override;
+    Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
+                 std::span<int32_t> ids) override;
 
 private:
     // Records the first failure; true when `err` is a success.
@@ -150,7 +152,7 @@ private:
     PinnedBuffer batch_host_;
     DeviceBuffer batch_device_, graph_batch_device_;
     bool capturing_ = false;
-    DeviceBuffer argmax_device_;
+    DeviceBuffer argmax_device_, top_k_device_;  // chosen ids / top-k entries before they go to the host
     uint64_t memory_epoch_ = 0;
     kernels::AttentionBatch meta_;
     const int32_t* token_ids_ = nullptr;

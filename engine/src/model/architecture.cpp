@@ -49,12 +49,17 @@ Status output_head(Ops& ops, const Batch& batch, const float* x, float* rows, co
     ops.rms_norm(rows, norm, eps, n_out, n_embd, rows);
     const int64_t vocab = output.out_features;
     const int64_t n_logits = n_out * vocab;
-    float* target = out.chooses_tokens() ? ops.buffer(Buffer::Logits, n_logits) : ops.logits_target(out.logits, n_logits);
+    const bool all_logits = !out.chooses_tokens() && !out.keeps_top_k();
+    float* target = all_logits ? ops.logits_target(out.logits, n_logits) : ops.buffer(Buffer::Logits, n_logits);
     FOLIO_RETURN_IF_ERROR(ops.matmul(output, rows, n_out, target));
     if (softcap > 0) ops.softcap(target, softcap, n_logits);
-    const int64_t wanted = std::min(n_out, out.rows(vocab));
-    if (out.chooses_tokens()) return ops.choose_tokens(target, wanted, vocab, out.token_ids);
-    return ops.to_host(target, out.logits, wanted * vocab);
+    return deliver(ops, target, std::min(n_out, out.rows(vocab)), vocab, out);
+}
+
+Status deliver(Ops& ops, const float* logits, int64_t n_rows, int64_t vocab, const StepOutput& out) {
+    if (out.keeps_top_k()) return ops.top_k(logits, n_rows, vocab, out.top_k, out.logits, out.token_ids);
+    if (out.chooses_tokens()) return ops.choose_tokens(logits, n_rows, vocab, out.token_ids);
+    return ops.to_host(logits, out.logits, n_rows * vocab);
 }
 
 }  // namespace model

@@ -77,6 +77,9 @@ public:
 // (logits capped at `softcap` when > 0), delivered as `out` asks.
 Status output_head(Ops& ops, const Batch& batch, const float* x, float* rows, const float* norm, float eps,
                    int64_t n_embd, const Weight& output, float softcap, const StepOutput& out);
+// The first n_rows rows of the step's logits (backend memory) to the host as
+// `out` asks: whole rows, argmax ids or top-k entries.
+Status deliver(Ops& ops, const float* logits, int64_t n_rows, int64_t vocab, const StepOutput& out);
 
 // What Architecture::matrices() and matrix_groups() list for a stack of
 // layers whose matrices are named wq wk wv wo ffn_gate ffn_up ffn_down (the

@@ -49,6 +49,9 @@ Status check_batch(const Batch& batch, const StepOutput& out, int32_t n_vocab, u
     if (out.rows(n_vocab) < static_cast<int64_t>(batch.logits_rows.size()))
         return make_error(out.chooses_tokens() ? "forward: the token id buffer is too small"
                                                : "forward: the logits buffer is too small");
+    if (out.keeps_top_k() && out.top_k > n_vocab)
+        return make_error("forward: top-k of " + std::to_string(out.top_k) + " in a vocabulary of " +
+                          std::to_string(n_vocab));
     return {};
 }
 

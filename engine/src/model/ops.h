@@ -49,18 +49,24 @@ struct AttentionParams {
     RopeParams rope;
 };
 
-// What a step hands back to the host: each logits row, or, for steps that
-// are all greedy, only each row's highest-scoring id (the logits stay in the
-// backend's memory). The caller may want fewer rows than the step computes
-// (a batch padded to a CUDA graph's size): the first rows(vocab).
+// What a step hands back to the host: each logits row; or only each row's
+// highest-scoring id (greedy steps); or each row's top_k best entries
+// (top-k sampling) — in the last two the logits stay in the backend's
+// memory. The caller may want fewer rows than the step computes (a batch
+// padded to a CUDA graph's size): the first rows(vocab).
 struct StepOutput {
-    std::span<float> logits;        // [rows][vocab], or
-    std::span<int32_t> token_ids;   // [rows] when not empty
+    std::span<float> logits;        // all logits [rows][vocab], or top-k values [rows][top_k]
+    std::span<int32_t> token_ids;   // argmax ids [rows], or top-k ids [rows][top_k]
+    int32_t top_k = 0;
 
-    static StepOutput all_logits(std::span<float> logits) { return {logits, {}}; }
-    static StepOutput argmax_ids(std::span<int32_t> ids) { return {{}, ids}; }
-    bool chooses_tokens() const { return !token_ids.empty(); }
+    static StepOutput all_logits(std::span<float> logits) { return {logits, {}, 0}; }
+    static StepOutput argmax_ids(std::span<int32_t> ids) { return {{}, ids, 0}; }
+    static StepOutput best_k(int32_t k, std::span<float> values, std::span<int32_t> ids) { return {values, ids, k}; }
+    bool chooses_tokens() const { return top_k == 0 && !token_ids.empty(); }
+    bool keeps_top_k() const { return top_k > 0; }
     int64_t rows(int64_t vocab) const {
+        if (keeps_top_k())
+            return static_cast<int64_t>(std::min(logits.size(), token_ids.size())) / top_k;
         return chooses_tokens() ? static_cast<int64_t>(token_ids.size())
                                 : static_cast<int64_t>(logits.size()) / std::max<int64_t>(1, vocab);
     }
@@ -132,6 +138,10 @@ public:
     // first one on ties, 0 when none is a number above -inf), for n_rows rows
     // of backend memory, on the host once computed; the step's errors come here.
     virtual Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) = 0;
+    // Each of n_rows rows' k best entries (as select_top_k orders and cleans
+    // them) into values / ids ([n_rows][k]), on the host once computed.
+    virtual Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
+                         std::span<int32_t> ids) = 0;
 };
 
 }  // namespace folio::model

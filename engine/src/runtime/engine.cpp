@@ -291,23 +291,37 @@ void Engine::step() {
         if (ss.sample) batch_.logits_rows.push_back(batch_.n_tokens() - 1);
     }
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
-    // A step where every sampled row is greedy (no penalties, no logprobs,
-    // no fork to come) lets a GPU backend choose the tokens itself, so the
-    // logits never leave it.
+    // Where a GPU backend can, the logits stay on it: a step whose sampled
+    // rows are all greedy gets only the chosen ids back; one whose rows all
+    // sample from their top-k (no penalties, no logprobs) gets each row's k
+    // best entries (k = the largest top_k of the step; a greedy row takes
+    // its first). Anything else gets whole rows for the Sampler.
     bool device_greedy = backend_.can_argmax();
+    int32_t step_top_k = backend_.max_top_k() > 0 ? 1 : 0;
     for (const ScheduledSequence& ss : plan.sequences) {
+        if (!ss.sample) continue;
         const Request& r = *requests_.at(ss.id);
         const SamplingParams& sp = r.params.sampling;
-        if (ss.sample && (sp.temperature != 0.0f || sp.has_penalties() || sp.n_logprobs > 0 ||
-                          (r.params.n > 1 && r.first_token_s < 0)))
-            device_greedy = false;
+        const bool greedy = sp.temperature == 0.0f && !sp.has_penalties() && sp.n_logprobs == 0;
+        if (!greedy || (r.params.n > 1 && r.first_token_s < 0)) device_greedy = false;
+        if (step_top_k == 0 || greedy) continue;
+        if (r.sampler.uses_top_k_only() && sp.top_k <= backend_.max_top_k() && static_cast<size_t>(sp.top_k) < n_vocab)
+            step_top_k = std::max(step_top_k, sp.top_k);
+        else
+            step_top_k = 0;
     }
     Status status = backend_.copy_blocks(plan.copies);
+    const size_t n_rows = batch_.logits_rows.size();
     if (device_greedy) {
-        greedy_ids_.resize(batch_.logits_rows.size());
-        if (status) status = backend_.forward_argmax(batch_, greedy_ids_);
+        step_top_k = 0;
+        chosen_ids_.resize(n_rows);
+        if (status) status = backend_.forward_argmax(batch_, chosen_ids_);
+    } else if (step_top_k > 0) {
+        logits_.resize(n_rows * static_cast<size_t>(step_top_k));
+        chosen_ids_.resize(logits_.size());
+        if (status) status = backend_.forward_top_k(batch_, step_top_k, logits_, chosen_ids_);
     } else {
-        logits_.resize(batch_.logits_rows.size() * n_vocab);
+        logits_.resize(n_rows * n_vocab);
         if (status) status = backend_.forward(batch_, logits_);
     }
     if (!status) {
@@ -351,10 +365,17 @@ void Engine::step() {
         if (!samples[i]) continue;
         ++n_sampled;
         Request& r = *requests_.at(plan.sequences[i].id);
-        const int32_t token =
-            device_greedy ? greedy_ids_[row_of[i]]
-                          : r.sampler.sample(std::span<const float>(logits_.data() + row_of[i] * n_vocab, n_vocab), r.history,
-                                             r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);
+        int32_t token = 0;
+        if (device_greedy) {
+            token = chosen_ids_[row_of[i]];
+        } else if (step_top_k > 0) {
+            const size_t k = static_cast<size_t>(step_top_k), at = row_of[i] * k;
+            token = r.sampler.sample_top_k(std::span<const float>(logits_.data() + at, k),
+                                           std::span<const int32_t>(chosen_ids_.data() + at, k));
+        } else {
+            token = r.sampler.sample(std::span<const float>(logits_.data() + row_of[i] * n_vocab, n_vocab), r.history,
+                                     r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);
+        }
         results[i].token = token;
         RequestOutput& out = outputs[i];
         out.id = r.public_id;

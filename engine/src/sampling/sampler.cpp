@@ -53,7 +53,9 @@ int32_t argmax(std::span<const float> scores) {
 // is the worst of the k kept so far; a later entry enters only by beating its
 // logit (a tie loses: the later id is the higher one), so almost every entry
 // costs one comparison.
-size_t select_top(std::span<const float> scores, size_t k, std::vector<Candidate>& out) {
+}  // namespace
+
+size_t select_top_k(std::span<const float> scores, size_t k, std::vector<Candidate>& out) {
     k = std::min(k, scores.size());
     if (out.size() < k) out.resize(k);
     Candidate* heap = out.data();
@@ -80,8 +82,6 @@ size_t select_top(std::span<const float> scores, size_t k, std::vector<Candidate
     std::sort_heap(heap, heap + k, better);
     return k;
 }
-
-}  // namespace
 
 Result<Sampler> Sampler::create(const SamplingParams& params) {
     if (auto status = params.validate(); !status) return status.error();
@@ -126,6 +126,20 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     return chosen;
 }
 
+bool Sampler::uses_top_k_only() const {
+    return params_.top_k > 0 && !params_.has_penalties() && params_.n_logprobs == 0;
+}
+
+int32_t Sampler::sample_top_k(std::span<const float> logits, std::span<const int32_t> ids) {
+    const size_t n = std::min({logits.size(), ids.size(), static_cast<size_t>(std::max(params_.top_k, 1))});
+    if (n == 0) return -1;
+    if (params_.temperature == 0.0f) return ids[0];
+    if (candidates_.size() < n) candidates_.resize(n);
+    for (size_t i = 0; i < n; ++i) candidates_[i] = {logits[i], ids[i]};
+    int32_t n_candidates = 0;
+    return sample_sorted(n, n_candidates);
+}
+
 int32_t Sampler::sample_truncated(std::span<const float> scores, int32_t& n_candidates) {
     const size_t vocab = scores.size();
     const float temperature = params_.temperature;
@@ -135,56 +149,63 @@ int32_t Sampler::sample_truncated(std::span<const float> scores, int32_t& n_cand
         return sample_full(scores);
     }
 
-    // Top-k, the softmax sum over what top-k left (top-p's denominator), and
-    // min-p. Both cuts keep a highest-first prefix; min-p's ratio test does not
-    // depend on the normalization, so cutting min-p before top-p gives the same
-    // set as the documented order: the shorter of the two prefixes.
+    // Top-k keeps the k best, sorted (sample_sorted). Without it: min-p, and
+    // the tokens too light to be in top-p's set, are dropped here; top-p and
+    // the draw follow. Both cuts keep a highest-first prefix; min-p's ratio
+    // test does not depend on the normalization, so cutting min-p before
+    // top-p gives the same set as the documented order: the shorter of the
+    // two prefixes.
+    if (top_k_on) return sample_sorted(select_top_k(scores, static_cast<size_t>(params_.top_k), candidates_), n_candidates);
+    const float max = max_logit(scores);
+    if (max == kMinusInfinity) return argmax(scores);
+    if (candidates_.size() < vocab) candidates_.resize(vocab);
     size_t n = 0;
     double softmax_sum = 0.0;
-    float max = 0.0f;
-    bool sorted = false;
-    if (top_k_on) {
-        n = select_top(scores, static_cast<size_t>(params_.top_k), candidates_);
-        max = candidates_[0].logit;
-        if (max == kMinusInfinity) return candidates_[0].id;
-        size_t kept = 0;
-        for (size_t i = 0; i < n; ++i) {
-            const float w = weight(candidates_[i].logit, max, temperature);
-            softmax_sum += w;
-            if (kept == i && w > 0.0f && w >= params_.min_p) ++kept;
-        }
-        n = kept;
-        sorted = true;
-    } else {
-        max = max_logit(scores);
-        if (max == kMinusInfinity) return argmax(scores);
-        if (candidates_.size() < vocab) candidates_.resize(vocab);
-        float floor = params_.min_p;
-        if (params_.top_p < 1.0f) {
-            if (weights_.size() < vocab) weights_.resize(vocab);
-            softmax_sum = sampling_math::sum_weights(scores, max, temperature, weights_.data());
-            // Tokens lighter than this cannot be in top-p's set: together they
-            // weigh at most vocab * (this), half of the 1 - top_p of the mass
-            // top-p leaves out (halved against rounding).
-            const double tail = 0.5 * (1.0 - params_.top_p) * softmax_sum / static_cast<double>(vocab);
-            floor = std::max(floor, static_cast<float>(tail));
-        }
-        auto keep = [&](size_t i, float w) {
-            if (w > 0.0f && w >= floor) candidates_[n++] = {clean(scores[i]), static_cast<int32_t>(i)};
-        };
-        if (params_.top_p < 1.0f) {
-            for (size_t i = 0; i < vocab; ++i) keep(i, weights_[i]);
-        } else {
-            size_t i = 0;
-            for (; i + kLanes <= vocab; i += kLanes) {
-                float weights[kLanes];
-                sampling_math::block_weights(scores.data() + i, max, temperature, weights);
-                for (size_t j = 0; j < kLanes; ++j) keep(i + j, weights[j]);
-            }
-            for (; i < vocab; ++i) keep(i, weight(scores[i], max, temperature));
-        }
+    float floor = params_.min_p;
+    if (params_.top_p < 1.0f) {
+        if (weights_.size() < vocab) weights_.resize(vocab);
+        softmax_sum = sampling_math::sum_weights(scores, max, temperature, weights_.data());
+        // Tokens lighter than this cannot be in top-p's set: together they
+        // weigh at most vocab * (this), half of the 1 - top_p of the mass
+        // top-p leaves out (halved against rounding).
+        const double tail = 0.5 * (1.0 - params_.top_p) * softmax_sum / static_cast<double>(vocab);
+        floor = std::max(floor, static_cast<float>(tail));
     }
+    auto keep = [&](size_t i, float w) {
+        if (w > 0.0f && w >= floor) candidates_[n++] = {clean(scores[i]), static_cast<int32_t>(i)};
+    };
+    if (params_.top_p < 1.0f) {
+        for (size_t i = 0; i < vocab; ++i) keep(i, weights_[i]);
+    } else {
+        size_t i = 0;
+        for (; i + kLanes <= vocab; i += kLanes) {
+            float weights[kLanes];
+            sampling_math::block_weights(scores.data() + i, max, temperature, weights);
+            for (size_t j = 0; j < kLanes; ++j) keep(i + j, weights[j]);
+        }
+        for (; i < vocab; ++i) keep(i, weight(scores[i], max, temperature));
+    }
+    const int32_t chosen = draw(n, softmax_sum, max, false, n_candidates);
+    return chosen >= 0 ? chosen : argmax(scores);
+}
 
+int32_t Sampler::sample_sorted(size_t n, int32_t& n_candidates) {
+    // Min-p over the k best, and the softmax sum over all k (top-p's denominator).
+    const float max = candidates_[0].logit;
+    if (max == kMinusInfinity) return candidates_[0].id;
+    double softmax_sum = 0.0;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const float w = weight(candidates_[i].logit, max, params_.temperature);
+        softmax_sum += w;
+        if (kept == i && w > 0.0f && w >= params_.min_p) ++kept;
+    }
+    const int32_t chosen = draw(kept, softmax_sum, max, true, n_candidates);
+    return chosen >= 0 ? chosen : candidates_[0].id;
+}
+
+int32_t Sampler::draw(size_t n, double softmax_sum, float max, bool sorted, int32_t& n_candidates) {
+    const float temperature = params_.temperature;
     // Top-p: walk the highest-first order until the mass reaches top_p. An
     // unsorted set is sorted a chunk at a time (64, then 4x more), so a peaked
     // distribution sorts a few hundred entries, not the vocabulary.
@@ -217,7 +238,7 @@ int32_t Sampler::sample_truncated(std::span<const float> scores, int32_t& n_cand
     // The draw, over the kept set in a canonical order (highest first, or by
     // id when nothing needed sorting). The most likely token weighs exactly 1
     // and passes every cut, so the set is never empty; the guard is for safety.
-    if (n == 0) return argmax(scores);
+    if (n == 0) return -1;
     n_candidates = static_cast<int32_t>(n);
     double total = 0.0;
     for (size_t i = 0; i < n; ++i) total += weight(candidates[i].logit, max, temperature);
@@ -271,7 +292,7 @@ void Sampler::report_logprobs(std::span<const float> logits, int32_t chosen, Sam
 
     const auto wanted = static_cast<size_t>(params_.n_logprobs);
     if (wanted == 0) return;
-    const size_t n = select_top(logits, wanted, top_logprobs_);
+    const size_t n = select_top_k(logits, wanted, top_logprobs_);
     for (size_t i = 0; i < n; ++i) {
         info.top.push_back({top_logprobs_[i].id, top_logprobs_[i].logit - log_normalizer});
     }

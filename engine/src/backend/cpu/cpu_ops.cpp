@@ -153,6 +153,23 @@ void CpuOps::softcap(float* x, float cap, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
+Status CpuOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
+                     std::span<int32_t> ids) {
+    const auto need = static_cast<size_t>(n_rows) * static_cast<size_t>(k);
+    if (k < 1 || k > vocab || values.size() < need || ids.size() < need)
+        return make_error("top_k: " + std::to_string(k) + " of " + std::to_string(vocab) + " into too small a buffer");
+    for (int64_t r = 0; r < n_rows; ++r) {
+        select_top_k(std::span<const float>(logits + r * vocab, static_cast<size_t>(vocab)), static_cast<size_t>(k),
+                     top_);
+        for (int32_t j = 0; j < k; ++j) {
+            const size_t at = static_cast<size_t>(r) * static_cast<size_t>(k) + static_cast<size_t>(j);
+            values[at] = top_[static_cast<size_t>(j)].logit;
+            ids[at] = top_[static_cast<size_t>(j)].id;
+        }
+    }
+    return {};
+}
+
 Status CpuOps::choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) {
     if (static_cast<int64_t>(ids.size()) < n_rows) return make_error("choose_tokens: the id buffer is too small");
     for (int64_t r = 0; r < n_rows; ++r) {

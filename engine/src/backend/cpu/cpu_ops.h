@@ -10,6 +10,7 @@
 
 #include "cpu/scratch_buffer.h"
 #include "cpu/thread_pool.h"
+#include "folio/sampling.h"
 #include "model/ops.h"
 
 namespace folio::cpu {
@@ -61,6 +62,8 @@ public:
         return {};
     }
     Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) override;
+    Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
+                 std::span<int32_t> ids) override;
 
     // Rotates each head of each row by its row's position (RoPE).
     void rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions,
@@ -79,6 +82,7 @@ private:
     std::vector<std::vector<float>> scores_;  // per thread: a query block's attention scores
     std::vector<std::vector<float>> q_scratch_;  // per thread: a query block rounded to half
     std::vector<float> rope_table_;
+    std::vector<sampling_detail::Candidate> top_;  // one row's top-k
     std::vector<float> buffers_[static_cast<size_t>(model::Buffer::Count)];
     struct QueryBlock {
         int32_t sequence, first_row, n_rows;
