@@ -355,7 +355,7 @@ private slots:
         };
         auto backend = folio::create_backend(*model, options_for("cuda", 512));
         QVERIFY2(backend, backend ? "" : backend.error().message.c_str());
-        QVERIFY((*backend)->max_top_k() >= 40);
+        QVERIFY((*backend)->max_top_k(24) >= 40);
         auto run = [&](folio::Backend& b) {
             auto engine = folio::Engine::start(*model, *tokenizer, b, folio::EngineConfig{});
             EngineCollector c;

@@ -65,8 +65,10 @@ public:
     // `logits`, ids in `ids`, k per row, best first, ties to the lower id,
     // NaN as -inf, +inf as the largest float: Sampler::sample_top_k's
     // input), selected where the logits are: top-k sampling on a GPU without
-    // copying whole rows out. 1 <= k <= max_top_k().
-    virtual int32_t max_top_k() const { return 0; }
+    // copying whole rows out. 1 <= k <= max_top_k(rows), which is 0 where
+    // whole rows are cheaper for a step of that many logits rows (or the
+    // backend cannot select).
+    virtual int32_t max_top_k(size_t /*n_rows*/) const { return 0; }
     virtual Status forward_top_k(const Batch&, int32_t, std::span<float>, std::span<int32_t>) {
         return make_error("this backend does not select top-k candidates itself");
     }

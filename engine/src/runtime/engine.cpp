@@ -297,7 +297,8 @@ void Engine::step() {
     // best entries (k = the largest top_k of the step; a greedy row takes
     // its first). Anything else gets whole rows for the Sampler.
     bool device_greedy = backend_.can_argmax();
-    int32_t step_top_k = backend_.max_top_k() > 0 ? 1 : 0;
+    const int32_t max_top_k = backend_.max_top_k(batch_.logits_rows.size());
+    int32_t step_top_k = max_top_k > 0 ? 1 : 0;
     for (const ScheduledSequence& ss : plan.sequences) {
         if (!ss.sample) continue;
         const Request& r = *requests_.at(ss.id);
@@ -305,7 +306,7 @@ void Engine::step() {
         const bool greedy = sp.temperature == 0.0f && !sp.has_penalties() && sp.n_logprobs == 0;
         if (!greedy || (r.params.n > 1 && r.first_token_s < 0)) device_greedy = false;
         if (step_top_k == 0 || greedy) continue;
-        if (r.sampler.uses_top_k_only() && sp.top_k <= backend_.max_top_k() && static_cast<size_t>(sp.top_k) < n_vocab)
+        if (r.sampler.uses_top_k_only() && sp.top_k <= max_top_k && static_cast<size_t>(sp.top_k) < n_vocab)
             step_top_k = std::max(step_top_k, sp.top_k);
         else
             step_top_k = 0;
