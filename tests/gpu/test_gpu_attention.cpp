@@ -20,6 +20,7 @@
 
 #include <cuda_runtime.h>
 
+#include "device_array.h"
 #include "folio_kernels/attention.h"
 #include "folio_kernels/elementwise.h"
 #include "folio_test.h"
@@ -78,30 +79,6 @@ uint16_t float_to_half(float f) {
 float round_half(float f) { return half_to_float(float_to_half(f)); }
 
 constexpr uint16_t kHalfNaN = 0x7e00;
-
-// ---- device memory -----------------------------------------------------------
-
-template <typename T>
-struct DeviceArray {
-    T* ptr = nullptr;
-    size_t count = 0;
-    cudaError_t status = cudaSuccess;
-    explicit DeviceArray(size_t n) : count(n) {
-        if (n) status = cudaMalloc(&ptr, n * sizeof(T));
-    }
-    explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-        if (status == cudaSuccess && count)
-            status = cudaMemcpy(ptr, host.data(), count * sizeof(T), cudaMemcpyHostToDevice);
-    }
-    ~DeviceArray() { cudaFree(ptr); }
-    DeviceArray(const DeviceArray&) = delete;
-    DeviceArray& operator=(const DeviceArray&) = delete;
-    cudaError_t poison() { return cudaMemset(ptr, 0xff, count * sizeof(T)); }  // NaN floats
-    cudaError_t download(std::vector<T>& host) const {
-        host.resize(count);
-        return cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost);
-    }
-};
 
 double rel_error(const std::vector<float>& out, const std::vector<double>& ref, size_t* non_finite) {
     double num = 0, den = 0;

@@ -246,9 +246,8 @@ private slots:
     // with the test model the one the CPU gives.
     void engineOnTheGpuGivesTheTokensOfALoneRun() {
         REQUIRE_GPU();
-        const std::string path = folio_test::model_path(folio_test::kSmolLM2);
-        auto model = path.empty() ? folio::make_dummy_model({"smollm2-135m", folio::TensorType::Q4_1, true, 3})
-                                  : folio::load_model_description(path);
+        std::string path;
+        auto model = smollm2_or_its_shape(path);
         QVERIFY(model);
         auto tokenizer = folio::Tokenizer::create(model->tokenizer);
         QVERIFY(tokenizer);
@@ -323,9 +322,8 @@ private slots:
     // min_p, n = 2 forks, a greedy one among them.
     void topKSamplingOnTheGpuDrawsTheSamplersTokens() {
         REQUIRE_GPU();
-        const std::string path = folio_test::model_path(folio_test::kSmolLM2);
-        auto model = path.empty() ? folio::make_dummy_model({"smollm2-135m", folio::TensorType::Q4_1, true, 3})
-                                  : folio::load_model_description(path);
+        std::string path;
+        auto model = smollm2_or_its_shape(path);
         QVERIFY(model);
         auto tokenizer = folio::Tokenizer::create(model->tokenizer);
         QVERIFY(tokenizer);
@@ -389,6 +387,15 @@ private slots:
                                 " sampled continuations differ between GPU top-k and whole rows";
         std::fprintf(stderr, "%s\n", msg.c_str());
         QVERIFY2(differ == 0, msg.c_str());
+    }
+
+private:
+    // SmolLM2 when its file is there (path says which), else a random-weight
+    // model of its shape.
+    static folio::Result<folio::ModelDescription> smollm2_or_its_shape(std::string& path) {
+        path = folio_test::model_path(folio_test::kSmolLM2);
+        return path.empty() ? folio::make_dummy_model({"smollm2-135m", folio::TensorType::Q4_1, true, 3})
+                            : folio::load_model_description(path);
     }
 };
 

@@ -6,6 +6,7 @@
 // with top_k_rows at k = 1. Outputs are poisoned before each launch. Skips
 // without a GPU. FOLIO_GPU_BENCH=1 also times top_k_rows.
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -20,6 +21,7 @@
 
 #include <cuda_runtime.h>
 
+#include "device_array.h"
 #include "folio_kernels/sampling.h"
 #include "folio_test.h"
 
@@ -44,41 +46,8 @@ std::string cuda_error(cudaError_t e, const char* what) {
 // cudaError_t as a plain number, for QCOMPARE.
 int code(cudaError_t e) { return static_cast<int>(e); }
 
-uint32_t bits_of(float f) {
-    uint32_t b;
-    std::memcpy(&b, &f, sizeof b);
-    return b;
-}
-
-float float_of(uint32_t b) {
-    float f;
-    std::memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-// ---- device memory -----------------------------------------------------------
-
-template <typename T>
-struct DeviceArray {
-    T* ptr = nullptr;
-    size_t count = 0;
-    cudaError_t status = cudaSuccess;
-    explicit DeviceArray(size_t n) : count(n) {
-        if (n) status = cudaMalloc(&ptr, n * sizeof(T));
-    }
-    explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-        if (status == cudaSuccess && count)
-            status = cudaMemcpy(ptr, host.data(), count * sizeof(T), cudaMemcpyHostToDevice);
-    }
-    ~DeviceArray() { cudaFree(ptr); }
-    DeviceArray(const DeviceArray&) = delete;
-    DeviceArray& operator=(const DeviceArray&) = delete;
-    cudaError_t poison() { return cudaMemset(ptr, 0xff, count * sizeof(T)); }  // NaN floats, -1 ids
-    cudaError_t download(std::vector<T>& host) const {
-        host.resize(count);
-        return cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost);
-    }
-};
+uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
+float float_of(uint32_t b) { return std::bit_cast<float>(b); }
 
 // ---- the reference -----------------------------------------------------------
 
