@@ -1,5 +1,6 @@
 #include "folio_kernels/sampling.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -39,7 +40,8 @@ __global__ void __launch_bounds__(kThreads) argmax_rows_kernel(const float* x, i
 
 // ---- top-k -------------------------------------------------------------------
 //
-// One block of kThreads per row. Each value is cleaned as the Sampler does
+// One block of kThreads per row (or per segment of a row, see top_k_split).
+// Each value is cleaned as the Sampler does
 // (NaN -> -inf, +inf -> FLT_MAX) and mapped to a uint32 key whose unsigned
 // order is the float order (-0.0 and +0.0 share a key). Four radix passes of
 // 8-bit digits find T, the k-th largest key, and how many entries equal to T
@@ -72,8 +74,14 @@ __device__ __forceinline__ uint64_t candidate(uint32_t key, uint32_t id) {
     return (uint64_t{key} << 32) | (0xffffffffu - id);
 }
 
+// Block (r, s) takes segment s (columns [s * seg_len, ...)) of row r of x
+// (rows row_stride apart) and writes its top k into out[(r * gridDim.y + s) * k ...]:
+// ids are the columns, or ids[] at those columns when given (a second stage
+// over the first's candidates, which lie in id order among equal keys). A
+// segment shorter than k pads its output with (-inf, INT32_MAX).
 __global__ void __launch_bounds__(kThreads)
-    top_k_rows_kernel(const float* x, int64_t n_cols, int32_t k, float* out_logits, int32_t* out_ids) {
+    top_k_rows_kernel(const float* x, const int32_t* ids, int64_t row_stride, int64_t n_cols, int64_t seg_len,
+                      int32_t k_wanted, float* out_logits, int32_t* out_ids) {
     constexpr int kWarps = kThreads / 32;
     constexpr int kBins = 256;
     __shared__ uint32_t hist[kBins];
@@ -81,7 +89,12 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ uint32_t warp_count[2][kWarps];
     __shared__ uint32_t s_prefix, s_remaining, s_above;
 
-    const float* row = x + int64_t{blockIdx.x} * n_cols;
+    const int64_t seg_start = int64_t{blockIdx.y} * seg_len;
+    const float* row = x + int64_t{blockIdx.x} * row_stride + seg_start;
+    const int32_t* row_ids = ids ? ids + int64_t{blockIdx.x} * row_stride + seg_start : nullptr;
+    n_cols = min(n_cols - seg_start, seg_len);
+    const int32_t k = static_cast<int32_t>(min(int64_t{k_wanted}, n_cols));
+    const int64_t out_base = (int64_t{blockIdx.x} * gridDim.y + blockIdx.y) * k_wanted;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const uint32_t lanes_below = (1u << lane) - 1u;
     // Every thread runs the same number of chunk iterations: warps stay converged and
@@ -190,11 +203,23 @@ __global__ void __launch_bounds__(kThreads)
         }
     }
     if (tid < k) {
-        const uint32_t id = 0xffffffffu - static_cast<uint32_t>(cand[tid]);
-        const int64_t at = int64_t{blockIdx.x} * k + tid;
-        out_ids[at] = static_cast<int32_t>(id);
-        out_logits[at] = __uint_as_float(cleaned_bits(row[id]));
+        const uint32_t pos = 0xffffffffu - static_cast<uint32_t>(cand[tid]);
+        out_ids[out_base + tid] = row_ids ? row_ids[pos] : static_cast<int32_t>(seg_start + pos);
+        out_logits[out_base + tid] = __uint_as_float(cleaned_bits(row[pos]));
+    } else if (tid < k_wanted) {
+        out_ids[out_base + tid] = 0x7fffffff;
+        out_logits[out_base + tid] = __uint_as_float(kMinusInfBits);
     }
+}
+
+// Segments per row for a two-stage selection: enough blocks to fill the GPU
+// when rows are few and long, each segment at least k (and 4096) columns.
+int64_t top_k_split(int64_t n_rows, int64_t n_cols, int32_t k) {
+    constexpr int64_t kTargetBlocks = 264;  // ~2 per SM of an H100 / H200
+    constexpr int64_t kMinSegment = 4096;
+    const int64_t by_rows = kTargetBlocks / n_rows;
+    const int64_t by_cols = n_cols / std::max<int64_t>(kMinSegment, k);
+    return std::max<int64_t>(1, std::min(by_rows, by_cols));
 }
 
 }  // namespace
@@ -207,12 +232,35 @@ cudaError_t argmax_rows(const float* x, int64_t n_rows, int64_t n_cols, int32_t*
 }
 
 cudaError_t top_k_rows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, float* out_logits,
-                       int32_t* out_ids, cudaStream_t s) {
+                       int32_t* out_ids, cudaStream_t s, void* workspace, size_t workspace_bytes) {
     if (n_rows == 0) return cudaSuccess;
     if (n_rows < 0 || n_rows > 0x7fffffff || n_cols > 0x7fffffff || k < 1 || k > kMaxTopK || k > n_cols)
         return cudaErrorInvalidValue;
-    top_k_rows_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, n_cols, k, out_logits, out_ids);
+    const int64_t split = top_k_split(n_rows, n_cols, k);
+    const size_t need = top_k_workspace_bytes(n_rows, n_cols, k);
+    if (split == 1 || !workspace || workspace_bytes < need) {
+        top_k_rows_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, nullptr, n_cols, n_cols, n_cols, k,
+                                                                          out_logits, out_ids);
+        return cudaGetLastError();
+    }
+    // Each segment's k best, then the k best of those: the row's k best are
+    // among them, and equal keys stay in id order.
+    const int64_t seg_len = (n_cols + split - 1) / split;
+    const int64_t n_candidates = split * k;
+    auto* values = static_cast<float*>(workspace);
+    auto* ids = reinterpret_cast<int32_t*>(values + n_rows * n_candidates);
+    top_k_rows_kernel<<<dim3(static_cast<unsigned>(n_rows), static_cast<unsigned>(split)), kThreads, 0, s>>>(
+        x, nullptr, n_cols, n_cols, seg_len, k, values, ids);
+    top_k_rows_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(values, ids, n_candidates, n_candidates,
+                                                                      n_candidates, k, out_logits, out_ids);
     return cudaGetLastError();
+}
+
+size_t top_k_workspace_bytes(int64_t n_rows, int64_t n_cols, int32_t k) {
+    if (n_rows <= 0 || n_cols <= 0 || k < 1 || k > kMaxTopK || k > n_cols) return 0;
+    const int64_t split = top_k_split(n_rows, n_cols, k);
+    if (split == 1) return 0;
+    return static_cast<size_t>(n_rows * split * k) * (sizeof(float) + sizeof(int32_t));
 }
 
 }  // namespace folio::kernels

@@ -82,17 +82,23 @@ void reference_top_k(const std::vector<float>& x, int64_t rows, int64_t cols, in
 
 // ---- running the kernel ------------------------------------------------------
 
-std::string run_top_k(const std::vector<float>& x, int64_t rows, int64_t cols, int k, std::vector<float>& values,
-                      std::vector<int32_t>& ids) {
+// With `split`, top_k_rows gets the workspace that lets it split long rows over several blocks.
+std::string run_top_k(const std::vector<float>& x, int64_t rows, int64_t cols, int k, bool split,
+                      std::vector<float>& values, std::vector<int32_t>& ids) {
     DeviceArray<float> dx(x), dvalues(static_cast<size_t>(rows * k));
     DeviceArray<int32_t> dids(static_cast<size_t>(rows * k));
+    const size_t workspace_bytes = split ? fk::top_k_workspace_bytes(rows, cols, k) : 0;
+    DeviceArray<char> workspace(workspace_bytes);
+    if (std::string e = cuda_error(workspace.status, "workspace"); !e.empty()) return e;
     if (std::string e = cuda_error(dx.status, "upload"); !e.empty()) return e;
     if (std::string e = cuda_error(dvalues.status != cudaSuccess ? dvalues.status : dids.status, "alloc");
         !e.empty())
         return e;
     if (std::string e = cuda_error(dvalues.poison(), "poison"); !e.empty()) return e;
     if (std::string e = cuda_error(dids.poison(), "poison"); !e.empty()) return e;
-    if (std::string e = cuda_error(fk::top_k_rows(dx.ptr, rows, cols, k, dvalues.ptr, dids.ptr, nullptr), "launch");
+    if (std::string e = cuda_error(fk::top_k_rows(dx.ptr, rows, cols, k, dvalues.ptr, dids.ptr, nullptr,
+                                                  workspace.ptr, workspace_bytes),
+                                   "launch");
         !e.empty())
         return e;
     if (std::string e = cuda_error(cudaDeviceSynchronize(), "sync"); !e.empty()) return e;
@@ -105,13 +111,12 @@ std::string describe(const char* what, int64_t rows, int64_t cols, int k) {
            std::to_string(k) + ")";
 }
 
-// Empty when the kernel's output equals the reference bit for bit.
-std::string check_top_k(const char* what, const std::vector<float>& x, int64_t rows, int64_t cols, int k) {
-    std::vector<float> values, ref_values;
-    std::vector<int32_t> ids, ref_ids;
-    if (std::string e = run_top_k(x, rows, cols, k, values, ids); !e.empty())
-        return describe(what, rows, cols, k) + ": " + e;
-    reference_top_k(x, rows, cols, k, ref_values, ref_ids);
+std::string compare_top_k(const char* what, const std::vector<float>& x, int64_t rows, int64_t cols, int k,
+                          bool split, const std::vector<float>& ref_values, const std::vector<int32_t>& ref_ids) {
+    std::vector<float> values;
+    std::vector<int32_t> ids;
+    const std::string where = describe(what, rows, cols, k) + (split ? " split" : "");
+    if (std::string e = run_top_k(x, rows, cols, k, split, values, ids); !e.empty()) return where + ": " + e;
     for (size_t i = 0; i < ref_ids.size(); ++i) {
         if (ids[i] == ref_ids[i] && bits_of(values[i]) == bits_of(ref_values[i])) continue;
         char buf[256];
@@ -120,7 +125,20 @@ std::string check_top_k(const char* what, const std::vector<float>& x, int64_t r
                       static_cast<long long>(i / static_cast<size_t>(k)),
                       static_cast<long long>(i % static_cast<size_t>(k)), ids[i], static_cast<double>(values[i]),
                       bits_of(values[i]), ref_ids[i], static_cast<double>(ref_values[i]), bits_of(ref_values[i]));
-        return describe(what, rows, cols, k) + buf;
+        return where + buf;
+    }
+    return {};
+}
+
+// Empty when the kernel's output equals the reference bit for bit, one
+// block per row and split over blocks (where the shape splits).
+std::string check_top_k(const char* what, const std::vector<float>& x, int64_t rows, int64_t cols, int k) {
+    std::vector<float> ref_values;
+    std::vector<int32_t> ref_ids;
+    reference_top_k(x, rows, cols, k, ref_values, ref_ids);
+    for (bool split : {false, true}) {
+        if (split && fk::top_k_workspace_bytes(rows, cols, k) == 0) continue;
+        if (std::string e = compare_top_k(what, x, rows, cols, k, split, ref_values, ref_ids); !e.empty()) return e;
     }
     return {};
 }
@@ -305,7 +323,7 @@ private slots:
             int64_t rows, cols;
             int k;
         };
-        for (const Case& c : {Case{1, 49152, 40}, Case{1, 262144, 40}, Case{64, 128256, 40}, Case{64, 262144, 1024},
+        for (const Case& c : {Case{1, 49152, 40}, Case{1, 128256, 40}, Case{1, 262144, 40}, Case{8, 128256, 40}, Case{64, 128256, 40}, Case{64, 262144, 1024},
                               Case{512, 262144, 1024}, Case{512, 49152, 50}}) {
             const auto x = normal_floats(rng, static_cast<size_t>(c.rows * c.cols), 4.0f);
             DeviceArray<float> dx(x), dvalues(static_cast<size_t>(c.rows * c.k));
@@ -315,10 +333,15 @@ private slots:
             cudaEvent_t start, stop;
             QCOMPARE(code(cudaEventCreate(&start)), code(cudaSuccess));
             QCOMPARE(code(cudaEventCreate(&stop)), code(cudaSuccess));
+            const size_t workspace_bytes = fk::top_k_workspace_bytes(c.rows, c.cols, c.k);
+            DeviceArray<char> workspace(workspace_bytes);
+            for (bool split : {false, true}) {
+            if (split && workspace_bytes == 0) continue;
             std::vector<float> times;
             for (int rep = 0; rep < 21; ++rep) {
                 QCOMPARE(code(cudaEventRecord(start)), code(cudaSuccess));
-                const cudaError_t e = fk::top_k_rows(dx.ptr, c.rows, c.cols, c.k, dvalues.ptr, dids.ptr, nullptr);
+                const cudaError_t e = fk::top_k_rows(dx.ptr, c.rows, c.cols, c.k, dvalues.ptr, dids.ptr, nullptr,
+                                                     split ? workspace.ptr : nullptr, split ? workspace_bytes : 0);
                 QCOMPARE(code(e), code(cudaSuccess));
                 QCOMPARE(code(cudaEventRecord(stop)), code(cudaSuccess));
                 QCOMPARE(code(cudaEventSynchronize(stop)), code(cudaSuccess));
@@ -326,14 +349,15 @@ private slots:
                 QCOMPARE(code(cudaEventElapsedTime(&ms, start, stop)), code(cudaSuccess));
                 times.push_back(ms);
             }
-            cudaEventDestroy(start);
-            cudaEventDestroy(stop);
             std::sort(times.begin(), times.end());
             const double bytes = static_cast<double>(c.rows * c.cols) * sizeof(float);
-            std::printf("top_k_rows rows %lld cols %lld k %d: median %.1f us (%.0f GB/s of one read)\n",
+            std::printf("top_k_rows rows %lld cols %lld k %d%s: median %.1f us (%.0f GB/s of one read)\n",
                         static_cast<long long>(c.rows), static_cast<long long>(c.cols), c.k,
-                        static_cast<double>(times[times.size() / 2]) * 1e3,
+                        split ? " split" : "", static_cast<double>(times[times.size() / 2]) * 1e3,
                         bytes / (static_cast<double>(times[times.size() / 2]) * 1e-3) / 1e9);
+            }
+            cudaEventDestroy(start);
+            cudaEventDestroy(stop);
         }
     }
 };

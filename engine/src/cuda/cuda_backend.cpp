@@ -66,12 +66,10 @@ public:
         return step(batch, model::StepOutput::argmax_ids(ids));
     }
     // Top-k sampling: each row's k best entries come back, not the row. The
-    // selection takes one block per row (~250 us for 128256 columns, ~490 us
-    // for 262144, at any row count up to the SM count; 0.25 ms for 64 rows,
-    // 1.7 ms for 512 x 262144 x k 1024: bench/results/cuda-top-k-2026-11-29.txt),
-    // where a row's download and the Sampler's selection cost ~0.1 ms: from
-    // 8 rows on the GPU wins.
-    int32_t max_top_k(size_t n_rows) const override { return n_rows >= 8 ? kernels::kMaxTopK : 0; }
+    // selection costs ~30 us for one row of 128256 or 262144 (split over
+    // blocks), 0.11 ms for 64 rows (bench/results/cuda-top-k-2026-11-29.txt),
+    // less than a row's download and the Sampler's own selection at any size.
+    int32_t max_top_k(size_t) const override { return kernels::kMaxTopK; }
     Status forward_top_k(const Batch& batch, int32_t k, std::span<float> values, std::span<int32_t> ids) override {
         return step(batch, model::StepOutput::best_k(k, values, ids));
     }

@@ -317,11 +317,17 @@ Status CudaOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_
         cudaStreamSynchronize(stream_);
         return error_;
     }
-    // Only the k best of each row come back: values, then ids, one buffer.
-    if (n > 0 && grow(top_k_device_, n * (sizeof(float) + sizeof(int32_t)), "top-k entries")) {
+    // Only the k best of each row come back: values, then ids, then the
+    // kernel's workspace (few long rows are split over several blocks), one buffer.
+    const size_t out_bytes = n * (sizeof(float) + sizeof(int32_t));
+    const size_t workspace_bytes = kernels::top_k_workspace_bytes(n_rows, vocab, k);
+    if (n > 0 && grow(top_k_device_, out_bytes + workspace_bytes, "top-k entries")) {
         auto* values_device = static_cast<float*>(top_k_device_.data());
         auto* ids_device = reinterpret_cast<int32_t*>(values_device + n);
-        if (ok(kernels::top_k_rows(logits, n_rows, vocab, k, values_device, ids_device, stream_), "top-k") &&
+        void* workspace = static_cast<char*>(top_k_device_.data()) + out_bytes;
+        if (ok(kernels::top_k_rows(logits, n_rows, vocab, k, values_device, ids_device, stream_, workspace,
+                                   workspace_bytes),
+               "top-k") &&
             ok(cudaMemcpyAsync(values.data(), values_device, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
                "download"))
             ok(cudaMemcpyAsync(ids.data(), ids_device, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_), "download");

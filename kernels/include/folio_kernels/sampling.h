@@ -22,10 +22,14 @@ cudaError_t argmax_rows(const float* x, int64_t n_rows, int64_t n_cols, int32_t*
 // are equal (tie -> lower id) and each is written as it was. 1 <= k <=
 // kMaxTopK (1024) and k <= n_cols, else cudaErrorInvalidValue (also for
 // n_cols or n_rows above INT32_MAX, or n_rows < 0); n_rows == 0 does nothing.
-// Needs no workspace; one block per row (a radix select of the k-th key, then
-// a bitonic sort of the k candidates in shared memory).
+// One block per row (a radix select of the k-th key, then a bitonic sort of
+// the k candidates in shared memory); with a workspace of
+// top_k_workspace_bytes(), few long rows are split over several blocks each
+// (each segment's k best, then the k best of those: the same result).
 inline constexpr int32_t kMaxTopK = 1024;
 cudaError_t top_k_rows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, float* out_logits,
-                       int32_t* out_ids, cudaStream_t s);
+                       int32_t* out_ids, cudaStream_t s, void* workspace = nullptr, size_t workspace_bytes = 0);
+// The workspace that lets top_k_rows split rows (0: it would not).
+size_t top_k_workspace_bytes(int64_t n_rows, int64_t n_cols, int32_t k);
 
 }  // namespace folio::kernels
