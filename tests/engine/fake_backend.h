@@ -62,7 +62,7 @@ public:
     uint64_t argmax_steps = 0;
     // As a GPU backend does for top-k sampling: each row's k best entries,
     // selected here, when `selects_top_k` is set.
-    int32_t max_top_k(size_t) const override { return selects_top_k ? 64 : 0; }
+    int32_t max_top_k(size_t) const override { return selects_top_k ? 128 : 0; }
     folio::Status forward_top_k(const folio::Batch& batch, int32_t k, std::span<float> values,
                                 std::span<int32_t> ids) override {
         ++top_k_steps;

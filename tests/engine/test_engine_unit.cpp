@@ -154,13 +154,14 @@ private slots:
         QVERIFY2(logprobs < greedy, "steps reporting logprobs must go through the Sampler");
     }
 
-    // Top-k sampling on a backend that selects each row's k best entries
-    // itself (a GPU) draws exactly the tokens the Sampler draws from whole
-    // rows, with seeds, mixed top_k / top_p / min_p, a greedy request in the
-    // same steps and n = 3 forks; a request with penalties, logprobs or no
-    // top-k makes its steps fetch whole rows.
+    // Sampling on a backend that selects each row's best entries itself (a
+    // GPU) draws exactly the tokens the Sampler draws from whole rows: seeds,
+    // mixed top_k / top_p / min_p, a greedy request in the same steps, n = 3
+    // forks, and penalties (the window's tokens come along); a request the
+    // best entries cannot serve (raising penalties, logprobs, no top-k) makes
+    // its steps fetch whole rows.
     void topKStepsSelectedByTheBackendMatchTheSampler() {
-        enum class Extra { None, Penalty, Logprobs, NoTopK };
+        enum class Extra { None, Penalties, RaisingPenalty, Logprobs, NoTopK };
         auto run = [&](bool backend_selects, Extra extra, uint64_t& top_k_steps) {
             FakeBackend backend(267, kEos, 96);
             backend.selects_top_k = backend_selects;
@@ -177,8 +178,14 @@ private slots:
                 r.sampling.seed = 100 + static_cast<uint64_t>(i);
                 r.n = i == 5 ? 3 : 1;
                 r.max_tokens = 16;
+                if (extra == Extra::Penalties && (i == 0 || i == 6)) {  // a greedy one and a sampled one
+                    r.sampling.repetition_penalty = 10.0f;
+                    r.sampling.frequency_penalty = 0.5f;
+                    r.sampling.presence_penalty = 0.25f;
+                    r.sampling.penalty_last_n = 8;
+                }
                 if (i == 6) {
-                    if (extra == Extra::Penalty) r.sampling.repetition_penalty = 1.3f;
+                    if (extra == Extra::RaisingPenalty) r.sampling.frequency_penalty = -0.5f;
                     if (extra == Extra::Logprobs) r.sampling.n_logprobs = 2;
                     if (extra == Extra::NoTopK) r.sampling.top_k = 0;
                 }
@@ -199,11 +206,18 @@ private slots:
         bool differ = false;  // the draws are really random: forks part
         for (size_t s = 1; s < 3; ++s) differ |= want[5] != want[5 + s];
         QVERIFY2(differ, "n = 3 samples with their own seeds all drew the same tokens");
-        for (Extra e : {Extra::Penalty, Extra::Logprobs, Extra::NoTopK}) {
+
+        uint64_t penalized_steps = 0;
+        const auto penalized = run(false, Extra::Penalties, host);
+        QCOMPARE(run(true, Extra::Penalties, penalized_steps), penalized);
+        QVERIFY2(penalized_steps == device, "penalties that only lower logits should still take the best entries");
+        QVERIFY2(penalized[0] != want[0] && penalized.back() != want.back(), "the penalties changed nothing");
+
+        for (Extra e : {Extra::RaisingPenalty, Extra::Logprobs, Extra::NoTopK}) {
             uint64_t steps = 0;
-            const auto got = run(true, e, steps);
-            for (size_t i = 0; i + 1 < got.size(); ++i) QCOMPARE(got[i], want[i]);
-            QVERIFY2(steps < device, "a request the backend's top-k cannot serve must take whole rows");
+            const auto whole = run(false, e, host);
+            QCOMPARE(run(true, e, steps), whole);
+            QVERIFY2(steps < device, "a request the best entries cannot serve must take whole rows");
         }
     }
 

@@ -319,7 +319,7 @@ private slots:
     // Top-k sampling with the candidates selected on the GPU (only k entries
     // per row come back) draws exactly the tokens the Sampler draws from the
     // same backend's whole rows: 24 seeded requests, mixed top_k / top_p /
-    // min_p, n = 2 forks, a greedy one among them.
+    // min_p, penalties, n = 2 forks, a greedy one among them.
     void topKSamplingOnTheGpuDrawsTheSamplersTokens() {
         REQUIRE_GPU();
         std::string path;
@@ -367,6 +367,11 @@ private slots:
                 r.sampling.min_p = i % 4 == 1 ? 0.05f : 0.0f;
                 r.sampling.seed = 1000 + static_cast<uint64_t>(i);
                 r.n = i == 7 ? 2 : 1;
+                if (i % 5 == 2) {  // penalties: the window's tokens come with the best entries
+                    r.sampling.repetition_penalty = 1.3f;
+                    r.sampling.frequency_penalty = 0.2f;
+                    r.sampling.penalty_last_n = 16;
+                }
                 r.max_tokens = 24;
                 r.ignore_eos = true;
                 batch.push_back({r, c.callback(i)});

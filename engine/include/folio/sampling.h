@@ -92,6 +92,8 @@ struct SampleInfo {
 // the logits are ignored.
 void apply_penalties(std::span<float> logits, std::span<const int32_t> recent_tokens,
                      const SamplingParams& params, std::vector<int32_t>& scratch);
+// One logit after the penalties, for a token seen `count` times in the window.
+float penalized_logit(float logit, float count, const SamplingParams& params);
 
 namespace sampling_detail {
 struct Candidate {
@@ -117,13 +119,18 @@ public:
     int32_t sample(std::span<const float> logits, std::span<const int32_t> recent_tokens,
                    SampleInfo* info = nullptr);
     // The same draw from a row's best entries selected elsewhere (a GPU, where
-    // the logits are): `logits` and `ids` hold at least params().top_k of the
-    // row's best, best first, ties to the lower id, NaN as -inf and +inf as
-    // the largest float (as select_top_k gives them). For top-k sampling
-    // without penalties or logprobs (uses_top_k_only()); greedy takes ids[0].
-    int32_t sample_top_k(std::span<const float> logits, std::span<const int32_t> ids);
-    // Whether sample_top_k can stand in for sample(): top-k on, no penalties, no logprobs.
-    bool uses_top_k_only() const;
+    // the logits are): `logits` and `ids` hold at least
+    // candidates_needed(recent_tokens.size()) of the row's best, best first,
+    // ties to the lower id, NaN as -inf and +inf as the largest float (as
+    // select_top_k gives them).
+    int32_t sample_top_k(std::span<const float> logits, std::span<const int32_t> ids,
+                         std::span<const int32_t> recent_tokens);
+    // How many of a row's best entries sample_top_k needs to draw what
+    // sample() draws from the whole row, for a sequence of n_recent tokens:
+    // top_k (1 when greedy) plus the penalty window, as penalties that only
+    // lower logits cannot lift an entry from further down; 0 when only the
+    // whole row will do (no top-k, logprobs, penalties that raise logits).
+    int32_t candidates_needed(size_t n_recent) const;
 
     const SamplingParams& params() const { return params_; }
     // The seed in use (drawn at creation when params.seed was kRandomSeed).
@@ -133,6 +140,10 @@ private:
     Sampler(const SamplingParams& params, uint64_t seed);
 
     int32_t sample_truncated(std::span<const float> scores, int32_t& n_candidates);
+    // The last tokens the penalties count, of n_recent (0 without penalties).
+    size_t penalty_window(size_t n_recent) const;
+    // The penalties on the first n candidates_, for the tokens in `window`.
+    void penalize_candidates(size_t n, std::span<const int32_t> window);
     // Min-p over the n best candidates_ (sorted), then top-p and the draw.
     int32_t sample_sorted(size_t n, int32_t& n_candidates);
     // Top-p over the n candidates_ (sorted or not) and the draw; -1 when

@@ -292,10 +292,10 @@ void Engine::step() {
     }
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
     // Where a GPU backend can, the logits stay on it: a step whose sampled
-    // rows are all greedy gets only the chosen ids back; one whose rows all
-    // sample from their top-k (no penalties, no logprobs) gets each row's k
-    // best entries (k = the largest top_k of the step; a greedy row takes
-    // its first). Anything else gets whole rows for the Sampler.
+    // rows are all greedy gets only the chosen ids back; one whose rows can
+    // all draw from their best few entries (top-k, plus the penalty window;
+    // Sampler::candidates_needed) gets each row's k best (k = the most any
+    // row needs). Anything else (no top-k, logprobs) gets whole rows.
     bool device_greedy = backend_.can_argmax();
     const int32_t max_top_k = backend_.max_top_k(batch_.logits_rows.size());
     int32_t step_top_k = max_top_k > 0 ? 1 : 0;
@@ -306,8 +306,9 @@ void Engine::step() {
         const bool greedy = sp.temperature == 0.0f && !sp.has_penalties() && sp.n_logprobs == 0;
         if (!greedy || (r.params.n > 1 && r.first_token_s < 0)) device_greedy = false;
         if (step_top_k == 0 || greedy) continue;
-        if (r.sampler.uses_top_k_only() && sp.top_k <= max_top_k && static_cast<size_t>(sp.top_k) < n_vocab)
-            step_top_k = std::max(step_top_k, sp.top_k);
+        const int32_t needed = r.sampler.candidates_needed(r.history.size());
+        if (needed > 0 && needed <= max_top_k && static_cast<size_t>(needed) < n_vocab)
+            step_top_k = std::max(step_top_k, needed);
         else
             step_top_k = 0;
     }
@@ -372,7 +373,7 @@ void Engine::step() {
         } else if (step_top_k > 0) {
             const size_t k = static_cast<size_t>(step_top_k), at = row_of[i] * k;
             token = r.sampler.sample_top_k(std::span<const float>(logits_.data() + at, k),
-                                           std::span<const int32_t>(chosen_ids_.data() + at, k));
+                                           std::span<const int32_t>(chosen_ids_.data() + at, k), r.history);
         } else {
             token = r.sampler.sample(std::span<const float>(logits_.data() + row_of[i] * n_vocab, n_vocab), r.history,
                                      r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <limits>
 
 #include "folio/sampling.h"
 #include "sampling/softmax_math.h"
@@ -126,18 +127,56 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     return chosen;
 }
 
-bool Sampler::uses_top_k_only() const {
-    return params_.top_k > 0 && !params_.has_penalties() && params_.n_logprobs == 0;
+size_t Sampler::penalty_window(size_t n_recent) const {
+    if (!params_.has_penalties()) return 0;
+    return params_.penalty_last_n > 0 ? std::min(n_recent, static_cast<size_t>(params_.penalty_last_n)) : n_recent;
 }
 
-int32_t Sampler::sample_top_k(std::span<const float> logits, std::span<const int32_t> ids) {
-    const size_t n = std::min({logits.size(), ids.size(), static_cast<size_t>(std::max(params_.top_k, 1))});
-    if (n == 0) return -1;
-    if (params_.temperature == 0.0f) return ids[0];
+int32_t Sampler::candidates_needed(size_t n_recent) const {
+    if (params_.n_logprobs > 0) return 0;
+    if (params_.has_penalties() && (params_.repetition_penalty < 1.0f || params_.frequency_penalty < 0.0f ||
+                                    params_.presence_penalty < 0.0f))
+        return 0;  // a raised logit may come from anywhere in the row
+    const int32_t kept = params_.temperature == 0.0f ? 1 : params_.top_k;
+    if (kept <= 0) return 0;
+    const size_t window = penalty_window(n_recent);
+    if (window > static_cast<size_t>(std::numeric_limits<int32_t>::max() - kept)) return 0;
+    return kept + static_cast<int32_t>(window);
+}
+
+int32_t Sampler::sample_top_k(std::span<const float> logits, std::span<const int32_t> ids,
+                              std::span<const int32_t> recent_tokens) {
+    const size_t given = std::min(logits.size(), ids.size());
+    if (given == 0) return -1;
+    const bool greedy = params_.temperature == 0.0f;
+    const size_t kept = std::min(given, static_cast<size_t>(greedy ? 1 : std::max(params_.top_k, 1)));
+    // With penalties, the row's k best after them are among the k + window
+    // best before them (they only lower the logits of the window's tokens):
+    // penalize those, then keep the k best again.
+    const size_t window = recent_tokens.empty() ? 0 : penalty_window(recent_tokens.size());
+    const size_t n = window > 0 ? std::min(given, kept + window) : kept;
     if (candidates_.size() < n) candidates_.resize(n);
     for (size_t i = 0; i < n; ++i) candidates_[i] = {logits[i], ids[i]};
+    if (window > 0) {
+        penalize_candidates(n, recent_tokens.last(window));
+        std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(kept),
+                          candidates_.begin() + static_cast<std::ptrdiff_t>(n), better);
+    }
+    if (greedy) return candidates_[0].id;
     int32_t n_candidates = 0;
-    return sample_sorted(n, n_candidates);
+    return sample_sorted(kept, n_candidates);
+}
+
+void Sampler::penalize_candidates(size_t n, std::span<const int32_t> window) {
+    // The window's counts (sorted, as apply_penalties counts them), then the
+    // same arithmetic on each candidate that occurs in it.
+    penalty_counts_.assign(window.begin(), window.end());
+    std::sort(penalty_counts_.begin(), penalty_counts_.end());
+    for (size_t i = 0; i < n; ++i) {
+        const auto [first, last] = std::equal_range(penalty_counts_.begin(), penalty_counts_.end(), candidates_[i].id);
+        if (first == last) continue;
+        candidates_[i].logit = penalized_logit(candidates_[i].logit, static_cast<float>(last - first), params_);
+    }
 }
 
 int32_t Sampler::sample_truncated(std::span<const float> scores, int32_t& n_candidates) {

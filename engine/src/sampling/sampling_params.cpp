@@ -80,15 +80,19 @@ void apply_penalties(std::span<float> logits, std::span<const int32_t> recent_to
         const auto count = static_cast<float>(end - begin);
         begin = end;
         if (id < 0 || id >= vocab) continue;
-        // llama.cpp's order and arithmetic (llama_sampler_penalties_apply).
         float& logit = logits[static_cast<size_t>(id)];
-        if (logit <= 0.0f) {
-            logit *= params.repetition_penalty;
-        } else {
-            logit /= params.repetition_penalty;
-        }
-        logit -= count * params.frequency_penalty + params.presence_penalty;
+        logit = penalized_logit(logit, count, params);
     }
+}
+
+float penalized_logit(float logit, float count, const SamplingParams& params) {
+    // llama.cpp's order and arithmetic (llama_sampler_penalties_apply).
+    if (logit <= 0.0f) {
+        logit *= params.repetition_penalty;
+    } else {
+        logit /= params.repetition_penalty;
+    }
+    return logit - (count * params.frequency_penalty + params.presence_penalty);
 }
 
 }  // namespace folio
