@@ -50,12 +50,12 @@ int32_t argmax(std::span<const float> scores) {
     return 0;
 }
 
+}  // namespace
+
 // The k best entries of `scores` into out[0..k), best first. The heap's front
 // is the worst of the k kept so far; a later entry enters only by beating its
 // logit (a tie loses: the later id is the higher one), so almost every entry
 // costs one comparison.
-}  // namespace
-
 size_t select_top_k(std::span<const float> scores, size_t k, std::vector<Candidate>& out) {
     k = std::min(k, scores.size());
     if (out.size() < k) out.resize(k);
