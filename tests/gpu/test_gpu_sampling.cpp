@@ -4,7 +4,7 @@
 // as -inf, +inf as FLT_MAX, -0.0 == +0.0), over random rows, heavy ties,
 // special values and vocabularies up to 262144 columns; argmax_rows must agree
 // with top_k_rows at k = 1. Outputs are poisoned before each launch. Skips
-// without a GPU. FOLIO_GPU_BENCH=1 also times top_k_rows.
+// without a GPU. Its speed: bench/cuda_sampling (folio_bench_cuda_top_k).
 #include <algorithm>
 #include <bit>
 #include <cfloat>
@@ -32,11 +32,6 @@ namespace {
 bool have_gpu() {
     int n = 0;
     return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
-bool bench_enabled() {
-    const char* v = std::getenv("FOLIO_GPU_BENCH");
-    return v && std::string(v) == "1";
 }
 
 std::string cuda_error(cudaError_t e, const char* what) {
@@ -312,52 +307,6 @@ private slots:
                 const std::string what = "row " + std::to_string(r) + " of " + std::to_string(cols) + " columns";
                 QVERIFY2(ids[static_cast<size_t>(r)] == argmax[static_cast<size_t>(r)], what.c_str());
             }
-        }
-    }
-
-    void bench() {
-        if (!have_gpu()) QSKIP("no CUDA GPU");
-        if (!bench_enabled()) QSKIP("set FOLIO_GPU_BENCH=1 to time the kernels");
-        std::mt19937 rng(25);
-        struct Case {
-            int64_t rows, cols;
-            int k;
-        };
-        for (const Case& c : {Case{1, 49152, 40}, Case{1, 128256, 40}, Case{1, 262144, 40}, Case{8, 128256, 40}, Case{64, 128256, 40}, Case{64, 262144, 1024},
-                              Case{512, 262144, 1024}, Case{512, 49152, 50}}) {
-            const auto x = normal_floats(rng, static_cast<size_t>(c.rows * c.cols), 4.0f);
-            DeviceArray<float> dx(x), dvalues(static_cast<size_t>(c.rows * c.k));
-            DeviceArray<int32_t> dids(static_cast<size_t>(c.rows * c.k));
-            QVERIFY2(dx.status == cudaSuccess && dvalues.status == cudaSuccess && dids.status == cudaSuccess,
-                     "cudaMalloc failed");
-            cudaEvent_t start, stop;
-            QCOMPARE(code(cudaEventCreate(&start)), code(cudaSuccess));
-            QCOMPARE(code(cudaEventCreate(&stop)), code(cudaSuccess));
-            const size_t workspace_bytes = fk::top_k_workspace_bytes(c.rows, c.cols, c.k);
-            DeviceArray<char> workspace(workspace_bytes);
-            for (bool split : {false, true}) {
-            if (split && workspace_bytes == 0) continue;
-            std::vector<float> times;
-            for (int rep = 0; rep < 21; ++rep) {
-                QCOMPARE(code(cudaEventRecord(start)), code(cudaSuccess));
-                const cudaError_t e = fk::top_k_rows(dx.ptr, c.rows, c.cols, c.k, dvalues.ptr, dids.ptr, nullptr,
-                                                     split ? workspace.ptr : nullptr, split ? workspace_bytes : 0);
-                QCOMPARE(code(e), code(cudaSuccess));
-                QCOMPARE(code(cudaEventRecord(stop)), code(cudaSuccess));
-                QCOMPARE(code(cudaEventSynchronize(stop)), code(cudaSuccess));
-                float ms = 0;
-                QCOMPARE(code(cudaEventElapsedTime(&ms, start, stop)), code(cudaSuccess));
-                times.push_back(ms);
-            }
-            std::sort(times.begin(), times.end());
-            const double bytes = static_cast<double>(c.rows * c.cols) * sizeof(float);
-            std::printf("top_k_rows rows %lld cols %lld k %d%s: median %.1f us (%.0f GB/s of one read)\n",
-                        static_cast<long long>(c.rows), static_cast<long long>(c.cols), c.k,
-                        split ? " split" : "", static_cast<double>(times[times.size() / 2]) * 1e3,
-                        bytes / (static_cast<double>(times[times.size() / 2]) * 1e-3) / 1e9);
-            }
-            cudaEventDestroy(start);
-            cudaEventDestroy(stop);
         }
     }
 };
