@@ -131,6 +131,18 @@ private slots:
         QVERIFY(parsed > 2);
     }
 
+    void moduloTakesTheDivisorsSignAndNeverOverflows() {
+        // Python's results (python3 -c "print((-2**63) % 3372036854775, ...)"); the first
+        // overflowed as a - (a // b) * b, found by the fuzzer.
+        auto t = folio::ChatTemplate::parse(
+            "{{ (-9223372036854775807 - 1) % 3372036854775 }}|{{ (-9223372036854775807 - 1) % -1 }}|"
+            "{{ 7 % -3 }}|{{ -7 % 3 }}|{{ 9223372036854775807 % -9223372036854775807 }}|{{ 7.5 % -2 }}");
+        QVERIFY(t.ok());
+        auto out = t->render(conversation());
+        QVERIFY2(out.ok(), out.ok() ? "" : out.error().message.c_str());
+        QCOMPARE(out.value(), std::string("1886279107267|0|-2|2|0|-0.5"));
+    }
+
     void strftimeNowFormatsTheCurrentDate() {
         auto t = folio::ChatTemplate::parse("{{ strftime_now('%Y') }}|{{ strftime_now('%d %b %Y')|length }}");
         QVERIFY(t.ok());

@@ -125,7 +125,15 @@ Value apply_binary(std::string_view op, const Value& a, const Value& b) {
     }
     if (op == "%") {
         if (y == 0.0) fail("integer division or modulo by zero");
-        if (ints) return Value::integer(a.as_int() - floor_div(a.as_int(), b.as_int()) * b.as_int());
+        if (ints) {
+            // Python's sign (the divisor's), from C++'s truncated remainder:
+            // never overflows, unlike a - (a // b) * b near the int64 limits.
+            const int64_t n = a.as_int(), d = b.as_int();
+            if (d == -1) return Value::integer(0);  // INT64_MIN % -1 is undefined in C++
+            int64_t r = n % d;
+            if (r != 0 && ((r < 0) != (d < 0))) r += d;
+            return Value::integer(r);
+        }
         double r = std::fmod(x, y);
         if (r != 0.0 && ((r < 0) != (y < 0))) r += y;
         return Value::number(r);
