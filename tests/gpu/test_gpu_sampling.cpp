@@ -21,22 +21,13 @@
 
 #include <cuda_runtime.h>
 
-#include "device_array.h"
 #include "folio_kernels/sampling.h"
 #include "folio_test.h"
+#include "gpu_test_support.h"
 
 namespace fk = folio::kernels;
 
 namespace {
-
-bool have_gpu() {
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
-std::string cuda_error(cudaError_t e, const char* what) {
-    return e == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(e);
-}
 
 // cudaError_t as a plain number, for QCOMPARE.
 int code(cudaError_t e) { return static_cast<int>(e); }

@@ -10,6 +10,7 @@
 #include "backend/cpu/vec.h"
 #include "cpu/fp16.h"
 #include "folio/backend.h"
+#include "folio/sampling.h"
 #include "folio_test.h"
 
 using folio::Batch;
@@ -69,6 +70,46 @@ private slots:
         const float x0 = before[row1], x1 = before[row1 + 1];
         QVERIFY(std::fabs(interleaved[row1] - (x0 * std::cos(1.0f) - x1 * std::sin(1.0f))) < 1e-6f);
         QVERIFY(std::fabs(interleaved[row1 + 1] - (x0 * std::sin(1.0f) + x1 * std::cos(1.0f))) < 1e-6f);
+    }
+
+    void tokenChoiceMatchesTheSamplersOrder() {
+        // Ties (values from a few levels), -inf and NaN: top_k gives
+        // select_top_k's entries, choose_tokens the first highest.
+        folio::cpu::KvCache cache;
+        folio::cpu::CpuOps ops(1, cache, 16);
+        const int64_t rows = 5, vocab = 300;
+        const int32_t k = 17;
+        std::vector<float> logits(static_cast<size_t>(rows * vocab));
+        std::mt19937 rng(9);
+        for (float& x : logits) x = static_cast<float>(rng() % 6);
+        for (int64_t i = 0; i < vocab; ++i) {
+            logits[static_cast<size_t>(3 * vocab + i)] = -INFINITY;
+            logits[static_cast<size_t>(4 * vocab + i)] = i % 3 ? NAN : -1.0f * static_cast<float>(i);
+        }
+        std::vector<float> values(static_cast<size_t>(rows * k));
+        std::vector<int32_t> ids(values.size()), chosen(static_cast<size_t>(rows));
+        QVERIFY(ops.top_k(logits.data(), rows, vocab, k, values, ids));
+        QVERIFY(ops.choose_tokens(logits.data(), rows, vocab, chosen));
+        std::vector<folio::sampling_detail::Candidate> want;
+        for (int64_t r = 0; r < rows; ++r) {
+            const std::span<const float> row(logits.data() + r * vocab, static_cast<size_t>(vocab));
+            folio::select_top_k(row, k, want);
+            for (int32_t j = 0; j < k; ++j) {
+                QCOMPARE(ids[static_cast<size_t>(r * k + j)], want[static_cast<size_t>(j)].id);
+                QCOMPARE(values[static_cast<size_t>(r * k + j)], want[static_cast<size_t>(j)].logit);
+            }
+            int32_t first_highest = 0;
+            for (int32_t i = 1; i < vocab; ++i)
+                if (row[static_cast<size_t>(i)] > row[static_cast<size_t>(first_highest)] ||
+                    (std::isnan(row[static_cast<size_t>(first_highest)]) && !std::isnan(row[static_cast<size_t>(i)])))
+                    first_highest = i;
+            QCOMPARE(chosen[static_cast<size_t>(r)], first_highest);
+        }
+        QCOMPARE(chosen[3], 0);  // all -inf: the first
+        QCOMPARE(chosen[4], 0);  // -0 at 0 beats every other number and NaN
+        std::vector<int32_t> small(1);
+        QVERIFY(!ops.choose_tokens(logits.data(), rows, vocab, small));
+        QVERIFY(!ops.top_k(logits.data(), rows, vocab, vocab + 1, values, ids));
     }
 
     void rmsNormMatchesTheFormula() {

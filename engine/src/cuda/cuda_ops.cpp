@@ -56,11 +56,11 @@ bool CudaOps::ok(cudaError_t err, const char* what) {
     return false;
 }
 
-bool CudaOps::grow(DeviceBuffer& buf, size_t bytes, const char* what) {
+bool CudaOps::grow(DeviceBuffer& buf, size_t bytes, const char* what, InGraphs in_graphs) {
     if (bytes <= buf.size()) return true;
     // The stream may still read the old buffer; a graph may point into it.
     if (!capturing_) cudaStreamSynchronize(stream_);
-    ++memory_epoch_;
+    if (in_graphs == InGraphs::Yes) ++memory_epoch_;
     return ok(capturing_ ? cudaErrorStreamCaptureUnsupported : buf.reserve(bytes), what);
 }
 
@@ -298,7 +298,7 @@ Status CudaOps::choose_tokens(const float* logits, int64_t n_rows, int64_t vocab
     }
     // Only each row's chosen id comes back.
     const size_t bytes = static_cast<size_t>(std::max<int64_t>(n_rows, 1)) * sizeof(int32_t);
-    if (n_rows > 0 && grow(argmax_device_, bytes, "argmax ids") &&
+    if (n_rows > 0 && grow(argmax_device_, bytes, "argmax ids", InGraphs::No) &&
         ok(kernels::argmax_rows(logits, n_rows, vocab, static_cast<int32_t*>(argmax_device_.data()), stream_), "argmax"))
         ok(cudaMemcpyAsync(ids.data(), argmax_device_.data(), static_cast<size_t>(n_rows) * sizeof(int32_t),
                            cudaMemcpyDeviceToHost, stream_),
@@ -321,7 +321,7 @@ Status CudaOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_
     // kernel's workspace (few long rows are split over several blocks), one buffer.
     const size_t out_bytes = n * (sizeof(float) + sizeof(int32_t));
     const size_t workspace_bytes = kernels::top_k_workspace_bytes(n_rows, vocab, k);
-    if (n > 0 && grow(top_k_device_, out_bytes + workspace_bytes, "top-k entries")) {
+    if (n > 0 && grow(top_k_device_, out_bytes + workspace_bytes, "top-k entries", InGraphs::No)) {
         auto* values_device = static_cast<float*>(top_k_device_.data());
         auto* ids_device = reinterpret_cast<int32_t*>(values_device + n);
         void* workspace = static_cast<char*>(top_k_device_.data()) + out_bytes;

@@ -128,8 +128,11 @@ public:
 private:
     // Records the first failure; true when `err` is a success.
     bool ok(cudaError_t err, const char* what);
-    // buf.reserve(bytes), waiting for the stream first when it must move.
-    bool grow(DeviceBuffer& buf, size_t bytes, const char* what);
+    // buf.reserve(bytes), waiting for the stream first when it must move. A
+    // buffer that graphs may point into (all but the token-choice outputs,
+    // used after a replay) makes them stale when it moves.
+    enum class InGraphs { Yes, No };
+    bool grow(DeviceBuffer& buf, size_t bytes, const char* what, InGraphs in_graphs = InGraphs::Yes);
     const float* vector(const float* host, const char* what);
     const kernels::DeviceMatrix* matrix(const model::Weight& w);
 

@@ -171,15 +171,9 @@ Status CpuOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t
 }
 
 Status CpuOps::choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) {
-    if (static_cast<int64_t>(ids.size()) < n_rows) return make_error("choose_tokens: the id buffer is too small");
-    for (int64_t r = 0; r < n_rows; ++r) {
-        const float* row = logits + r * vocab;
-        int32_t best = 0;
-        for (int64_t i = 1; i < vocab; ++i)
-            if (row[i] > row[best] || (row[best] != row[best] && row[i] == row[i])) best = static_cast<int32_t>(i);
-        ids[static_cast<size_t>(r)] = best;
-    }
-    return {};
+    // The best entry of each row, in select_top_k's order: the first highest.
+    std::vector<float> best(static_cast<size_t>(std::max<int64_t>(n_rows, 0)));
+    return top_k(logits, n_rows, vocab, 1, best, ids);
 }
 
 }  // namespace folio::cpu

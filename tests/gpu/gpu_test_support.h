@@ -1,12 +1,24 @@
-// Device memory for the kernel suites: one array, freed with its owner,
-// filled from and read back into std::vector.
+// What the kernel suites share: whether a GPU is there, CUDA errors as
+// messages, and device arrays filled from and read back into std::vector.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
+inline bool have_gpu() {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+// Empty on success, else "what: the CUDA error".
+inline std::string cuda_error(cudaError_t e, const char* what) {
+    return e == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(e);
+}
+
+// One device array, freed with its owner.
 template <typename T>
 struct DeviceArray {
     T* ptr = nullptr;
