@@ -39,6 +39,7 @@ struct ModeResult {
     LatencySummary ttft, itl, e2e;
     double kv_weighted = 0, kv_time = 0;  // tokens held / (blocks in use * block size), step-time weighted
     uint64_t preemptions = 0;
+    uint64_t swapped_out_blocks = 0;  // of preempted sequences, to host swap space (a GPU's)
     int failures = 0;
     double throughput() const { return seconds > 0 ? static_cast<double>(output_tokens) / seconds : 0.0; }
     double kv_holding() const { return kv_time > 0 ? kv_weighted / kv_time : 0.0; }
@@ -147,7 +148,9 @@ Status run_mode(LoadedModel& m, const EngineConfig& base, const std::vector<Work
     const std::string first_error = t.first_error;
     const int failures = t.failures;
     lock.unlock();
-    result.preemptions += engine->metrics().num_preemptions_total;
+    const EngineMetrics metrics = engine->metrics();
+    result.preemptions += metrics.num_preemptions_total;
+    result.swapped_out_blocks += metrics.kv_swapped_out_blocks_total;
     if (failures) std::fprintf(stderr, "folio bench: %s: %d requests failed: %s\n", mode.c_str(), failures,
                                first_error.c_str());
     std::fprintf(stderr, "folio bench: %s: %.1f s\n", mode.c_str(), seconds);
@@ -270,10 +273,11 @@ int run_bench_workload(const Args& args) {
             std::printf("%s{\"mode\": \"%s\", \"seconds\": %.3f, \"output_tokens\": %lld, \"output_tps\": %.2f, "
                         "\"ttft_p50\": %.4f, \"ttft_p99\": %.4f, \"itl_p50\": %.5f, \"itl_p99\": %.5f, "
                         "\"e2e_p50\": %.3f, \"e2e_p99\": %.3f, \"kv_holding\": %.4f, \"preemptions\": %llu, "
-                        "\"failures\": %d}",
+                        "\"swapped_out_blocks\": %llu, \"failures\": %d}",
                         i ? ", " : "", r.mode.c_str(), r.seconds, static_cast<long long>(r.output_tokens),
                         r.throughput(), r.ttft.p50, r.ttft.p99, r.itl.p50, r.itl.p99, r.e2e.p50, r.e2e.p99,
-                        r.kv_holding(), static_cast<unsigned long long>(r.preemptions), r.failures);
+                        r.kv_holding(), static_cast<unsigned long long>(r.preemptions),
+                        static_cast<unsigned long long>(r.swapped_out_blocks), r.failures);
         }
         std::printf("]}\n");
     } else {

@@ -41,6 +41,8 @@ std::vector<FlagSpec> engine_flags() {
         {"", "--block-size", "N", "tokens per KV block (default 16)"},
         {"", "--kv-budget", "MIB", "KV cache memory in MiB (default: the context times the parallel sequences)"},
         {"", "--kv-fraction", "F", "KV cache memory as a share of the memory available now, e.g. 0.5"},
+        {"", "--swap-space", "GIB", "GPU: host memory preempted requests' KV blocks are swapped to (default: min(4, the "
+                                    "KV cache); 0 = recompute them)"},
         {"", "--no-prefix-cache", "", "do not reuse the KV blocks of earlier identical prefixes"},
         {"", "--no-cuda-graphs", "", "CUDA: launch every decode step's kernels instead of replaying a graph"},
     };
@@ -129,6 +131,11 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     auto loaded = std::make_unique<LoadedModel>(LoadedModel{std::move(*model), std::move(*tokenizer), nullptr, nullptr});
     options.n_threads = static_cast<int>(*threads);
     options.cuda_graphs = !args.has("--no-cuda-graphs");
+    if (args.has("--swap-space")) {
+        auto swap = get_float(args, "--swap-space", 0.0f, 0.0f, 1024.0f);
+        if (!swap) return swap.error();
+        options.swap_space_bytes = static_cast<int64_t>(static_cast<double>(*swap) * double(uint64_t{1} << 30));
+    }
     options.max_context = static_cast<uint32_t>(*ctx);
     options.block_size = static_cast<uint32_t>(*block_size);
     if (args.has("--kv-budget")) {
@@ -148,10 +155,15 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     auto backend = create_backend(loaded->model, options);
     if (!backend) return backend.error();
     loaded->backend = std::move(*backend);
-    std::fprintf(stderr, "folio: %s (%s), %s, context %u, KV cache %u blocks of %u tokens (%.1f MiB)\n",
-                 loaded->model.name.c_str(), loaded->model.hparams.architecture.c_str(),
-                 loaded->backend->name().c_str(), loaded->backend->max_context(), loaded->backend->n_blocks(),
-                 loaded->backend->block_size(), static_cast<double>(loaded->backend->kv_cache_bytes()) / (1 << 20));
+    const Backend& b = *loaded->backend;
+    std::string swap;
+    if (b.n_swap_blocks() > 0)
+        swap = ", swap space " + std::to_string(b.n_swap_blocks()) + " blocks (" +
+               std::to_string(b.n_swap_blocks() * b.kv_bytes_per_block() >> 20) + " MiB)";
+    std::fprintf(stderr, "folio: %s (%s), %s, context %u, KV cache %u blocks of %u tokens (%.1f MiB)%s\n",
+                 loaded->model.name.c_str(), loaded->model.hparams.architecture.c_str(), b.name().c_str(),
+                 b.max_context(), b.n_blocks(), b.block_size(), static_cast<double>(b.kv_cache_bytes()) / (1 << 20),
+                 swap.c_str());
     return loaded;
 }
 

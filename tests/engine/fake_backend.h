@@ -85,6 +85,27 @@ public:
                         slots_.begin() + c.dst * static_cast<int64_t>(block_size_));
         return {};
     }
+    // Host swap space as a GPU backend has it: `swap_slots` blocks (set
+    // before the engine starts). skip_swap_in is a mutation check: resumed
+    // sequences then read whatever their new blocks held.
+    uint32_t n_swap_blocks() const override { return swap_slots; }
+    folio::Status swap_blocks(std::span<const folio::BlockCopy> out, std::span<const folio::BlockCopy> in) override {
+        swap_space_.resize(size_t{swap_slots} * block_size_, -1);
+        for (const auto& c : out)
+            std::copy_n(slots_.begin() + c.src * static_cast<int64_t>(block_size_), block_size_,
+                        swap_space_.begin() + c.dst * static_cast<int64_t>(block_size_));
+        for (const auto& c : in)
+            if (!skip_swap_in)
+                std::copy_n(swap_space_.begin() + c.src * static_cast<int64_t>(block_size_), block_size_,
+                            slots_.begin() + c.dst * static_cast<int64_t>(block_size_));
+        swapped_out += out.size();
+        swapped_in += in.size();
+        return {};
+    }
+    uint32_t swap_slots = 0;
+    bool skip_swap_in = false;
+    uint64_t swapped_out = 0, swapped_in = 0;
+
     int32_t n_vocab() const override { return n_vocab_; }
     uint32_t block_size() const override { return block_size_; }
     uint32_t n_blocks() const override { return n_blocks_; }
@@ -100,4 +121,5 @@ private:
     int32_t n_vocab_, eos_;
     uint32_t n_blocks_, block_size_, max_context_;
     std::vector<int32_t> slots_;
+    std::vector<int32_t> swap_space_;
 };

@@ -4,6 +4,7 @@
 // requests leave every block free, bad requests end with clear errors.
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <thread>
 #include <random>
 #include <string>
@@ -78,6 +79,7 @@ private slots:
             const char* name;
             folio::EngineConfig config;
             uint32_t n_blocks;
+            uint32_t swap_slots = 0;
         };
         std::vector<Mode> modes;
         modes.push_back({"continuous, prefix cache", folio::EngineConfig{}, 256});
@@ -88,6 +90,8 @@ private slots:
         chunked.scheduler.max_num_batched_tokens = 7;
         modes.push_back({"7-token steps (chunked prefill)", chunked, 256});
         modes.push_back({"tiny pool (preemption)", folio::EngineConfig{}, 26});
+        modes.push_back({"tiny pool, swapping to host slots", folio::EngineConfig{}, 26, 64});
+        modes.push_back({"tiny pool, 5 host slots (swap or recompute)", folio::EngineConfig{}, 26, 5});
         folio::EngineConfig statik;
         statik.scheduler.batching = folio::BatchingMode::Static;
         statik.scheduler.max_num_seqs = 5;
@@ -97,6 +101,7 @@ private slots:
         modes.push_back({"contiguous reservation", reserve, 256});
         for (const Mode& mode : modes) {
             FakeBackend backend(267, kEos, mode.n_blocks);
+            backend.swap_slots = mode.swap_slots;
             auto engine = folio::Engine::start(model_, *tokenizer_, backend, mode.config);
             QVERIFY(engine);
             StepRecorder steps;
@@ -115,6 +120,18 @@ private slots:
             }
             QVERIFY2(steps.max_running() > 1, mode.name);
             if (mode.n_blocks < 100) QVERIFY2(steps.preempted() > 0, "the tiny pool never preempted");
+            if (mode.swap_slots > 0) {
+                // Every block swapped out came back in or was found in the prefix cache.
+                const folio::EngineMetrics m = (*engine)->metrics();
+                QVERIFY2(backend.swapped_out > 0 && backend.swapped_in > 0, mode.name);
+                QCOMPARE(m.kv_swapped_out_blocks_total, backend.swapped_out);
+                QCOMPARE(m.kv_swapped_in_blocks_total, backend.swapped_in);
+                QCOMPARE(m.num_requests_swapped, uint64_t{0});
+                std::printf("%s: %llu blocks swapped out, %llu in, %llu preemptions\n", mode.name,
+                            static_cast<unsigned long long>(backend.swapped_out),
+                            static_cast<unsigned long long>(backend.swapped_in),
+                            static_cast<unsigned long long>(m.num_preemptions_total));
+            }
             QVERIFY(all_free(*steps.last()));
         }
     }

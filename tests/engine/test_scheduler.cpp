@@ -5,7 +5,8 @@
 // its tokens, budgets respected — and a simulated KV cache (each slot holds a
 // hash of the token prefix it was computed for) proves that every planned
 // step reads exactly its own sequence's past, whether it came from the
-// prefix cache, a copy-on-write or a recomputation after preemption.
+// prefix cache, a copy-on-write, a recomputation after preemption or a
+// swap to host slots and back (host slots are simulated the same way).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -31,14 +32,17 @@ struct Scenario {
     int steps;
 };
 
-// Runs one scenario; an empty string when every check held, else the first failure.
-std::string run_scenario(const Scenario& sc, uint64_t seed) {
+// Runs one scenario; an empty string when every check held, else the first
+// failure. Adds the blocks swapped back in to *swapped_in_total.
+std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in_total) {
     std::mt19937_64 rng(seed);
     auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
     folio::KvCacheManager kv(sc.n_blocks, sc.block_size, sc.prefix_caching, 7);
     const int32_t max_context = static_cast<int32_t>(sc.n_blocks * sc.block_size / 2);
     folio::Scheduler sched(sc.config, kv, max_context);
     std::vector<uint64_t> kv_contents(size_t{sc.n_blocks} * sc.block_size, 0);  // simulated KV contents
+    std::vector<uint64_t> swap_contents(size_t{sc.config.swap_blocks} * sc.block_size, 0);  // host swap slots
+    uint64_t swapped_out = 0, swapped_in = 0;
     std::set<folio::SeqId> live;
     folio::SeqId next_id = 1;
     uint64_t added = 0, ended = 0;
@@ -89,6 +93,13 @@ std::string run_scenario(const Scenario& sc, uint64_t seed) {
 
         folio::StepPlan plan = sched.schedule();
         if (std::string e = sched.check_invariants(); !e.empty()) return fail(step, "after schedule: " + e);
+        // In the backend's order: swap out, swap in, copy-on-write.
+        for (const folio::BlockCopy& c : plan.swap_out)
+            std::copy_n(kv_contents.begin() + c.src * sc.block_size, sc.block_size, swap_contents.begin() + c.dst * sc.block_size);
+        for (const folio::BlockCopy& c : plan.swap_in)
+            std::copy_n(swap_contents.begin() + c.src * sc.block_size, sc.block_size, kv_contents.begin() + c.dst * sc.block_size);
+        swapped_out += plan.swap_out.size();
+        swapped_in += plan.swap_in.size();
         for (const folio::BlockCopy& c : plan.copies)
             std::copy_n(kv_contents.begin() + c.src * sc.block_size, sc.block_size, kv_contents.begin() + c.dst * sc.block_size);
         int32_t total = 0;
@@ -141,6 +152,12 @@ std::string run_scenario(const Scenario& sc, uint64_t seed) {
     }
     if (ended != added) return fail(-1, std::to_string(added) + " added but " + std::to_string(ended) + " ended");
     if (kv.pool().num_free() != sc.n_blocks) return fail(-1, "blocks leaked at the end");
+    if (sched.num_free_swap_blocks() != sc.config.swap_blocks) return fail(-1, "swap slots leaked at the end");
+    if (sc.config.swap_blocks > 0 && sched.num_preemptions() > 0 && swapped_out == 0)
+        return fail(-1, std::to_string(sched.num_preemptions()) + " preemptions but nothing was swapped");
+    *swapped_in_total += swapped_in;
+    if (sched.num_swapped_out_blocks() != swapped_out || sched.num_swapped_in_blocks() != swapped_in)
+        return fail(-1, "the swap counters disagree with the plans");
     if (!kv.tables().empty()) return fail(-1, "tables left at the end");
     return {};
 }
@@ -161,6 +178,10 @@ private slots:
         statik.batching = folio::BatchingMode::Static;
         folio::SchedulerConfig reserve = continuous;
         reserve.reserve_full_length = true;
+        folio::SchedulerConfig swap = continuous;
+        swap.swap_blocks = 16;  // room for some preempted sequences, not all: swap and recompute mix
+        folio::SchedulerConfig swap_reserve = reserve;
+        swap_reserve.swap_blocks = 64;
         const Scenario scenarios[] = {
             {"continuous+prefix", continuous, 24, 4, true, 3000},
             {"continuous", continuous, 24, 4, false, 3000},
@@ -169,12 +190,22 @@ private slots:
             {"static", statik, 24, 4, true, 2000},
             {"reserve", reserve, 24, 4, true, 2000},
             {"block 1", continuous, 48, 1, true, 2000},
+            {"swap+prefix", swap, 24, 4, true, 3000},
+            {"swap", swap, 24, 4, false, 3000},
+            {"swap, tiny pool", swap, 6, 4, true, 3000},
+            {"swap, reserve", swap_reserve, 24, 4, true, 2000},
         };
-        for (const Scenario& sc : scenarios)
+        for (const Scenario& sc : scenarios) {
+            uint64_t swapped_in = 0;
             for (uint64_t seed = 1; seed <= 4; ++seed) {
-                const std::string e = run_scenario(sc, seed);
+                const std::string e = run_scenario(sc, seed, &swapped_in);
                 QVERIFY2(e.empty(), e.c_str());
             }
+            if (sc.config.swap_blocks > 0) {
+                std::printf("%s: %llu blocks swapped back in\n", sc.name, static_cast<unsigned long long>(swapped_in));
+                QVERIFY2(swapped_in > 0, sc.name);
+            }
+        }
     }
 
     void priorityOrdersAdmissionAndPreemption() {

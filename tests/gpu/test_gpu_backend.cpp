@@ -1,9 +1,9 @@
 // The CUDA backend against the CPU backend: the same batches through both
 // give the same logits (within a stated tolerance) for random-weight models
 // of several shapes and weight types and for the test models; the engine on
-// the GPU with 64 concurrent requests, prefix caching and preemption gives
-// each request the tokens it gets alone; on the test models, teacher-forced
-// over a real text, the GPU's perplexity is the CPU's within 0.5 % and its
+// the GPU with 64 concurrent requests, prefix caching and preemption
+// (swapping to host memory, or recomputing) gives each request the tokens it
+// gets alone; on the test models, teacher-forced over a real text, the GPU's perplexity is the CPU's within 0.5 % and its
 // top token the CPU's at >= 95 % of positions. Skips without a usable GPU.
 //
 // Tolerances. Float weights: cuBLAS multiplies F16-rounded activations for
@@ -262,40 +262,64 @@ private slots:
         std::string gpu_metrics;  // the engine's Prometheus text after the last GPU run
         // Greedy continuations of the prompts, submitted together (or one at
         // a time when `alone`).
-        auto run = [&](const std::string& device, uint32_t n_blocks, bool alone, int& preempted) {
+        // swap_bytes: the backend's host swap space (-1: its default, 0: none, preemption recomputes).
+        struct Counts {
+            int preempted = 0;
+            uint64_t swapped_out = 0, swapped_in = 0;
+        };
+        auto run = [&](const std::string& device, uint32_t n_blocks, bool alone, Counts& counts,
+                       int64_t swap_bytes = -1) {
             std::vector<std::vector<int32_t>> out(prompts.size());
-            auto backend = folio::create_backend(*model, options_for(device, n_blocks));
+            folio::BackendOptions options = options_for(device, n_blocks);
+            options.swap_space_bytes = swap_bytes;
+            auto backend = folio::create_backend(*model, options);
             if (!backend) return out;
             auto engine = folio::Engine::start(*model, *tokenizer, **backend, folio::EngineConfig{});
             if (!engine) return out;
             StepRecorder steps;
             (*engine)->subscribe(steps.callback());
             EngineCollector c;
+            std::vector<folio::Submission> batch;
             for (size_t i = 0; i < prompts.size(); ++i) {
                 folio::GenerationRequest r;
                 r.prompt_tokens = prompts[i];
                 r.sampling.temperature = 0;
                 r.max_tokens = 24;
                 r.ignore_eos = true;
-                (*engine)->submit(r, c.callback(static_cast<int>(i)));
-                if (alone) (*engine)->wait_idle();
+                batch.push_back({r, c.callback(static_cast<int>(i))});
+                if (alone) {
+                    (*engine)->submit(std::move(batch));
+                    (*engine)->wait_idle();
+                    batch.clear();
+                }
             }
+            if (!batch.empty()) (*engine)->submit(std::move(batch));
             (*engine)->wait_idle();
             for (size_t i = 0; i < prompts.size(); ++i) out[i] = c.get(static_cast<int>(i)).tokens;
             if (device != "cpu") gpu_metrics = (*engine)->prometheus_text();
-            preempted = steps.preempted();
+            const folio::EngineMetrics m = (*engine)->metrics();
+            counts = {steps.preempted(), m.kv_swapped_out_blocks_total, m.kv_swapped_in_blocks_total};
             return out;
         };
-        int preempted = 0, unused = 0;
+        Counts unused;
         const auto alone = run("cuda", 512, true, unused);
-        const auto together = run("cuda", 48, false, preempted);  // 48 blocks: fewer than 64 sequences need
-        int differ = 0;
-        for (size_t i = 0; i < alone.size(); ++i) differ += alone[i].empty() || together[i] != alone[i];
-        std::string msg = std::to_string(differ) + " of 64 batched continuations differ from their lone runs; " +
-                          std::to_string(preempted) + " preemptions";
-        std::fprintf(stderr, "%s\n", msg.c_str());
-        QVERIFY2(differ == 0, msg.c_str());
-        QVERIFY2(preempted > 0, msg.c_str());
+        // 48 blocks: fewer than 64 sequences need. Preempted sequences are
+        // swapped to host memory and back (the default), or recomputed.
+        for (const int64_t swap_bytes : {int64_t{-1}, int64_t{0}}) {
+            Counts counts;
+            const auto together = run("cuda", 48, false, counts, swap_bytes);
+            int differ = 0;
+            for (size_t i = 0; i < alone.size(); ++i) differ += alone[i].empty() || together[i] != alone[i];
+            const std::string msg = std::to_string(differ) + " of 64 batched continuations differ from their lone runs; " +
+                                    std::to_string(counts.preempted) + " preemptions, " +
+                                    std::to_string(counts.swapped_out) + " blocks swapped out, " +
+                                    std::to_string(counts.swapped_in) + " in";
+            std::fprintf(stderr, "%s\n", msg.c_str());
+            QVERIFY2(differ == 0, msg.c_str());
+            QVERIFY2(counts.preempted > 0, msg.c_str());
+            if (swap_bytes != 0) QVERIFY2(counts.swapped_out > 0 && counts.swapped_in > 0, msg.c_str());
+            if (swap_bytes == 0) QVERIFY2(counts.swapped_out == 0, msg.c_str());
+        }
         // NVML's readings ride along with the engine's metrics.
         QVERIFY2(gpu_metrics.find("folio:gpu_memory_used_bytes{") != std::string::npos, gpu_metrics.c_str());
         QVERIFY2(gpu_metrics.find("folio:gpu_utilization_perc{") != std::string::npos, gpu_metrics.c_str());
@@ -303,12 +327,12 @@ private slots:
         // Informational: greedy continuations part where the two backends'
         // float sums differ near a tie (see the header comment).
         const auto cpu = run("cpu", 512, false, unused);
-        differ = 0;
+        int differ = 0;
         size_t common = 0, total = 0;
         for (size_t i = 0; i < cpu.size(); ++i) {
-            differ += cpu[i] != together[i];
+            differ += cpu[i] != alone[i];
             size_t k = 0;
-            while (k < cpu[i].size() && k < together[i].size() && cpu[i][k] == together[i][k]) ++k;
+            while (k < cpu[i].size() && k < alone[i].size() && cpu[i][k] == alone[i][k]) ++k;
             common += k;
             total += cpu[i].size();
         }

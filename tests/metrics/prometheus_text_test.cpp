@@ -179,6 +179,9 @@ EngineMetrics busy_metrics() {
     m.count_request_success("length");
     m.num_requests_running = 4;
     m.num_requests_waiting = 9;
+    m.num_requests_swapped = 2;
+    m.kv_swapped_out_blocks_total = 40;
+    m.kv_swapped_in_blocks_total = 31;
     m.kv_cache_usage_perc = 0.25;
     for (int i = 0; i < 50; ++i) {
         m.time_to_first_token_seconds.observe(0.001 * i);
@@ -233,7 +236,10 @@ private slots:
         const std::map<std::string, std::string> expected = {
             {"folio:num_requests_running", "gauge"},
             {"folio:num_requests_waiting", "gauge"},
+            {"folio:num_requests_swapped", "gauge"},
             {"folio:kv_cache_usage_perc", "gauge"},
+            {"folio:kv_swapped_out_blocks_total", "counter"},
+            {"folio:kv_swapped_in_blocks_total", "counter"},
             {"folio:prompt_tokens_total", "counter"},
             {"folio:generation_tokens_total", "counter"},
             {"folio:num_preemptions_total", "counter"},
@@ -273,6 +279,9 @@ private slots:
         QCOMPARE(value("folio:prefix_cache_hits_total"), 250.0);
         QCOMPARE(value("folio:num_requests_running"), 4.0);
         QCOMPARE(value("folio:num_requests_waiting"), 9.0);
+        QCOMPARE(value("folio:num_requests_swapped"), 2.0);
+        QCOMPARE(value("folio:kv_swapped_out_blocks_total"), 40.0);
+        QCOMPARE(value("folio:kv_swapped_in_blocks_total"), 31.0);
         QCOMPARE(value("folio:kv_cache_usage_perc"), 0.25);
         const Family& success = exposition.families.at("folio:request_success_total");
         QCOMPARE(find_sample(success, "folio:request_success_total", "finished_reason", "stop")->value, 2.0);

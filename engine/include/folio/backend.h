@@ -26,6 +26,9 @@ struct BackendOptions {
                                              // weights + activations + KV within this share of the card
                                              // (0 there means 0.9)
     uint32_t max_context = 4096;             // longest sequence (capped at the trained context)
+    int64_t swap_space_bytes = -1;           // host memory preempted sequences' KV blocks are swapped to
+                                             // (a GPU's; the CPU's KV is host memory already): -1 = the
+                                             // backend's default, 0 = none (preemption recomputes)
     bool cuda_graphs = true;                 // CUDA: replay decode steps from captured graphs
 };
 
@@ -76,6 +79,18 @@ public:
     // Duplicates whole blocks (every layer's K and V), in order: the
     // copy-on-write the KvCacheManager asks for before a step.
     virtual Status copy_blocks(std::span<const BlockCopy> copies) = 0;
+
+    // Host slots of one block each (every layer's K and V) that a preempted
+    // sequence's blocks can wait in; 0 where the KV cache is host memory
+    // already (the CPU) or no swap space was asked for: then the scheduler
+    // recomputes preempted sequences.
+    virtual uint32_t n_swap_blocks() const { return 0; }
+    // Copies blocks out to host slots ({device block, slot}), then host slots
+    // back in ({slot, device block}), in stream order before the next step.
+    virtual Status swap_blocks(std::span<const BlockCopy> out, std::span<const BlockCopy> in) {
+        if (out.empty() && in.empty()) return {};
+        return make_error("this backend has no swap space");
+    }
 
     virtual int32_t n_vocab() const = 0;
     virtual uint32_t block_size() const = 0;

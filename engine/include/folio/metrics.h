@@ -81,7 +81,9 @@ struct EngineMetrics {
     // ---- counters (monotonic) ----
     uint64_t prompt_tokens_total = 0;      // prefill tokens computed (prefix-cache hits excluded)
     uint64_t generation_tokens_total = 0;  // tokens sampled
-    uint64_t num_preemptions_total = 0;    // running requests pushed back to waiting
+    uint64_t num_preemptions_total = 0;    // running requests pushed back to waiting (or swapped out)
+    uint64_t kv_swapped_out_blocks_total = 0;  // KV blocks of preempted requests copied to host swap space
+    uint64_t kv_swapped_in_blocks_total = 0;   // and copied back
     uint64_t prefix_cache_queries_total = 0;  // prompt tokens looked up in the prefix cache
     uint64_t prefix_cache_hits_total = 0;     // of those, tokens found cached
     // Finished requests by finish reason ("stop", "length", ...; see
@@ -92,6 +94,7 @@ struct EngineMetrics {
     // ---- gauges ----
     uint64_t num_requests_running = 0;
     uint64_t num_requests_waiting = 0;
+    uint64_t num_requests_swapped = 0;  // preempted, their KV in host swap space
     double kv_cache_usage_perc = 0.0;  // fraction of KV blocks in use, 0..1 (not percent, as vLLM)
 
     // ---- histograms, one observation per request (inter-token: per token) ----

@@ -6,15 +6,23 @@
 //   1. running sequences — a decode needs one token, a sequence still in
 //      prefill gets its next chunk (chunked prefill), so prefill and decode
 //      rows mix in one step;
-//   2. then, if nothing was preempted, waiting sequences, admitted only when
+//   2. then, if nothing was preempted, swapped and waiting sequences in one
+//      priority order: a swapped one copied back when the blocks of what it
+//      had computed and its next tokens fit, a waiting one admitted only when
 //      the blocks of their whole prompt fit (after the prefix cache has
 //      supplied what it holds) with a free block left per running sequence
 //      for its growth — recomputation after preemption is expensive.
 // When a running sequence needs a block and none is free, the lowest-priority
-// running sequence is preempted: its blocks are freed and it goes back to
-// the waiting queue to be recomputed (its full blocks stay in the prefix
-// cache, so recomputation is often cheap). A waiting sequence of strictly
-// higher priority than a running one may preempt it to get in.
+// running sequence is preempted. Where the backend has swap space (host
+// memory beside a GPU's KV cache) and it has room, the sequence's blocks are
+// copied there and freed, and it waits in the swapped queue to be copied back
+// and resume where it stopped (vLLM's swap preemption). Otherwise its blocks
+// are freed and it goes back to the waiting queue to be recomputed (its full
+// blocks stay in the prefix cache, so recomputation is often cheap). Swapped
+// and waiting sequences come back in one priority order; a swapped one is
+// copied back in only when its blocks fit, like an admission. A waiting
+// sequence of strictly higher priority than a running one may preempt it to
+// get in.
 //
 // Two baselines of the literature live here too, so that the benchmark can
 // compare in one engine: static batching (no admission until the whole batch
@@ -59,6 +67,8 @@ struct SchedulerConfig {
     BatchingMode batching = BatchingMode::Continuous;
     bool reserve_full_length = false;    // contiguous-reservation baseline: blocks for the
                                          // sequence's whole context at admission
+    uint32_t swap_blocks = 0;            // host slots a preempted sequence's blocks can be swapped
+                                         // to (Backend::n_swap_blocks); 0 = always recompute
 };
 
 // One sequence as the scheduler knows it.
@@ -76,9 +86,11 @@ struct Sequence {
     // Filled in by the scheduler.
     int32_t n_generated = 0;
     int32_t n_prefix_cached = 0;   // tokens the prefix cache supplied at the last admission
-    int32_t n_preemptions = 0;
+    int32_t n_preemptions = 0;     // of them swapped out: n_swaps
+    int32_t n_swaps = 0;
     int32_t n_truncated = 0;       // tokens dropped by the overflow policy
     bool running = false;
+    bool swapped = false;          // its computed K/V wait in host swap slots
 };
 
 // One sequence's share of a step.
@@ -89,10 +101,14 @@ struct ScheduledSequence {
     bool sample = false; // the step reaches the end of its tokens: the runtime samples one
 };
 
+// Before the forward pass the backend carries out, in this order: swap_out
+// (device block -> host slot), swap_in (host slot -> device block), copies.
 struct StepPlan {
     std::vector<ScheduledSequence> sequences;
+    std::vector<BlockCopy> swap_out;  // {src device block, dst host slot} of sequences swapped out this step
+    std::vector<BlockCopy> swap_in;   // {src host slot, dst device block} of sequences resumed this step
     std::vector<BlockCopy> copies;   // copy-on-write, to carry out before the forward pass
-    std::vector<SeqId> preempted;    // sent back to waiting this step
+    std::vector<SeqId> preempted;    // sent back to waiting (or swapped out) this step
     int32_t n_prefill_tokens = 0;
     int32_t n_decode_tokens = 0;
     bool empty() const { return sequences.empty(); }
@@ -138,12 +154,17 @@ public:
     std::vector<FinishedSequence> commit(const StepPlan& plan, std::span<const StepResult> results);
 
     const Sequence* find(SeqId id) const;
-    bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+    bool has_work() const { return !running_.empty() || !waiting_.empty() || !swapped_.empty(); }
     size_t num_running() const { return running_.size(); }
     size_t num_waiting() const { return waiting_.size(); }
+    size_t num_swapped() const { return swapped_.size(); }
     uint64_t num_preemptions() const { return num_preemptions_; }
+    uint64_t num_swapped_out_blocks() const { return swapped_out_blocks_; }
+    uint64_t num_swapped_in_blocks() const { return swapped_in_blocks_; }
+    uint32_t num_free_swap_blocks() const { return static_cast<uint32_t>(free_swap_.size()); }
     const std::vector<SeqId>& running() const { return running_; }
     const std::deque<SeqId>& waiting() const { return waiting_; }
+    const std::deque<SeqId>& swapped() const { return swapped_; }
     const SchedulerConfig& config() const { return config_; }
     int32_t max_context() const { return max_context_; }
     KvCacheManager& kv() { return kv_; }
@@ -155,7 +176,18 @@ private:
     Sequence& seq(SeqId id) { return sequences_.at(id); }
     bool before(SeqId a, SeqId b) const;  // priority order
     void enqueue_waiting(SeqId id);
+    void enqueue_swapped(SeqId id);
     void preempt(SeqId id, StepPlan& plan);
+    // Moves a preempted sequence's computed blocks to host slots; false (no
+    // change) without swap space for all of them.
+    bool swap_out(Sequence& s, StepPlan& plan);
+    bool try_swap_in(SeqId id, int32_t& budget, StepPlan& plan);
+    // The first of the waiting and swapped queues in priority order (-1: none).
+    SeqId next_to_enter() const;
+    PrefixHit entry_prefix(const Sequence& s) const;
+    // Free blocks the sequence's first step back in takes.
+    uint32_t blocks_to_enter(const Sequence& s) const;
+    void release_swap_slots(SeqId id);
     bool schedule_running(SeqId id, int32_t& budget, StepPlan& plan);
     bool try_admit(SeqId id, int32_t& budget, StepPlan& plan);
     int32_t chunk(const Sequence& s, int32_t budget) const;
@@ -173,8 +205,12 @@ private:
     std::unordered_map<SeqId, Sequence> sequences_;
     std::vector<SeqId> running_;   // kept in priority order
     std::deque<SeqId> waiting_;    // in priority order
+    std::deque<SeqId> swapped_;    // in priority order
+    std::unordered_map<SeqId, std::vector<int32_t>> swap_tables_;  // a swapped sequence's host slots, in table order
+    std::vector<int32_t> free_swap_;  // free host slots
     uint64_t next_arrival_ = 0;
     uint64_t num_preemptions_ = 0;
+    uint64_t swapped_out_blocks_ = 0, swapped_in_blocks_ = 0;
 };
 
 }  // namespace folio

@@ -74,19 +74,34 @@ public:
         return step(batch, model::StepOutput::best_k(k, values, ids));
     }
 
+    // One block is the same slice of each layer's K and V region, regions
+    // equally spaced: one 2D copy a block (2 * n_layer rows of block_bytes).
     Status copy_blocks(std::span<const BlockCopy> copies) override {
-        const uint64_t block = cache_.block_bytes();
         FOLIO_RETURN_IF_ERROR(model::check_block_copies(copies, cache_.n_blocks));
-        for (const BlockCopy& c : copies) {
-            for (const kernels::PagedKvLayer& layer : cache_.layers)
-                for (void* base : {layer.k, layer.v}) {
-                    auto* p = static_cast<std::byte*>(base);
-                    FOLIO_CUDA_OR_ERROR(cudaMemcpyAsync(p + c.dst * block, p + c.src * block, block,
-                                                        cudaMemcpyDeviceToDevice, stream_),
-                                        "copy_blocks");
-                }
-        }
+        for (const BlockCopy& c : copies)
+            FOLIO_CUDA_OR_ERROR(copy_block(cache_block(c.dst), region_bytes(), cache_block(c.src), region_bytes(),
+                                           cudaMemcpyDeviceToDevice),
+                                "copy_blocks");
         FOLIO_CUDA_OR_ERROR(cudaStreamSynchronize(stream_), "copy_blocks");
+        return {};
+    }
+
+    // Swap space: pinned host slots of one block each ([2 * n_layer][block_bytes]).
+    // Copies are queued on the step's stream, so the forward pass after them
+    // and any later swap see them done; nothing waits here.
+    uint32_t n_swap_blocks() const override { return n_swap_blocks_; }
+    Status swap_blocks(std::span<const BlockCopy> out, std::span<const BlockCopy> in) override {
+        FOLIO_RETURN_IF_ERROR(model::check_block_copies(out, cache_.n_blocks, n_swap_blocks_, "swap out"));
+        FOLIO_RETURN_IF_ERROR(model::check_block_copies(in, n_swap_blocks_, cache_.n_blocks, "swap in"));
+        const uint64_t block = cache_.block_bytes();
+        for (const BlockCopy& c : out)
+            FOLIO_CUDA_OR_ERROR(copy_block(swap_slot(c.dst), block, cache_block(c.src), region_bytes(),
+                                           cudaMemcpyDeviceToHost),
+                                "swap out");
+        for (const BlockCopy& c : in)
+            FOLIO_CUDA_OR_ERROR(copy_block(cache_block(c.dst), region_bytes(), swap_slot(c.src), block,
+                                           cudaMemcpyHostToDevice),
+                                "swap in");
         return {};
     }
 
@@ -112,6 +127,20 @@ private:
     }
     Status upload_weights(const ModelDescription& model);
     Status allocate_kv(const BackendOptions& options);
+    Status allocate_swap_space(const BackendOptions& options);
+
+    // Block b's slice of the first K region, and the distance between regions.
+    std::byte* cache_block(int32_t b) const {
+        return static_cast<std::byte*>(cache_.memory.data()) + static_cast<uint64_t>(b) * cache_.block_bytes();
+    }
+    uint64_t region_bytes() const { return uint64_t{cache_.n_blocks} * cache_.block_bytes(); }
+    std::byte* swap_slot(int32_t slot) const { return swap_.data() + static_cast<uint64_t>(slot) * kv_bytes_per_block(); }
+    // All 2 * n_layer regions' slices of one block, between layouts of the given pitch.
+    cudaError_t copy_block(std::byte* dst, uint64_t dst_pitch, const std::byte* src, uint64_t src_pitch,
+                           cudaMemcpyKind kind) const {
+        return cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, cache_.block_bytes(), 2 * static_cast<size_t>(cache_.n_layer),
+                                 kind, stream_);
+    }
 
     // Decode steps (one row per sequence, logits for each) replay a CUDA
     // graph captured for the next batch-size bucket up: the batch is padded
@@ -137,6 +166,8 @@ private:
     uint32_t max_context_ = 0;
     cuda::DeviceBuffer weights_, vectors_;
     cuda::DeviceKvCache cache_;
+    cuda::PinnedBuffer swap_;
+    uint32_t n_swap_blocks_ = 0;
     std::unique_ptr<cuda::CudaOps> ops_;
     std::vector<int32_t> row_sequence_;
 };
@@ -164,7 +195,8 @@ Status CudaBackend::init(const ModelDescription& model, std::unique_ptr<model::A
     cache_.block_size = options.block_size;
     ops_ = std::make_unique<cuda::CudaOps>(stream_, cublas_, cache_);
     FOLIO_RETURN_IF_ERROR(upload_weights(model));
-    return allocate_kv(options);
+    FOLIO_RETURN_IF_ERROR(allocate_kv(options));
+    return allocate_swap_space(options);
 }
 
 Status CudaBackend::upload_weights(const ModelDescription& model) {
@@ -302,6 +334,27 @@ Status CudaBackend::allocate_kv(const BackendOptions& options) {
         layer.head_dim = cache_.head_dim;
         cache_.layers.push_back(layer);
     }
+    return {};
+}
+
+// Default swap space: vLLM's 4 GiB, but no more than the KV cache (a
+// preempted sequence never holds more than the cache) nor a quarter of the
+// host memory available (it is pinned: the system cannot page it out).
+Status CudaBackend::allocate_swap_space(const BackendOptions& options) {
+    const uint64_t per_block = kv_bytes_per_block();
+    uint64_t bytes = 0;
+    if (options.swap_space_bytes >= 0) {
+        bytes = static_cast<uint64_t>(options.swap_space_bytes);
+    } else {
+        bytes = std::min<uint64_t>(uint64_t{4} << 30, cache_.bytes());
+        if (const uint64_t host = available_host_memory(); host > 0) bytes = std::min(bytes, host / 4);
+    }
+    n_swap_blocks_ = static_cast<uint32_t>(std::min<uint64_t>(bytes / per_block, 1u << 24));
+    if (n_swap_blocks_ == 0) return {};
+    if (cudaError_t err = swap_.reserve(uint64_t{n_swap_blocks_} * per_block, /*exact=*/true); err != cudaSuccess)
+        return make_error("cuda: cannot pin " + std::to_string((uint64_t{n_swap_blocks_} * per_block) >> 20) +
+                          " MiB of host memory for swap space (" + cudaGetErrorString(err) +
+                          "); lower --swap-space, or 0 to recompute preempted requests");
     return {};
 }
 

@@ -29,10 +29,10 @@ void DeviceBuffer::reset() {
     size_ = 0;
 }
 
-cudaError_t PinnedBuffer::reserve(size_t bytes) {
+cudaError_t PinnedBuffer::reserve(size_t bytes, bool exact) {
     if (bytes <= size_) return cudaSuccess;
     reset();
-    const size_t want = std::max<size_t>(bytes + bytes / 4, 4096);
+    const size_t want = exact ? bytes : std::max<size_t>(bytes + bytes / 4, 4096);
     void* p = nullptr;
     if (cudaError_t err = cudaMallocHost(&p, want); err != cudaSuccess) return err;
     data_ = static_cast<std::byte*>(p);

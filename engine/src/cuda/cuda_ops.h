@@ -46,7 +46,8 @@ public:
     PinnedBuffer(const PinnedBuffer&) = delete;
     PinnedBuffer& operator=(const PinnedBuffer&) = delete;
     ~PinnedBuffer() { reset(); }
-    cudaError_t reserve(size_t bytes);
+    // At least `bytes` (a quarter more, for buffers that grow; exactly, for ones that do not).
+    cudaError_t reserve(size_t bytes, bool exact = false);
     void reset();
     std::byte* data() const { return data_; }
 

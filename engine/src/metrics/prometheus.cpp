@@ -132,10 +132,16 @@ std::string prometheus_text(const EngineMetrics& m, std::string_view model_name)
               static_cast<double>(m.num_requests_running));
     out.gauge("folio:num_requests_waiting", "Number of requests waiting to be processed.",
               static_cast<double>(m.num_requests_waiting));
+    out.gauge("folio:num_requests_swapped", "Number of requests swapped to host memory.",
+              static_cast<double>(m.num_requests_swapped));
     out.gauge("folio:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv_cache_usage_perc);
 
     out.counter("folio:num_preemptions_total", "Cumulative number of preemptions from the engine.",
                 m.num_preemptions_total);
+    out.counter("folio:kv_swapped_out_blocks_total", "KV-cache blocks of preempted requests copied to host memory.",
+                m.kv_swapped_out_blocks_total);
+    out.counter("folio:kv_swapped_in_blocks_total", "KV-cache blocks copied back from host memory.",
+                m.kv_swapped_in_blocks_total);
     out.counter("folio:prefix_cache_queries_total",
                 "Prefix cache queries, in terms of number of queried tokens.", m.prefix_cache_queries_total);
     out.counter("folio:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",

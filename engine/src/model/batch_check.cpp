@@ -56,9 +56,13 @@ Status check_batch(const Batch& batch, const StepOutput& out, int32_t n_vocab, u
 }
 
 Status check_block_copies(std::span<const BlockCopy> copies, uint32_t n_blocks) {
+    return check_block_copies(copies, n_blocks, n_blocks, "copy_blocks");
+}
+
+Status check_block_copies(std::span<const BlockCopy> copies, uint32_t n_src, uint32_t n_dst, const char* what) {
     for (const BlockCopy& c : copies)
-        if (c.src < 0 || c.dst < 0 || static_cast<uint32_t>(c.src) >= n_blocks || static_cast<uint32_t>(c.dst) >= n_blocks)
-            return make_error("copy_blocks: block " + std::to_string(c.src) + " -> " + std::to_string(c.dst) +
+        if (c.src < 0 || c.dst < 0 || static_cast<uint32_t>(c.src) >= n_src || static_cast<uint32_t>(c.dst) >= n_dst)
+            return make_error(std::string(what) + ": block " + std::to_string(c.src) + " -> " + std::to_string(c.dst) +
                               " is outside the cache");
     return {};
 }

@@ -23,5 +23,7 @@ Status check_batch(const Batch& batch, const StepOutput& out, int32_t n_vocab, u
 
 // Every copy's source and destination inside a cache of n_blocks blocks.
 Status check_block_copies(std::span<const BlockCopy> copies, uint32_t n_blocks);
+// The same between two pools (a swap: device blocks and host slots); `what` names the operation.
+Status check_block_copies(std::span<const BlockCopy> copies, uint32_t n_src, uint32_t n_dst, const char* what);
 
 }  // namespace folio::model

@@ -31,6 +31,16 @@ struct Engine::Request {
           decoder(tok, /*skip_control=*/true) {}
 };
 
+namespace {
+
+// The scheduler swaps preempted sequences to the backend's host slots, if it has any.
+SchedulerConfig with_swap_space(SchedulerConfig config, const Backend& backend) {
+    config.swap_blocks = backend.n_swap_blocks();
+    return config;
+}
+
+}  // namespace
+
 double RequestTimings::prefill_tokens_per_s() const {
     const double t = ttft_s - queue_s;
     return t > 0 ? (prompt_tokens - cached_prompt_tokens) / t : 0.0;
@@ -48,7 +58,7 @@ Engine::Engine(const ModelDescription& model, const Tokenizer& tokenizer, Backen
       config_(config),
       kv_(backend.n_blocks(), backend.block_size(), config.enable_prefix_caching,
           std::hash<std::string>{}(model.name + "/" + model.hparams.architecture)),
-      scheduler_(config.scheduler, kv_, static_cast<int32_t>(backend.max_context())),
+      scheduler_(with_swap_space(config.scheduler, backend), kv_, static_cast<int32_t>(backend.max_context())),
       started_(std::chrono::steady_clock::now()),
       metrics_(backend.max_context()) {
     for (int32_t t = 0; t < tokenizer.vocab_size(); ++t)
@@ -312,7 +322,9 @@ void Engine::step() {
         else
             step_top_k = 0;
     }
-    Status status = backend_.copy_blocks(plan.copies);
+    // Swaps first: blocks swapped out this step may be written again below.
+    Status status = backend_.swap_blocks(plan.swap_out, plan.swap_in);
+    if (status) status = backend_.copy_blocks(plan.copies);
     const size_t n_rows = batch_.logits_rows.size();
     if (device_greedy) {
         step_top_k = 0;
@@ -327,6 +339,12 @@ void Engine::step() {
         if (status) status = backend_.forward(batch_, logits_);
     }
     if (!status) {
+        // What was swapped out this step may not have reached the host.
+        for (SeqId id : plan.preempted)
+            if (const Sequence* s = scheduler_.find(id); s && s->swapped) {
+                scheduler_.abort(id);
+                finish(*requests_.at(id), FinishReason::Error, "swapping its KV cache out failed: " + status.error().message);
+            }
         for (const ScheduledSequence& ss : plan.sequences) {
             scheduler_.abort(ss.id);
             finish(*requests_.at(ss.id), FinishReason::Error, "forward pass failed: " + status.error().message);
@@ -535,6 +553,9 @@ void Engine::publish_step(const StepPlan& plan, double duration_s) {
         metrics_.prefix_cache_hits_total = kv_.prefix_hits();
         metrics_.num_requests_running = scheduler_.num_running();
         metrics_.num_requests_waiting = scheduler_.num_waiting();
+        metrics_.num_requests_swapped = scheduler_.num_swapped();
+        metrics_.kv_swapped_out_blocks_total = scheduler_.num_swapped_out_blocks();
+        metrics_.kv_swapped_in_blocks_total = scheduler_.num_swapped_in_blocks();
         metrics_.kv_cache_usage_perc = event->kv_usage;
     }
     for (const StepCallback& fn : subscribers) fn(event);

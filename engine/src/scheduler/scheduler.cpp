@@ -9,6 +9,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, int32_t 
     : config_(config), kv_(kv), max_context_(max_context) {
     config_.max_num_seqs = std::max<uint32_t>(1, config_.max_num_seqs);
     config_.max_num_batched_tokens = std::max<uint32_t>(1, config_.max_num_batched_tokens);
+    // Slots are taken from the back: the lowest first.
+    for (uint32_t i = config_.swap_blocks; i > 0; --i) free_swap_.push_back(static_cast<int32_t>(i - 1));
 }
 
 bool Scheduler::before(SeqId a, SeqId b) const {
@@ -21,6 +23,12 @@ void Scheduler::enqueue_waiting(SeqId id) {
     const auto at = std::upper_bound(waiting_.begin(), waiting_.end(), id,
                                      [this](SeqId a, SeqId b) { return before(a, b); });
     waiting_.insert(at, id);
+}
+
+void Scheduler::enqueue_swapped(SeqId id) {
+    const auto at = std::upper_bound(swapped_.begin(), swapped_.end(), id,
+                                     [this](SeqId a, SeqId b) { return before(a, b); });
+    swapped_.insert(at, id);
 }
 
 Status Scheduler::add(Sequence s) {
@@ -102,14 +110,92 @@ uint32_t Scheduler::admission_headroom() const {
 
 void Scheduler::preempt(SeqId id, StepPlan& plan) {
     Sequence& s = seq(id);
-    kv_.free(id);
-    s.num_computed = 0;
     s.running = false;
     ++s.n_preemptions;
     ++num_preemptions_;
     running_.erase(std::find(running_.begin(), running_.end(), id));
-    enqueue_waiting(id);
     plan.preempted.push_back(id);
+    if (swap_out(s, plan)) {
+        enqueue_swapped(id);
+        return;
+    }
+    kv_.free(id);
+    s.num_computed = 0;
+    enqueue_waiting(id);
+}
+
+bool Scheduler::swap_out(Sequence& s, StepPlan& plan) {
+    const uint32_t bs = kv_.block_size();
+    const auto used = static_cast<size_t>((s.num_computed + bs - 1) / bs);
+    if (used == 0 || used > free_swap_.size()) return false;
+    const std::vector<int32_t>& table = kv_.table(s.id);
+    std::vector<int32_t>& slots = swap_tables_[s.id];
+    for (size_t i = 0; i < used; ++i) {
+        slots.push_back(free_swap_.back());
+        free_swap_.pop_back();
+        plan.swap_out.push_back({table[i], slots.back()});
+    }
+    // The copies run before anything writes this step: the freed blocks may
+    // be handed out again at once. Full blocks stay in the prefix cache.
+    kv_.free(s.id);
+    s.swapped = true;
+    ++s.n_swaps;
+    swapped_out_blocks_ += used;
+    return true;
+}
+
+void Scheduler::release_swap_slots(SeqId id) {
+    const auto it = swap_tables_.find(id);
+    if (it == swap_tables_.end()) return;
+    free_swap_.insert(free_swap_.end(), it->second.rbegin(), it->second.rend());
+    swap_tables_.erase(it);
+}
+
+SeqId Scheduler::next_to_enter() const {
+    if (swapped_.empty()) return waiting_.empty() ? -1 : waiting_.front();
+    if (waiting_.empty() || !before(waiting_.front(), swapped_.front())) return swapped_.front();
+    return waiting_.front();
+}
+
+PrefixHit Scheduler::entry_prefix(const Sequence& s) const {
+    // A swapped sequence looks up what it has computed (those blocks need no
+    // copy back); a waiting one its whole prompt.
+    if (s.swapped) return kv_.find_prefix(std::span<const int32_t>(s.tokens.data(), static_cast<size_t>(s.num_computed)));
+    return kv_.find_prefix(s.tokens);
+}
+
+uint32_t Scheduler::blocks_to_enter(const Sequence& s) const {
+    const PrefixHit hit = entry_prefix(s);
+    const int32_t from = s.swapped ? s.num_computed : hit.tokens;
+    const int32_t first_chunk = std::min<int32_t>(static_cast<int32_t>(s.tokens.size()),
+                                                  from + static_cast<int32_t>(config_.max_num_batched_tokens));
+    return kv_.blocks_needed(s.id, s.swapped ? first_chunk : admission_tokens(s, first_chunk), hit);
+}
+
+bool Scheduler::try_swap_in(SeqId id, int32_t& budget, StepPlan& plan) {
+    Sequence& s = seq(id);
+    const int32_t n = chunk(s, budget);
+    if (n <= 0) return false;
+    const PrefixHit hit = entry_prefix(s);
+    const int32_t end = s.num_computed + n;
+    const int32_t target = config_.reserve_full_length ? std::max(end, reserve_tokens(s)) : end;
+    if (kv_.blocks_needed(id, target, hit) + admission_headroom() > kv_.pool().num_free() ||
+        !kv_.allocate(id, target, hit))
+        return false;
+    const std::vector<int32_t>& table = kv_.table(id);
+    const std::vector<int32_t>& slots = swap_tables_.at(id);
+    for (size_t i = hit.blocks.size(); i < slots.size(); ++i) plan.swap_in.push_back({slots[i], table[i]});
+    swapped_in_blocks_ += slots.size() - hit.blocks.size();
+    release_swap_slots(id);
+    s.swapped = false;
+    s.running = true;
+    swapped_.erase(std::find(swapped_.begin(), swapped_.end(), id));
+    running_.push_back(id);
+    const bool sample = end == static_cast<int32_t>(s.tokens.size());
+    plan.sequences.push_back({id, s.num_computed, n, sample});
+    (n == 1 && s.n_generated > 0 ? plan.n_decode_tokens : plan.n_prefill_tokens) += n;
+    budget -= n;
+    return true;
 }
 
 bool Scheduler::schedule_running(SeqId id, int32_t& budget, StepPlan& plan) {
@@ -162,19 +248,14 @@ StepPlan Scheduler::schedule() {
     StepPlan plan;
     std::sort(running_.begin(), running_.end(), [this](SeqId a, SeqId b) { return before(a, b); });
 
-    // A waiting sequence that outranks the lowest running one takes its
-    // place when it could not get in otherwise.
-    while (!waiting_.empty() && !running_.empty() && config_.batching == BatchingMode::Continuous) {
-        const Sequence& w = seq(waiting_.front());
-        const Sequence& low = seq(running_.back());
-        if (w.priority >= low.priority) break;
-        const PrefixHit hit = kv_.find_prefix(w.tokens);
-        const int32_t first_chunk = std::min<int32_t>(static_cast<int32_t>(w.tokens.size()),
-                                                      hit.tokens + static_cast<int32_t>(config_.max_num_batched_tokens));
-        const bool fits = running_.size() < config_.max_num_seqs &&
-                          kv_.blocks_needed(w.id, admission_tokens(w, first_chunk), hit) + admission_headroom() <=
-                              kv_.pool().num_free();
-        if (fits) break;
+    // A waiting or swapped sequence that outranks the lowest running one
+    // takes its place when it could not get in otherwise.
+    while (!running_.empty() && config_.batching == BatchingMode::Continuous) {
+        const SeqId next = next_to_enter();
+        if (next < 0 || seq(next).priority >= seq(running_.back()).priority) break;
+        if (running_.size() < config_.max_num_seqs &&
+            blocks_to_enter(seq(next)) + admission_headroom() <= kv_.pool().num_free())
+            break;
         preempt(running_.back(), plan);
     }
     const bool batch_done = running_.empty();
@@ -185,10 +266,12 @@ StepPlan Scheduler::schedule() {
         if (schedule_running(running_[i], budget, plan)) ++i;
 
     // vLLM's rule: no admission in a step that had to preempt (it would thrash).
+    // Swapped and waiting sequences come back in one priority order; the
+    // first that does not fit stops both (no overtaking).
     const bool may_admit = plan.preempted.size() == preempted_before &&
                            (config_.batching == BatchingMode::Continuous || batch_done);
-    while (may_admit && !waiting_.empty() && budget > 0 && running_.size() < config_.max_num_seqs)
-        if (!try_admit(waiting_.front(), budget, plan)) break;
+    for (SeqId next; may_admit && (next = next_to_enter()) >= 0 && budget > 0 && running_.size() < config_.max_num_seqs;)
+        if (!(seq(next).swapped ? try_swap_in(next, budget, plan) : try_admit(next, budget, plan))) break;
     return plan;
 }
 
@@ -233,6 +316,8 @@ std::vector<FinishedSequence> Scheduler::commit(const StepPlan& plan, std::span<
 void Scheduler::fork(SeqId parent, SeqId child) {
     Sequence copy = seq(parent);
     copy.id = child;
+    copy.swapped = false;
+    if (!copy.running) copy.num_computed = 0;  // the parent's swapped K/V is not the child's to share
     sequences_.emplace(child, std::move(copy));
     if (seq(parent).running) {
         kv_.fork(parent, child);
@@ -257,8 +342,10 @@ bool Scheduler::abort(SeqId id) {
 
 void Scheduler::remove(SeqId id) {
     kv_.free(id);
+    release_swap_slots(id);
     if (auto r = std::find(running_.begin(), running_.end(), id); r != running_.end()) running_.erase(r);
     if (auto w = std::find(waiting_.begin(), waiting_.end(), id); w != waiting_.end()) waiting_.erase(w);
+    if (auto w = std::find(swapped_.begin(), swapped_.end(), id); w != swapped_.end()) swapped_.erase(w);
     sequences_.erase(id);
 }
 
@@ -269,7 +356,8 @@ const Sequence* Scheduler::find(SeqId id) const {
 
 std::string Scheduler::check_invariants() const {
     if (std::string e = kv_.check_invariants(); !e.empty()) return e;
-    if (running_.size() + waiting_.size() != sequences_.size()) return "a sequence is lost or listed twice";
+    if (running_.size() + waiting_.size() + swapped_.size() != sequences_.size())
+        return "a sequence is lost or listed twice";
     const uint32_t bs = kv_.block_size();
     for (SeqId id : running_) {
         const Sequence& s = sequences_.at(id);
@@ -281,9 +369,34 @@ std::string Scheduler::check_invariants() const {
     }
     for (SeqId id : waiting_) {
         const Sequence& s = sequences_.at(id);
-        if (s.running || kv_.has(id) || !kv_.table(id).empty())
+        if (s.running || s.swapped || kv_.has(id) || !kv_.table(id).empty() || swap_tables_.contains(id))
             return "waiting sequence " + std::to_string(id) + " holds blocks";
     }
+    size_t slots_held = 0;
+    std::vector<bool> slot_owned(config_.swap_blocks, false);
+    for (SeqId id : swapped_) {
+        const Sequence& s = sequences_.at(id);
+        const auto it = swap_tables_.find(id);
+        if (s.running || !s.swapped || kv_.has(id) || !kv_.table(id).empty() || it == swap_tables_.end())
+            return "swapped sequence " + std::to_string(id) + " is not held in swap slots alone";
+        if (it->second.size() != static_cast<size_t>((s.num_computed + bs - 1) / bs) || s.num_computed == 0)
+            return "swapped sequence " + std::to_string(id) + "'s slots do not cover its computed tokens";
+        for (int32_t slot : it->second) {
+            if (slot < 0 || static_cast<uint32_t>(slot) >= config_.swap_blocks || slot_owned[static_cast<size_t>(slot)])
+                return "swap slot " + std::to_string(slot) + " is out of range or held twice";
+            slot_owned[static_cast<size_t>(slot)] = true;
+        }
+        slots_held += it->second.size();
+    }
+    if (swap_tables_.size() != swapped_.size()) return "swap slots held by a sequence that is not swapped";
+    for (int32_t slot : free_swap_) {
+        if (slot < 0 || static_cast<uint32_t>(slot) >= config_.swap_blocks || slot_owned[static_cast<size_t>(slot)])
+            return "free swap slot " + std::to_string(slot) + " is out of range, held or free twice";
+        slot_owned[static_cast<size_t>(slot)] = true;
+    }
+    if (slots_held + free_swap_.size() != config_.swap_blocks) return "swap slots leaked";
+    for (size_t i = 1; i < swapped_.size(); ++i)
+        if (before(swapped_[i], swapped_[i - 1])) return "the swapped queue is out of priority order";
     for (const auto& [id, table] : kv_.tables())
         if (!sequences_.contains(id) || !sequences_.at(id).running)
             return "blocks held by " + std::to_string(id) + ", which is not running";
