@@ -3,8 +3,9 @@
 // of several shapes and weight types and for the test models; the engine on
 // the GPU with 64 concurrent requests, prefix caching and preemption
 // (swapping to host memory, or recomputing) gives each request the tokens it
-// gets alone; on the test models, teacher-forced over a real text, the GPU's perplexity is the CPU's within 0.5 % and its
-// top token the CPU's at >= 95 % of positions. Skips without a usable GPU.
+// gets alone; on the test models, teacher-forced over a real text, the GPU's
+// perplexity is the CPU's within 0.5 % and its top token the CPU's at as many
+// positions as two CPU runs agree (less a margin). Skips without a usable GPU.
 //
 // Tolerances. Float weights: cuBLAS multiplies F16-rounded activations for
 // batches over 8 rows (the CPU keeps F32): ~1e-3. Quantized weights: the GPU
@@ -173,13 +174,22 @@ private slots:
 
     // Teacher-forced on a real text (llama-perplexity's chunks of 512 tokens):
     // the GPU's mean NLL of each next token within 0.5 % of the CPU's, and
-    // the same top token at >= 95 % of the positions.
+    // the same top token at most positions. How many: two CPU runs that differ
+    // only in the last bits of attention's outputs agree at 95.8-97.1 %
+    // (SmolLM2 Q4_1) and 94.0-95.1 % (Gemma Q4_K_M) of these 1020 positions
+    // (9 runs each, sd 0.4; bench/results/cuda-agreement-baseline-*.txt), and
+    // the GPU's float sums differ from the CPU's in every matmul and norm,
+    // not only in attention. The bar is 2 points (~5 sd) under the lowest.
     void realModelsMatchTheCpu() {
         REQUIRE_GPU();
         std::ifstream file("/usr/share/common-licenses/GPL-3");
         if (!file) QSKIP("no /usr/share/common-licenses/GPL-3 to read");
         const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-        for (const char* name : {folio_test::kSmolLM2, folio_test::kGemma3}) {
+        const struct {
+            const char* name;
+            double min_agreement;
+        } models[] = {{folio_test::kSmolLM2, 0.94}, {folio_test::kGemma3, 0.92}};
+        for (const auto& [name, min_agreement] : models) {
             const std::string path = folio_test::model_path(name);
             if (path.empty()) {
                 std::fprintf(stderr, "%s not present (FOLIO_MODELS_DIR): skipped\n", name);
@@ -236,7 +246,7 @@ private slots:
                                     std::to_string(rel * 100) + " %, same top token at " +
                                     std::to_string(agree * 100) + " %";
             std::fprintf(stderr, "%s\n", msg.c_str());
-            QVERIFY2(rel < 0.005 && agree >= 0.95, msg.c_str());
+            QVERIFY2(rel < 0.005 && agree >= min_agreement, msg.c_str());
         }
     }
 
