@@ -44,14 +44,15 @@ __device__ __forceinline__ float element(const uint8_t* w, int64_t i) {
     return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(w)[i]);
 }
 
-// y[j0 + j][row] for j < NT, one warp per row. kVec: rows are whole 16-byte chunks.
+// y[j0 + j][row] for j < NT, one warp per row, written to the part holding
+// the row. kVec: rows are whole 16-byte chunks.
 // kUnroll: 16-byte chunks each lane has in flight (8: 64 registers a thread,
 // 32 warps a multiprocessor; 16: 128 registers, 16 warps, one round trip for
 // a 4096-column F16 row).
 template <WeightType T, int NT, bool kVec, int kUnroll = 8>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, kUnroll >= 16 || NT > 2 ? 4 : 8)
     matvec_float(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, const float* __restrict__ x, int64_t j0,
-                 float* __restrict__ y) {
+                 SplitParts parts) {
     constexpr int kElems = 16 / kElemBytes<T>;
     const int lane = threadIdx.x % 32;
     const int64_t row = blockIdx.x * static_cast<int64_t>(kWarpsPerBlock) + threadIdx.x / 32;
@@ -109,16 +110,17 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, kUnroll >= 16 || NT > 2 ?
             for (int j = 0; j < NT; ++j) acc[j] = fmaf(f, xs[j * cols + c], acc[j]);
         }
     }
+    const RowOutput out = row_output(parts, row);
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], o);
-        if (lane == j) y[(j0 + j) * rows + row] = acc[j];
+        if (lane == j) out.at[(j0 + j) * out.stride] = acc[j];
     }
 }
 
 template <WeightType T, int NT>
-cudaError_t launch_matvec(const DeviceMatrix& w, const float* x, int64_t j0, float* y, cudaStream_t s) {
+cudaError_t launch_matvec(const DeviceMatrix& w, const float* x, int64_t j0, const SplitParts& y, cudaStream_t s) {
     constexpr int kElems = 16 / kElemBytes<T>;
     const bool vec = w.cols % kElems == 0 && reinterpret_cast<uintptr_t>(w.data) % 16 == 0 &&
                      reinterpret_cast<uintptr_t>(x) % 16 == 0;
@@ -199,9 +201,28 @@ size_t float_workspace_bytes(WeightType t, int64_t n, int64_t cols) {
     return converted_bytes(t, n, cols) + kCublasWorkspaceBytes;
 }
 
-cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,
-                         cudaStream_t s) {
-    if (n > kFloatMatvecMaxRows) return cublas_matmul(w, x, n, y, ws, s);
+// cuBLAS writes one row-major y, so a product of several parts goes through
+// the workspace (after the converted activations and cuBLAS's own) and is
+// split from there. One GEMM per part with its own output (ldc = width) was
+// the alternative, not taken: cuBLAS picks its kernel by shape, so the parts'
+// bits could differ from matmul()'s, and narrow parts (K, V: a quarter of Q)
+// make GEMMs too small to fill the GPU. The split moves 8 bytes per output
+// element (n x rows), a few percent of a prefill GEMM reading and writing
+// the same outputs at hundreds of FLOPs per byte.
+cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y,
+                         const MatmulWorkspace& ws, cudaStream_t s) {
+    if (n > kFloatMatvecMaxRows) {
+        if (y.count == 1) return cublas_matmul(w, x, n, y.dst[0], ws, s);
+        auto* stacked = reinterpret_cast<float*>(static_cast<uint8_t*>(ws.data) + float_workspace_bytes(w.type, n, w.cols));
+        FOLIO_CUDA_TRY(cublas_matmul(w, x, n, stacked, ws, s));
+        constexpr int64_t kSplitRows = 65535;  // split_columns' launch limit
+        for (int64_t r = 0; r < n; r += kSplitRows) {
+            SplitParts chunk = y;
+            for (int i = 0; i < y.count; ++i) chunk.dst[i] += r * y.width[i];
+            FOLIO_CUDA_TRY(split_columns(stacked + r * w.rows, n - r < kSplitRows ? n - r : kSplitRows, chunk, s));
+        }
+        return cudaSuccess;
+    }
     switch (w.type) {
         case WeightType::F32: return launch_matvec<WeightType::F32, 1>(w, x, 0, y, s);
         case WeightType::F16: return launch_matvec<WeightType::F16, 1>(w, x, 0, y, s);

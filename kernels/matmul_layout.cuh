@@ -141,13 +141,38 @@ __device__ __forceinline__ void k_scale_min(int j, const uint8_t* s, int& sc, in
     }
 }
 
+// Where row `row` of the stacked product y goes: y[j][row] is at[j * stride],
+// in the part holding that row (matmul_parts; matmul() is the one-part case,
+// at = y + row, stride = rows). The loop is unrolled so that the kernel
+// parameters are indexed by constants only.
+struct RowOutput {
+    float* at;
+    int64_t stride;
+};
+__device__ __forceinline__ RowOutput row_output(const SplitParts& parts, int64_t row) {
+    if (parts.count == 1) return RowOutput{parts.dst[0] + row, parts.width[0]};  // matmul()
+    float* dst = parts.dst[0];
+    int64_t width = parts.width[0];
+#pragma unroll
+    for (int i = 1; i < kMaxSplitParts; ++i) {
+        if (i < parts.count && row >= width) {
+            row -= width;
+            dst = parts.dst[i];
+            width = parts.width[i];
+        }
+    }
+    return RowOutput{dst + row, width};
+}
+
 // ---- the product's two families (matmul_quant.cu, matmul_float.cu) ----------------
+// Both take the output as checked parts (widths summing to w.rows).
 
 size_t quantized_workspace_bytes(WeightType t, int64_t n, int64_t cols);
-cudaError_t quantized_matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, void* ws, cudaStream_t s);
+cudaError_t quantized_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& parts, void* ws,
+                             cudaStream_t s);
 
 size_t float_workspace_bytes(WeightType t, int64_t n, int64_t cols);
-cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,
-                         cudaStream_t s);
+cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& parts,
+                         const MatmulWorkspace& ws, cudaStream_t s);
 
 }  // namespace folio::kernels::detail

@@ -434,13 +434,13 @@ __device__ __forceinline__ void load_first(const uint8_t* __restrict__ w, const 
 }
 
 // y[j][row] for activation rows j_begin .. j_begin + tiles * NT (quantized
-// in the workspace), one warp a row. Registers capped so that enough warps
+// in the workspace), one warp a row, written to the part holding the row. Registers capped so that enough warps
 // stream weights: 64 a thread for one or two activation rows (~100 for the
 // K-quants' larger units), 128 for larger tiles.
 template <WeightType T, int NT>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, NT <= 2 ? (kSuperBlocks<T> ? 5 : 8) : 4)
     mmq_kernel(const uint8_t* __restrict__ w, SplitLayout l, int64_t rows, int64_t cols, ActQ8 a, int64_t j_begin,
-               int tiles, float* __restrict__ y) {
+               int tiles, SplitParts parts) {
     using U = typename UnitOf<T>::type;
     constexpr int kU = kUnroll<T>;
     const int lane = threadIdx.x % 32;
@@ -458,22 +458,24 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, NT <= 2 ? (kSuperBlocks<T
         const int64_t j0 = j_begin + static_cast<int64_t>(tile) * NT;
         float acc[NT];
         row_dot<T, NT>(w, l, row * units, units, lane, unit, tile == 0 || row_in_registers, a, j0, acc);
+        const RowOutput out = row_output(parts, row);
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-            if (lane == j) y[(j0 + j) * rows + row] = acc[j];
+            if (lane == j) out.at[(j0 + j) * out.stride] = acc[j];
     }
 }
 
 template <WeightType T, int NT>
 cudaError_t launch_tiles(const DeviceMatrix& w, const SplitLayout& l, const ActQ8& a, int64_t j_begin, int tiles,
-                         float* y, cudaStream_t s) {
+                         const SplitParts& y, cudaStream_t s) {
     const unsigned grid = blocks_for(w.rows, kWarpsPerBlock);
     return launch_overlapped(mmq_kernel<T, NT>, dim3(grid), dim3(kWarpsPerBlock * 32), s,
                              static_cast<const uint8_t*>(w.data), l, w.rows, w.cols, a, j_begin, tiles, y);
 }
 
 template <WeightType T>
-cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, float* y, void* ws, cudaStream_t s) {
+cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y, void* ws,
+                       cudaStream_t s) {
     constexpr bool kK = kSuperBlocks<T>;
     const ActLayout al = act_layout(kK, n, w.cols);
     auto* base = static_cast<uint8_t*>(ws);
@@ -525,7 +527,8 @@ size_t quantized_workspace_bytes(WeightType t, int64_t n, int64_t cols) {
     return act_layout(k, n, cols).bytes;
 }
 
-cudaError_t quantized_matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, void* ws, cudaStream_t s) {
+cudaError_t quantized_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y, void* ws,
+                             cudaStream_t s) {
     switch (w.type) {
         case WeightType::Q4_0: return launch_mmq<WeightType::Q4_0>(w, x, n, y, ws, s);
         case WeightType::Q4_1: return launch_mmq<WeightType::Q4_1>(w, x, n, y, ws, s);

@@ -2,8 +2,9 @@
 // quantized products must equal the CPU kernels' up to float summation order
 // (same activation quantization, same integer dots), every type against a
 // double-precision product of the engine's dequantized weights, a row's
-// result must not depend on the batch around it, and gather_rows must
-// reproduce the dequantizer bit for bit. Skips without a CUDA GPU.
+// result must not depend on the batch around it, matmul_parts must equal
+// matmul() split into parts, and gather_rows must reproduce the dequantizer
+// bit for bit. Skips without a CUDA GPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -139,6 +140,35 @@ cudaError_t gpu_matmul(const GpuMatrix& w, const std::vector<float>& x, int64_t 
     if (e != cudaSuccess) return e;
     y.resize(static_cast<size_t>(n * rows));
     return cudaMemcpy(y.data(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost);
+}
+
+// Runs matmul_parts with the parts laid out in one NaN-poisoned buffer:
+// kPartGuard floats, part 0 ([n][widths[0]]), kPartGuard floats, part 1, ...,
+// kPartGuard floats. `out` is that whole buffer, read back.
+constexpr int64_t kPartGuard = 64;
+cudaError_t gpu_matmul_parts(const GpuMatrix& w, const std::vector<float>& x, int64_t n,
+                             const std::vector<int64_t>& widths, std::vector<float>& out, cublasHandle_t cublas) {
+    const int64_t rows = w.m.rows, cols = w.m.cols;
+    const size_t total = static_cast<size_t>(kPartGuard * static_cast<int64_t>(widths.size() + 1) + n * rows);
+    DeviceBuffer dx(x.size() * sizeof(float)), dout(total * sizeof(float));
+    DeviceBuffer ws(fk::matmul_parts_workspace_bytes(w.m.type, n, rows, cols));
+    if (!dx.ok() || !dout.ok() || !ws.ok()) return cudaErrorMemoryAllocation;
+    cudaError_t e = cudaMemcpy(dx.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemset(dout.get(), 0xff, dout.bytes());  // NaN
+    if (e != cudaSuccess) return e;
+    fk::SplitParts parts;
+    int64_t at = kPartGuard;
+    for (const int64_t width : widths) {
+        parts.dst[parts.count] = dout.get<float>() + at;
+        parts.width[parts.count++] = width;
+        at += n * width + kPartGuard;
+    }
+    const fk::MatmulWorkspace workspace{ws.get(), ws.bytes(), cublas};
+    e = fk::matmul_parts(w.m, dx.get<float>(), n, parts, workspace, nullptr);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) return e;
+    out.resize(total);
+    return cudaMemcpy(out.data(), dout.get(), dout.bytes(), cudaMemcpyDeviceToHost);
 }
 
 // y of the CPU backend's kernels: quantize each activation row, then dot.
@@ -436,6 +466,86 @@ private slots:
                 report += name_of(t) + ": rms " + std::to_string(rms) + " for scale " + std::to_string(scale) + "\n";
         }
         QVERIFY2(report.empty(), report.c_str());
+    }
+
+    // matmul_parts puts each part's rows where matmul() and then split_columns()
+    // put them, bit for bit: every element written, nothing around the parts.
+    // Widths that are not multiples of a block's 4 rows put part boundaries
+    // inside a block; F32 / F16 / BF16 with n > 1 take the cuBLAS-then-split path.
+    void partsMatchMatmulThenSplit() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        QVERIFY(cublas_ != nullptr);
+        const int64_t cols = 512;
+        const std::vector<std::vector<int64_t>> splits = {{130, 67}, {61, 3, 70}};
+        std::string report;
+        uint32_t seed = 700;
+        for (const TensorType t : kAllTypes) {
+            for (const std::vector<int64_t>& widths : splits) {
+                int64_t rows = 0;
+                for (const int64_t width : widths) rows += width;
+                GpuMatrix gm;
+                const cudaError_t ue = upload(t, random_gguf(t, rows, cols, seed++), rows, cols, gm);
+                QVERIFY2(ue == cudaSuccess, cuda_message(ue, "upload").c_str());
+                for (const int64_t n : {1, 2, 3, 8, 9, 64}) {
+                    const std::string what = name_of(t) + " " + std::to_string(widths.size()) + " parts n=" +
+                                             std::to_string(n);
+                    const std::vector<float> x = random_activations(n, cols, seed++);
+                    std::vector<float> y, out;
+                    const cudaError_t me = gpu_matmul(gm, x, n, y, cublas_);
+                    const cudaError_t pe = gpu_matmul_parts(gm, x, n, widths, out, cublas_);
+                    if (me != cudaSuccess || pe != cudaSuccess) {
+                        report += what + ": " + cuda_message(me != cudaSuccess ? me : pe, "matmul") + "\n";
+                        continue;
+                    }
+                    int64_t at = 0, first = 0;
+                    std::string problem;
+                    for (const int64_t width : widths) {
+                        for (int64_t g = 0; g < kPartGuard; ++g)
+                            if (!std::isnan(out[at + g])) problem = "written outside the parts";
+                        at += kPartGuard;
+                        for (int64_t j = 0; j < n; ++j) {
+                            const float* got = out.data() + at + j * width;
+                            const float* want = y.data() + j * rows + first;
+                            for (int64_t c = 0; c < width; ++c)
+                                if (std::isnan(got[c])) problem = "element left unwritten";
+                            if (problem.empty() && std::memcmp(got, want, width * sizeof(float)) != 0)
+                                problem = "differs from matmul()";
+                        }
+                        at += n * width;
+                        first += width;
+                    }
+                    for (int64_t g = 0; g < kPartGuard; ++g)
+                        if (!std::isnan(out[at + g])) problem = "written after the last part";
+                    if (!problem.empty()) report += what + ": " + problem + "\n";
+                }
+            }
+        }
+        QVERIFY2(report.empty(), report.c_str());
+    }
+
+    // Parts whose widths do not add up to the matrix's rows are refused.
+    void partsMustCoverTheRows() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        const int64_t rows = 64, cols = 256;
+        GpuMatrix gm;
+        QVERIFY(upload(TensorType::Q4_0, random_gguf(TensorType::Q4_0, rows, cols, 800), rows, cols, gm) ==
+                cudaSuccess);
+        DeviceBuffer dx(cols * sizeof(float)), dy(rows * sizeof(float)), ws(1 << 20);
+        QVERIFY(dx.ok() && dy.ok() && ws.ok() && cudaMemset(dx.get(), 0, dx.bytes()) == cudaSuccess);
+        const fk::MatmulWorkspace workspace{ws.get(), ws.bytes(), cublas_};
+        fk::SplitParts parts;
+        parts.dst[0] = dy.get<float>();
+        parts.dst[1] = dy.get<float>() + 32;
+        parts.width[0] = 32;
+        parts.width[1] = 31;
+        parts.count = 2;
+        QVERIFY(fk::matmul_parts(gm.m, dx.get<float>(), 1, parts, workspace, nullptr) == cudaErrorInvalidValue);
+        parts.width[1] = 32;
+        parts.count = 0;
+        QVERIFY(fk::matmul_parts(gm.m, dx.get<float>(), 1, parts, workspace, nullptr) == cudaErrorInvalidValue);
+        parts.count = 2;
+        QVERIFY(fk::matmul_parts(gm.m, dx.get<float>(), 1, parts, workspace, nullptr) == cudaSuccess);
+        QVERIFY(cudaDeviceSynchronize() == cudaSuccess);
     }
 
     // The product is capturable in a CUDA graph and its replay gives the same y.

@@ -201,26 +201,21 @@ Status CudaOps::matmuls(std::span<const model::Weight> w, const float* x, int64_
     for (size_t i = 0; i < w.size(); ++i)
         if (w[i].data != st.members[i]) return make_error("cuda: matmuls over another group than the one stored");
     if (n_rows == 0) return error_;
-    // One product into [n][sum of rows], then each member's columns to its y.
-    const size_t row_bytes = static_cast<size_t>(st.matrix.rows) * sizeof(float);
-    if (n_rows > 65535) return make_error("cuda: steps are limited to 65535 rows");
-    if (!grow(stacked_out_, static_cast<size_t>(n_rows) * row_bytes, "stacked matmul output") ||
-        !grow(matmul_scratch_, kernels::matmul_workspace_bytes(st.matrix.type, n_rows, st.matrix.rows, st.matrix.cols),
-              "matmul workspace"))
-        return error_;
-    matmul_ws_.data = matmul_scratch_.data();
-    matmul_ws_.bytes = matmul_scratch_.size();
-    auto* out = static_cast<std::byte*>(stacked_out_.data());
-    if (!ok(kernels::matmul(st.matrix, x, n_rows, reinterpret_cast<float*>(out), matmul_ws_, stream_), "matmul"))
-        return error_;
-    kernels::SplitParts parts;
     if (y.size() > static_cast<size_t>(kernels::kMaxSplitParts)) return make_error("cuda: more stacked matrices than split parts");
+    // One product over the stacked rows, each member's rows straight into its y.
+    kernels::SplitParts parts;
     for (size_t i = 0; i < y.size(); ++i) {
         parts.dst[i] = y[i];
         parts.width[i] = st.rows[i];
     }
     parts.count = static_cast<int>(y.size());
-    ok(kernels::split_columns(reinterpret_cast<const float*>(out), n_rows, parts, stream_), "matmul split");
+    if (!grow(matmul_scratch_,
+              kernels::matmul_parts_workspace_bytes(st.matrix.type, n_rows, st.matrix.rows, st.matrix.cols),
+              "matmul workspace"))
+        return error_;
+    matmul_ws_.data = matmul_scratch_.data();
+    matmul_ws_.bytes = matmul_scratch_.size();
+    ok(kernels::matmul_parts(st.matrix, x, n_rows, parts, matmul_ws_, stream_), "matmul");
     return error_;
 }
 

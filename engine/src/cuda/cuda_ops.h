@@ -149,7 +149,6 @@ private:
         std::vector<int64_t> rows;
     };
     std::unordered_map<const void*, Stacked> stacked_;  // by the first member's host address
-    DeviceBuffer stacked_out_;
     std::array<DeviceBuffer, static_cast<size_t>(model::Buffer::Count)> buffers_;
 
     // The step's batch on the device (one buffer, filled by one copy).

@@ -19,6 +19,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "folio_kernels/elementwise.h"  // SplitParts
+
 namespace folio::kernels {
 
 // GGML's type ids (the GGUF tensor type field).
@@ -93,6 +95,21 @@ size_t matmul_workspace_bytes(WeightType t, int64_t n, int64_t rows, int64_t col
 // fill_random_matrix before the first product.
 cudaError_t matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,
                    cudaStream_t s);
+
+// The product of matrices stacked as one (their rows in order, sharing x:
+// Q, K, V; gate, up) straight into each member's own output: part i gets rows
+// [offset_i, offset_i + parts.width[i]) of y, offset_i the sum of the widths
+// before it, as a row-major [n][width_i] matrix at parts.dst[i]. The widths
+// sum to w.rows. The same bits as matmul() and then split_columns(), with
+// the same batch invariance: the kernels write each element of y once, to
+// its part, so no split kernel runs, except where the product goes through
+// cuBLAS (float weights, n > kFloatMatvecMaxRows), which computes y in the
+// workspace and splits it from there. matmul() is the one-part case.
+cudaError_t matmul_parts(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& parts,
+                         const MatmulWorkspace& ws, cudaStream_t s);
+// Workspace bytes of matmul_parts with more than one part:
+// matmul_workspace_bytes plus, for cuBLAS products, the whole y.
+size_t matmul_parts_workspace_bytes(WeightType t, int64_t n, int64_t rows, int64_t cols);
 
 // out[i][cols] = row ids[i] of w as F32 (embedding lookup), exactly as the
 // engine's dequantizer computes it; ids is device memory, each in [0, rows).
