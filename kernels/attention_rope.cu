@@ -1,6 +1,9 @@
-// The fused RoPE + KV-cache write: one block per batch row rotates the row's
-// query heads in place and its key heads, and stores the rotated keys and the
-// values as half into the paged cache at the row's slot.
+// The fused RoPE + KV-cache write: rotates each batch row's query heads in
+// place and its key heads, and stores the rotated keys and the values as half
+// into the paged cache at the row's slot. One thread per rotated pair (or pair
+// of values): a row is spread over several blocks, so that a decode step of
+// one row does not wait on one block's serial loop (a single 128-thread block
+// per row took 10.7 us for the 8B shape; bench/results/cuda-decode-profile-*).
 #include <cmath>
 
 #include <cuda_fp16.h>
@@ -10,7 +13,7 @@
 namespace folio::kernels {
 namespace {
 
-constexpr int kRopeThreads = 128;
+constexpr int kRopeThreads = 256;
 constexpr int kMaxHeadDim = 256;
 
 // Cache element (slot, kv head, d) of the [n_blocks][n_head_kv][block_size][head_dim] layout.
@@ -20,54 +23,59 @@ __device__ __forceinline__ int64_t cache_index(int64_t slot, int head, int d, in
     return ((block * n_head_kv + head) * block_size + offset) * head_dim + d;
 }
 
+// Pair i's angle, built by repeated multiplication in float exactly as the
+// CPU backend (and GGML) does, so both round the same way.
+__device__ __forceinline__ void rope_angle(int32_t position, float scale, float theta_scale, int i, float& c,
+                                           float& s) {
+    float theta = static_cast<float>(position) / scale;
+    for (int j = 0; j < i; ++j) theta *= theta_scale;
+    c = cosf(theta);
+    s = sinf(theta);
+}
+
+// Items of a row, in order: the query pairs (n_head * half), the key pairs
+// (n_head_kv * half), the value pairs (n_head_kv * half). blockIdx.x is the
+// row, blockIdx.y the run of kRopeThreads items.
 __global__ void __launch_bounds__(kRopeThreads)
     rope_store_kv_kernel(float* q, const float* k, const float* v, int n_head, int n_head_kv, int head_dim,
                          int block_size, __half* k_cache, __half* v_cache, const int32_t* positions,
                          const int64_t* slot_mapping, float scale, float theta_scale,
                          bool split_half) {
-    __shared__ float cos_of[kMaxHeadDim / 2], sin_of[kMaxHeadDim / 2];
     const int64_t row = blockIdx.x;
     const int half = head_dim / 2;
-    // Pair i's angle, built by repeated multiplication in float exactly as the
-    // CPU backend (and GGML) does, so both round the same way.
-    for (int i = threadIdx.x; i < half; i += blockDim.x) {
-        float theta = static_cast<float>(positions[row]) / scale;
-        for (int j = 0; j < i; ++j) theta *= theta_scale;
-        cos_of[i] = cosf(theta);
-        sin_of[i] = sinf(theta);
-    }
-    __syncthreads();
-
+    const int q_items = n_head * half, kv_items = n_head_kv * half;
+    const int item = blockIdx.y * kRopeThreads + threadIdx.x;
+    if (item >= q_items + 2 * kv_items) return;
     const int a_step = split_half ? 1 : 2, b_offset = split_half ? half : 1;
-    float* q_row = q + row * int64_t{n_head} * head_dim;
-    for (int idx = threadIdx.x; idx < n_head * half; idx += blockDim.x) {
-        const int head = idx / half, i = idx % half;
-        float* x = q_row + head * head_dim;
+    if (item < q_items) {
+        const int head = item / half, i = item % half;
+        float* x = q + row * int64_t{n_head} * head_dim + head * head_dim;
+        float c, s;
+        rope_angle(positions[row], scale, theta_scale, i, c, s);
         const int a = i * a_step, b = a + b_offset;
         const float x0 = x[a], x1 = x[b];
-        x[a] = x0 * cos_of[i] - x1 * sin_of[i];
-        x[b] = x0 * sin_of[i] + x1 * cos_of[i];
+        x[a] = x0 * c - x1 * s;
+        x[b] = x0 * s + x1 * c;
+        return;
     }
-
     const int64_t slot = slot_mapping[row];
     if (slot < 0) return;  // a padding row: nothing to store
     const int64_t kv_dim = int64_t{n_head_kv} * head_dim;
-    const float* k_row = k + row * kv_dim;
-    for (int idx = threadIdx.x; idx < n_head_kv * half; idx += blockDim.x) {
-        const int head = idx / half, i = idx % half;
-        const float* x = k_row + head * head_dim;
+    if (item < q_items + kv_items) {
+        const int head = (item - q_items) / half, i = (item - q_items) % half;
+        const float* x = k + row * kv_dim + head * head_dim;
+        float c, s;
+        rope_angle(positions[row], scale, theta_scale, i, c, s);
         const int a = i * a_step, b = a + b_offset;
         const float x0 = x[a], x1 = x[b];
-        k_cache[cache_index(slot, head, a, block_size, n_head_kv, head_dim)] =
-            __float2half_rn(x0 * cos_of[i] - x1 * sin_of[i]);
-        k_cache[cache_index(slot, head, b, block_size, n_head_kv, head_dim)] =
-            __float2half_rn(x0 * sin_of[i] + x1 * cos_of[i]);
+        k_cache[cache_index(slot, head, a, block_size, n_head_kv, head_dim)] = __float2half_rn(x0 * c - x1 * s);
+        k_cache[cache_index(slot, head, b, block_size, n_head_kv, head_dim)] = __float2half_rn(x0 * s + x1 * c);
+        return;
     }
-    const float* v_row = v + row * kv_dim;
-    for (int idx = threadIdx.x; idx < n_head_kv * head_dim; idx += blockDim.x) {
-        const int head = idx / head_dim, d = idx % head_dim;
-        v_cache[cache_index(slot, head, d, block_size, n_head_kv, head_dim)] = __float2half_rn(v_row[idx]);
-    }
+    const int head = (item - q_items - kv_items) / half, d = 2 * ((item - q_items - kv_items) % half);
+    const float2 x = *reinterpret_cast<const float2*>(v + row * kv_dim + head * head_dim + d);
+    *reinterpret_cast<__half2*>(v_cache + cache_index(slot, head, d, block_size, n_head_kv, head_dim)) =
+        __floats2half2_rn(x.x, x.y);
 }
 
 }  // namespace
@@ -80,7 +88,9 @@ cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, 
         return cudaErrorInvalidValue;
     // base^(-2/d) computed on the host in float, as the CPU backend does.
     const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(kv.head_dim));
-    rope_store_kv_kernel<<<static_cast<unsigned>(b.n_tokens), kRopeThreads, 0, s>>>(
+    const int items = (n_head + 2 * kv.n_head_kv) * (kv.head_dim / 2);
+    const dim3 grid(static_cast<unsigned>(b.n_tokens), static_cast<unsigned>((items + kRopeThreads - 1) / kRopeThreads));
+    rope_store_kv_kernel<<<grid, kRopeThreads, 0, s>>>(
         q, k, v, n_head, kv.n_head_kv, kv.head_dim, kv.block_size, static_cast<__half*>(kv.k),
         static_cast<__half*>(kv.v), b.positions, b.slot_mapping, rope.scale, theta_scale, rope.split_half);
     return cudaGetLastError();
