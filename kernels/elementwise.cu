@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "activation_quant.cuh"
+#include "folio_kernels/check.h"
 #include "folio_kernels/elementwise.h"
 
 namespace folio::kernels {
 namespace {
 
+using detail::ActivationBlocks;
 constexpr int kThreads = 256;
 
 // A grid that covers n items with grid-stride loops: a few waves of the
@@ -48,10 +51,14 @@ unsigned norm_threads(int64_t dim, bool vec) {
     return static_cast<unsigned>(std::clamp<int64_t>((lanes + 31) / 32 * 32, 32, kNormMaxThreads));
 }
 
+// With q.format set (vec only, dim % 32 == 0), the output is also quantized
+// for the next matmul (activation_quant.cuh), which may start loading its
+// weights while this runs.
 template <bool AddY>
 __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* x, const float* y, const float* w, float eps,
-                                                            int64_t dim, float* out, bool vec) {
+                                                            int64_t dim, float* out, bool vec, ActivationBlocks q) {
     __shared__ float scratch[32];
+    detail::allow_later_grids();
     const int64_t row = blockIdx.x;
     float* xr = x + row * dim;
     float* outr = out + row * dim;
@@ -71,8 +78,9 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* x, con
         const float inv = 1.0f / sqrtf(block_sum(sum, scratch) / static_cast<float>(dim) + eps);
         for (int64_t i = threadIdx.x; i < n4; i += blockDim.x) {
             const float4 v = x4[i], g = reinterpret_cast<const float4*>(w)[i];
-            reinterpret_cast<float4*>(outr)[i] = make_float4(v.x * inv * g.x, v.y * inv * g.y, v.z * inv * g.z,
-                                                             v.w * inv * g.w);
+            const float4 o = make_float4(v.x * inv * g.x, v.y * inv * g.y, v.z * inv * g.z, v.w * inv * g.w);
+            reinterpret_cast<float4*>(outr)[i] = o;
+            if (q.format) detail::quantize_four(o, row * dim + 4 * i, q);
         }
     } else {
         for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
@@ -101,6 +109,25 @@ __global__ void __launch_bounds__(kThreads) binary_kernel(float* a, const float*
         }
     } else {
         for (int64_t i = first; i < n; i += stride) a[i] = f(a[i], b ? b[i] : 0.0f);
+    }
+}
+
+// gate = f(gate, up), four at a time, each block of 32 results quantized for
+// the next matmul (n % 32 == 0, 16-byte aligned): eight consecutive threads
+// hold a block in every round of the grid-stride loop.
+template <typename F>
+__global__ void __launch_bounds__(kThreads) glu_quantize_kernel(float* gate, const float* up, int64_t n4, F f,
+                                                               ActivationBlocks q) {
+    detail::allow_later_grids();
+    const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+    auto* g4 = reinterpret_cast<float4*>(gate);
+    const auto* u4 = reinterpret_cast<const float4*>(up);
+    for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n4; i += stride) {
+        float4 x = g4[i];
+        const float4 y = u4[i];
+        x.x = f(x.x, y.x), x.y = f(x.y, y.y), x.z = f(x.z, y.z), x.w = f(x.w, y.w);
+        g4[i] = x;
+        detail::quantize_four(x, 4 * i, q);
     }
 }
 
@@ -146,34 +173,59 @@ __global__ void __launch_bounds__(kThreads) gather_rows_kernel(const float* x, c
     for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = src[i];
 }
 
+// A norm quantizes its output in the same pass where its rows are float4
+// rows of whole blocks; otherwise a separate quantize launch follows.
+template <bool AddY>
+cudaError_t launch_norm(float* x, const float* y, const float* w, float eps, int64_t n_rows, int64_t dim, float* out,
+                        bool vec, const ActivationQuant& q, cudaStream_t s) {
+    const bool fuse = q.format != ActivationFormat::None && vec && dim % 32 == 0;
+    if (q.format != ActivationFormat::None && !q.workspace) return cudaErrorInvalidValue;
+    const ActivationBlocks blocks = fuse ? detail::activation_blocks(q, n_rows * dim) : ActivationBlocks{};
+    rms_norm_kernel<AddY><<<static_cast<unsigned>(n_rows), norm_threads(dim, vec), 0, s>>>(x, y, w, eps, dim, out,
+                                                                                           vec, blocks);
+    FOLIO_CUDA_TRY(cudaGetLastError());
+    if (q.format == ActivationFormat::None || fuse) return cudaSuccess;
+    return detail::quantize_activations(out, n_rows * dim, q, s);
+}
+
+template <typename F>
+cudaError_t launch_glu(float* gate, const float* up, int64_t n, F f, const ActivationQuant& q, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    if (q.format == ActivationFormat::None) return launch_binary(gate, up, n, f, s);
+    if (!q.workspace) return cudaErrorInvalidValue;
+    if (n % 32 != 0 || !aligned16(gate) || !aligned16(up)) {
+        FOLIO_CUDA_TRY(launch_binary(gate, up, n, f, s));
+        return detail::quantize_activations(gate, n, q, s);
+    }
+    glu_quantize_kernel<<<grid_for(n, 4), kThreads, 0, s>>>(gate, up, n / 4, f, detail::activation_blocks(q, n));
+    return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t n_rows, int64_t dim, float* out,
-                     cudaStream_t s) {
+                     cudaStream_t s, const ActivationQuant& q) {
     if (n_rows <= 0 || dim <= 0) return cudaSuccess;
     if (n_rows > 0x7fffffff) return cudaErrorInvalidValue;
     // The float4 path needs 16-byte aligned rows; other shapes take the scalar one.
     const bool vec = dim % 4 == 0 && aligned16(x) && aligned16(w) && aligned16(out);
-    rms_norm_kernel<false><<<static_cast<unsigned>(n_rows), norm_threads(dim, vec), 0, s>>>(
-        const_cast<float*>(x), nullptr, w, eps, dim, out, vec);
-    return cudaGetLastError();
+    return launch_norm<false>(const_cast<float*>(x), nullptr, w, eps, n_rows, dim, out, vec, q, s);
 }
 
 cudaError_t add_rms_norm(float* x, const float* y, const float* w, float eps, int64_t n_rows, int64_t dim,
-                         float* out, cudaStream_t s) {
+                         float* out, cudaStream_t s, const ActivationQuant& q) {
     if (n_rows <= 0 || dim <= 0) return cudaSuccess;
     if (n_rows > 0x7fffffff || out == x) return cudaErrorInvalidValue;
     const bool vec = dim % 4 == 0 && aligned16(x) && aligned16(y) && aligned16(w) && aligned16(out);
-    rms_norm_kernel<true><<<static_cast<unsigned>(n_rows), norm_threads(dim, vec), 0, s>>>(x, y, w, eps, dim, out, vec);
-    return cudaGetLastError();
+    return launch_norm<true>(x, y, w, eps, n_rows, dim, out, vec, q, s);
 }
 
-cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s) {
-    return launch_binary(gate, up, n, SiluMul{}, s);
+cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s, const ActivationQuant& q) {
+    return launch_glu(gate, up, n, SiluMul{}, q, s);
 }
 
-cudaError_t gelu_mul(float* gate, const float* up, int64_t n, cudaStream_t s) {
-    return launch_binary(gate, up, n, GeluMul{}, s);
+cudaError_t gelu_mul(float* gate, const float* up, int64_t n, cudaStream_t s, const ActivationQuant& q) {
+    return launch_glu(gate, up, n, GeluMul{}, q, s);
 }
 
 cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t s) { return launch_binary(x, y, n, Add{}, s); }

@@ -22,6 +22,17 @@ bool is_float(WeightType t) { return t == WeightType::F32 || t == WeightType::F1
 
 }  // namespace
 
+ActivationFormat fused_activation_format(WeightType t) {
+    switch (t) {
+        case WeightType::Q4_0:
+        case WeightType::Q5_0:
+        case WeightType::Q8_0: return ActivationFormat::Q8_0;
+        case WeightType::Q4_1:
+        case WeightType::Q5_1: return ActivationFormat::Q8_1;
+        default: return ActivationFormat::None;
+    }
+}
+
 size_t matmul_workspace_bytes(WeightType t, int64_t n, int64_t rows, int64_t cols) {
     if (device_matrix_bytes(t, rows, cols) == 0 || n <= 0) return 0;
     return is_float(t) ? detail::float_workspace_bytes(t, n, cols) : detail::quantized_workspace_bytes(t, n, cols);
@@ -52,8 +63,9 @@ cudaError_t matmul_parts(const DeviceMatrix& w, const float* x, int64_t n, const
                                          : matmul_parts_workspace_bytes(w.type, n, w.rows, w.cols);
     if (need > 0 && (ws.bytes < need || !ws.data || reinterpret_cast<uintptr_t>(ws.data) % 256 != 0))
         return cudaErrorInvalidValue;
+    if (ws.x_quantized && fused_activation_format(w.type) == ActivationFormat::None) return cudaErrorInvalidValue;
     return is_float(w.type) ? detail::float_matmul(w, x, n, parts, ws, s)
-                            : detail::quantized_matmul(w, x, n, parts, ws.data, s);
+                            : detail::quantized_matmul(w, x, n, parts, ws.data, ws.x_quantized, s);
 }
 
 cudaError_t matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,

@@ -169,7 +169,7 @@ __device__ __forceinline__ RowOutput row_output(const SplitParts& parts, int64_t
 
 size_t quantized_workspace_bytes(WeightType t, int64_t n, int64_t cols);
 cudaError_t quantized_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& parts, void* ws,
-                             cudaStream_t s);
+                             bool x_quantized, cudaStream_t s);
 
 size_t float_workspace_bytes(WeightType t, int64_t n, int64_t cols);
 cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& parts,

@@ -15,6 +15,7 @@
 // block into shared memory, was measured slower: bench/results/cuda-matmul-*.)
 #include <cuda_fp16.h>
 
+#include "activation_quant.cuh"
 #include "folio_kernels/check.h"
 #include "matmul_layout.cuh"
 
@@ -475,7 +476,7 @@ cudaError_t launch_tiles(const DeviceMatrix& w, const SplitLayout& l, const ActQ
 
 template <WeightType T>
 cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y, void* ws,
-                       cudaStream_t s) {
+                       bool x_quantized, cudaStream_t s) {
     constexpr bool kK = kSuperBlocks<T>;
     const ActLayout al = act_layout(kK, n, w.cols);
     auto* base = static_cast<uint8_t*>(ws);
@@ -495,9 +496,11 @@ cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const S
         a.meta = reinterpret_cast<const float2*>(base + al.meta_offset);
         const int64_t blocks = n * (w.cols / kQK);
         constexpr bool kQ8_1 = has_min(T);
-        FOLIO_CUDA_TRY(launch_overlapped(quantize_q8_blocks<kQ8_1>, dim3(blocks_for(blocks, kThreads)),
-                                         dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
-                                         reinterpret_cast<float2*>(base + al.meta_offset)));
+        // x_quantized: the kernel that produced x wrote its blocks already.
+        if (!x_quantized)
+            FOLIO_CUDA_TRY(launch_overlapped(quantize_q8_blocks<kQ8_1>, dim3(blocks_for(blocks, kThreads)),
+                                             dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
+                                             reinterpret_cast<float2*>(base + al.meta_offset)));
     }
     const SplitLayout l = is_split(T) ? split_layout(T, w.rows, w.cols) : SplitLayout{};
     constexpr int kTile = kMatmulTileRows;
@@ -528,16 +531,33 @@ size_t quantized_workspace_bytes(WeightType t, int64_t n, int64_t cols) {
 }
 
 cudaError_t quantized_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y, void* ws,
-                             cudaStream_t s) {
+                             bool x_quantized, cudaStream_t s) {
+    if (x_quantized && fused_activation_format(w.type) == ActivationFormat::None) return cudaErrorInvalidValue;
     switch (w.type) {
-        case WeightType::Q4_0: return launch_mmq<WeightType::Q4_0>(w, x, n, y, ws, s);
-        case WeightType::Q4_1: return launch_mmq<WeightType::Q4_1>(w, x, n, y, ws, s);
-        case WeightType::Q5_0: return launch_mmq<WeightType::Q5_0>(w, x, n, y, ws, s);
-        case WeightType::Q5_1: return launch_mmq<WeightType::Q5_1>(w, x, n, y, ws, s);
-        case WeightType::Q8_0: return launch_mmq<WeightType::Q8_0>(w, x, n, y, ws, s);
-        case WeightType::Q4_K: return launch_mmq<WeightType::Q4_K>(w, x, n, y, ws, s);
-        case WeightType::Q5_K: return launch_mmq<WeightType::Q5_K>(w, x, n, y, ws, s);
-        case WeightType::Q6_K: return launch_mmq<WeightType::Q6_K>(w, x, n, y, ws, s);
+        case WeightType::Q4_0: return launch_mmq<WeightType::Q4_0>(w, x, n, y, ws, x_quantized, s);
+        case WeightType::Q4_1: return launch_mmq<WeightType::Q4_1>(w, x, n, y, ws, x_quantized, s);
+        case WeightType::Q5_0: return launch_mmq<WeightType::Q5_0>(w, x, n, y, ws, x_quantized, s);
+        case WeightType::Q5_1: return launch_mmq<WeightType::Q5_1>(w, x, n, y, ws, x_quantized, s);
+        case WeightType::Q8_0: return launch_mmq<WeightType::Q8_0>(w, x, n, y, ws, x_quantized, s);
+        case WeightType::Q4_K: return launch_mmq<WeightType::Q4_K>(w, x, n, y, ws, x_quantized, s);
+        case WeightType::Q5_K: return launch_mmq<WeightType::Q5_K>(w, x, n, y, ws, x_quantized, s);
+        case WeightType::Q6_K: return launch_mmq<WeightType::Q6_K>(w, x, n, y, ws, x_quantized, s);
+        default: return cudaErrorInvalidValue;
+    }
+}
+
+cudaError_t quantize_activations(const float* x, int64_t count, const ActivationQuant& q, cudaStream_t s) {
+    if (count % kQK != 0 || !q.workspace || reinterpret_cast<uintptr_t>(x) % 16 != 0) return cudaErrorInvalidValue;
+    const ActivationBlocks out = activation_blocks(q, count);
+    const int64_t blocks = count / kQK;
+    constexpr int kThreads = 256;
+    switch (q.format) {
+        case ActivationFormat::Q8_0:
+            return launch_overlapped(quantize_q8_blocks<false>, dim3(blocks_for(blocks, kThreads)), dim3(kThreads), s, x,
+                                     blocks, out.qs, out.meta);
+        case ActivationFormat::Q8_1:
+            return launch_overlapped(quantize_q8_blocks<true>, dim3(blocks_for(blocks, kThreads)), dim3(kThreads), s, x,
+                                     blocks, out.qs, out.meta);
         default: return cudaErrorInvalidValue;
     }
 }

@@ -19,6 +19,7 @@
 // After cpu/kernels.h, which it uses without including.
 #include "../cpu/quant_reference.h"
 #include "folio/dequant.h"
+#include "folio_kernels/elementwise.h"
 #include "folio_kernels/matmul.h"
 #include "folio_test.h"
 
@@ -520,6 +521,87 @@ private slots:
                 }
             }
         }
+        QVERIFY2(report.empty(), report.c_str());
+    }
+
+    // A producer that quantizes its output for the next matmul (a norm, a
+    // gated activation; elementwise.h ActivationQuant) writes the blocks the
+    // matmul would write itself, bit for bit, and leaves its float output as
+    // it is without: the matmul told x_quantized gives the same y. Shapes
+    // include rows whose float4s end mid-warp (576 columns: 144 lanes).
+    void producersQuantizeAsTheMatmulDoes() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        std::string report;
+        uint32_t seed = 900;
+        enum Producer { Norm, AddNorm, Silu, Gelu };
+        for (const TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0}) {
+            const fk::ActivationFormat format = fk::fused_activation_format(kind(t));
+            for (const int64_t cols : {int64_t{576}, int64_t{640}, int64_t{4096}}) {
+                const int64_t rows = 96;
+                GpuMatrix gm;
+                QVERIFY(upload(t, random_gguf(t, rows, cols, seed++), rows, cols, gm) == cudaSuccess);
+                for (const int64_t n : {1, 3, 9}) {
+                    for (const Producer producer : {Norm, AddNorm, Silu, Gelu}) {
+                        const std::string what = name_of(t) + " cols=" + std::to_string(cols) + " n=" +
+                                                 std::to_string(n) + " producer " + std::to_string(producer);
+                        const size_t count = static_cast<size_t>(n * cols);
+                        const std::vector<float> a = random_activations(n, cols, seed++),
+                                                 b = random_activations(n, cols, seed++),
+                                                 w = random_activations(1, cols, seed++);
+                        const size_t ws_bytes = fk::matmul_workspace_bytes(kind(t), n, rows, cols);
+                        DeviceBuffer da(count * 4), db(count * 4), dw(cols * 4), dout(count * 4), dy(n * rows * 4),
+                            ws(ws_bytes);
+                        QVERIFY(da.ok() && db.ok() && dw.ok() && dout.ok() && dy.ok() && ws.ok());
+                        // Twice: the matmul quantizing x itself, then the producer doing it.
+                        std::vector<float> out[2], y[2];
+                        std::vector<uint8_t> blocks[2];
+                        for (int fused = 0; fused < 2; ++fused) {
+                            QVERIFY(cudaMemcpy(da.get(), a.data(), count * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+                            QVERIFY(cudaMemcpy(db.get(), b.data(), count * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+                            QVERIFY(cudaMemcpy(dw.get(), w.data(), cols * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+                            QVERIFY(cudaMemset(ws.get(), 0xa5, ws_bytes) == cudaSuccess);
+                            const fk::ActivationQuant q =
+                                fused ? fk::ActivationQuant{format, ws.get()} : fk::ActivationQuant{};
+                            float* x = dout.get<float>();
+                            cudaError_t e = cudaSuccess;
+                            switch (producer) {
+                                case Norm: e = fk::rms_norm(da.get<float>(), dw.get<float>(), 1e-5f, n, cols, x, nullptr, q); break;
+                                case AddNorm:
+                                    e = fk::add_rms_norm(da.get<float>(), db.get<float>(), dw.get<float>(), 1e-5f, n, cols,
+                                                         x, nullptr, q);
+                                    break;
+                                case Silu: x = da.get<float>(); e = fk::silu_mul(x, db.get<float>(), n * cols, nullptr, q); break;
+                                case Gelu: x = da.get<float>(); e = fk::gelu_mul(x, db.get<float>(), n * cols, nullptr, q); break;
+                            }
+                            QVERIFY2(e == cudaSuccess, cuda_message(e, what.c_str()).c_str());
+                            fk::MatmulWorkspace mw{ws.get(), ws_bytes, cublas_};
+                            mw.x_quantized = fused == 1;
+                            e = fk::matmul(gm.m, x, n, dy.get<float>(), mw, nullptr);
+                            QVERIFY2(e == cudaSuccess, cuda_message(e, what.c_str()).c_str());
+                            out[fused].resize(count);
+                            y[fused].resize(static_cast<size_t>(n * rows));
+                            blocks[fused].resize(ws_bytes);
+                            QVERIFY(cudaMemcpy(out[fused].data(), x, count * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+                            QVERIFY(cudaMemcpy(y[fused].data(), dy.get(), y[fused].size() * 4, cudaMemcpyDeviceToHost) ==
+                                    cudaSuccess);
+                            QVERIFY(cudaMemcpy(blocks[fused].data(), ws.get(), ws_bytes, cudaMemcpyDeviceToHost) ==
+                                    cudaSuccess);
+                        }
+                        if (out[0] != out[1]) report += what + ": the float output changed\n";
+                        else if (blocks[0] != blocks[1]) report += what + ": quantized blocks differ\n";
+                        else if (std::memcmp(y[0].data(), y[1].data(), y[0].size() * 4) != 0) report += what + ": y differs\n";
+                    }
+                }
+            }
+        }
+        // The K-quants quantize their own super-blocks: told otherwise, the matmul refuses.
+        GpuMatrix gk;
+        QVERIFY(upload(TensorType::Q4_K, random_gguf(TensorType::Q4_K, 32, 256, 950), 32, 256, gk) == cudaSuccess);
+        DeviceBuffer dx(256 * 4), dy(32 * 4), ws(1 << 20);
+        QVERIFY(dx.ok() && dy.ok() && ws.ok());
+        fk::MatmulWorkspace mw{ws.get(), ws.bytes(), cublas_};
+        mw.x_quantized = true;
+        QVERIFY(fk::matmul(gk.m, dx.get<float>(), 1, dy.get<float>(), mw, nullptr) == cudaErrorInvalidValue);
         QVERIFY2(report.empty(), report.c_str());
     }
 

@@ -153,6 +153,7 @@ float* CudaOps::buffer(model::Buffer which, int64_t n) {
 }
 
 Status CudaOps::embed(const model::Weight& table, const Batch& batch, float* out) {
+    ++op_;
     if (!error_) return error_;  // a failed launch or allocation earlier in this step: launch nothing more
     const kernels::DeviceMatrix* m = matrix(table);
     if (m) ok(kernels::gather_rows(*m, token_ids_, batch.n_tokens(), out, stream_), "embedding");
@@ -160,39 +161,76 @@ Status CudaOps::embed(const model::Weight& table, const Batch& batch, float* out
 }
 
 void CudaOps::select_logit_rows(const Batch& batch, const float* x, int64_t dim, float* out) {
+    ++op_;
     if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     const auto n = static_cast<int64_t>(batch.logits_rows.size());
     if (n > 0) ok(kernels::gather_rows_f32(x, logits_rows_, n, dim, out, stream_), "logit rows");
 }
 
 void CudaOps::rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) {
+    ++op_;
     if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n_rows == 0) return;
     if (const float* w = vector(weight, "rms_norm"))
-        ok(kernels::rms_norm(x, w, eps, n_rows, dim, out, stream_), "rms_norm");
+        ok(kernels::rms_norm(x, w, eps, n_rows, dim, out, stream_, quantize_for_next(out, n_rows * dim)), "rms_norm");
 }
 
 void CudaOps::add_rms_norm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t dim,
                            float* out) {
+    ++op_;
     if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (const float* w = vector(weight, "add_rms_norm"))
-        ok(kernels::add_rms_norm(x, y, w, eps, n_rows, dim, out, stream_), "add_rms_norm");
+        ok(kernels::add_rms_norm(x, y, w, eps, n_rows, dim, out, stream_, quantize_for_next(out, n_rows * dim)),
+           "add_rms_norm");
+}
+
+kernels::ActivationFormat CudaOps::fused_format() const {
+    const int q8_0 = format_count_[static_cast<size_t>(kernels::ActivationFormat::Q8_0)];
+    const int q8_1 = format_count_[static_cast<size_t>(kernels::ActivationFormat::Q8_1)];
+    if (q8_0 == 0 && q8_1 == 0) return kernels::ActivationFormat::None;
+    return q8_0 >= q8_1 ? kernels::ActivationFormat::Q8_0 : kernels::ActivationFormat::Q8_1;
+}
+
+kernels::ActivationQuant CudaOps::quantize_for_next(const float* out, int64_t count) {
+    quantized_ = {};
+    const kernels::ActivationFormat format = fused_format();
+    if (format == kernels::ActivationFormat::None || count <= 0 || count % 32 != 0) return {};
+    // The layout a matmul of count / cols rows writes: quants, then a float2 per block.
+    const auto quants = static_cast<size_t>(count);
+    const size_t bytes = (quants + 255) / 256 * 256 + (quants / 32 * sizeof(float2) + 255) / 256 * 256;
+    if (!grow(matmul_scratch_, bytes, "matmul workspace")) return {};
+    quantized_ = {out, count, format, op_};
+    return {format, matmul_scratch_.data()};
+}
+
+bool CudaOps::takes_quantized(const kernels::DeviceMatrix& m, const float* x, int64_t n_rows) const {
+    return quantized_.x == x && quantized_.op + 1 == op_ && quantized_.count == n_rows * m.cols &&
+           quantized_.format == kernels::fused_activation_format(m.type);
+}
+
+bool CudaOps::use_workspace(const kernels::DeviceMatrix& m, const float* x, int64_t n_rows, size_t bytes) {
+    // A workspace that has to grow loses what the producer wrote into it.
+    const bool quantized = takes_quantized(m, x, n_rows) && bytes <= matmul_scratch_.size();
+    if (!grow(matmul_scratch_, bytes, "matmul workspace")) return false;
+    matmul_ws_.data = matmul_scratch_.data();
+    matmul_ws_.bytes = matmul_scratch_.size();
+    matmul_ws_.x_quantized = quantized;
+    return true;
 }
 
 Status CudaOps::matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) {
+    ++op_;
     if (!error_) return error_;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n_rows == 0) return error_;
     const kernels::DeviceMatrix* m = matrix(w);
     if (!m) return error_;
-    if (!grow(matmul_scratch_, kernels::matmul_workspace_bytes(m->type, n_rows, m->rows, m->cols), "matmul workspace"))
-        return error_;
-    matmul_ws_.data = matmul_scratch_.data();
-    matmul_ws_.bytes = matmul_scratch_.size();
+    if (!use_workspace(*m, x, n_rows, kernels::matmul_workspace_bytes(m->type, n_rows, m->rows, m->cols))) return error_;
     ok(kernels::matmul(*m, x, n_rows, y, matmul_ws_, stream_), "matmul");
     return error_;
 }
 
 Status CudaOps::matmuls(std::span<const model::Weight> w, const float* x, int64_t n_rows, std::span<float* const> y) {
+    ++op_;
     if (!error_) return error_;  // a failed launch or allocation earlier in this step: launch nothing more
     auto it = w.empty() ? stacked_.end() : stacked_.find(w[0].data);
     if (it == stacked_.end()) return Ops::matmuls(w, x, n_rows, y);
@@ -209,18 +247,16 @@ Status CudaOps::matmuls(std::span<const model::Weight> w, const float* x, int64_
         parts.width[i] = st.rows[i];
     }
     parts.count = static_cast<int>(y.size());
-    if (!grow(matmul_scratch_,
-              kernels::matmul_parts_workspace_bytes(st.matrix.type, n_rows, st.matrix.rows, st.matrix.cols),
-              "matmul workspace"))
+    if (!use_workspace(st.matrix, x, n_rows,
+                       kernels::matmul_parts_workspace_bytes(st.matrix.type, n_rows, st.matrix.rows, st.matrix.cols)))
         return error_;
-    matmul_ws_.data = matmul_scratch_.data();
-    matmul_ws_.bytes = matmul_scratch_.size();
     ok(kernels::matmul_parts(st.matrix, x, n_rows, parts, matmul_ws_, stream_), "matmul");
     return error_;
 }
 
 Status CudaOps::attention(const model::AttentionParams& p, const Batch&, float* q, float* k, const float* v,
                           float* out) {
+    ++op_;
     if (!error_) return error_;  // a failed launch or allocation earlier in this step: launch nothing more
     if (p.layer < 0 || p.layer >= cache_.n_layer || p.n_head_kv != cache_.n_head_kv || p.head_dim != cache_.head_dim)
         return make_error("attention: layer shape does not match the KV cache");
@@ -240,31 +276,37 @@ Status CudaOps::attention(const model::AttentionParams& p, const Batch&, float* 
 }
 
 void CudaOps::silu_mul(float* gate, const float* up, int64_t n) {
+    ++op_;
     if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
-    if (n) ok(kernels::silu_mul(gate, up, n, stream_), "silu_mul");
+    if (n) ok(kernels::silu_mul(gate, up, n, stream_, quantize_for_next(gate, n)), "silu_mul");
 }
 
 void CudaOps::gelu_mul(float* gate, const float* up, int64_t n) {
+    ++op_;
     if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
-    if (n) ok(kernels::gelu_mul(gate, up, n, stream_), "gelu_mul");
+    if (n) ok(kernels::gelu_mul(gate, up, n, stream_, quantize_for_next(gate, n)), "gelu_mul");
 }
 
 void CudaOps::add(float* x, const float* y, int64_t n) {
+    ++op_;
     if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n) ok(kernels::add(x, y, n, stream_), "add");
 }
 
 void CudaOps::add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
+    ++op_;
     if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (const float* b = vector(bias, "add_bias")) ok(kernels::add_bias(x, b, n_rows, dim, stream_), "add_bias");
 }
 
 void CudaOps::scale(float* x, float s, int64_t n) {
+    ++op_;
     if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n) ok(kernels::scale(x, s, n, stream_), "scale");
 }
 
 void CudaOps::softcap(float* x, float cap, int64_t n) {
+    ++op_;
     if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
     if (n) ok(kernels::softcap(x, cap, n, stream_), "softcap");
 }

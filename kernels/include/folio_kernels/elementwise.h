@@ -11,16 +11,29 @@
 
 namespace folio::kernels {
 
+// A matmul's input quantized by the kernel that produces it, in the format
+// the next matmul's weights read (matmul.h: fused_activation_format), into
+// that matmul's workspace exactly as the matmul would write it (then it is
+// told so: MatmulWorkspace::x_quantized). Per block of 32 consecutive values
+// of the output: the int8 quants at workspace[i], a float2 {d, s} at
+// workspace + align256(count) + 8 * (i / 32). None: nothing extra is written.
+// The output's length (norms: dim) must be a multiple of 32.
+enum class ActivationFormat : int32_t { None = 0, Q8_0 = 1, Q8_1 = 2 };
+struct ActivationQuant {
+    ActivationFormat format = ActivationFormat::None;
+    void* workspace = nullptr;  // 256-byte aligned
+};
+
 // Each of n_rows rows of `dim`: out = x / rms(x) * w. out may be x.
 cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t n_rows, int64_t dim, float* out,
-                     cudaStream_t s);
+                     cudaStream_t s, const ActivationQuant& q = {});
 // Residual add fused with the next norm: x += y; out = rms_norm(x) * w.  (out != x)
 cudaError_t add_rms_norm(float* x, const float* y, const float* w, float eps, int64_t n_rows, int64_t dim,
-                         float* out, cudaStream_t s);
+                         float* out, cudaStream_t s, const ActivationQuant& q = {});
 // gate = silu(gate) * up   (SwiGLU)
-cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s);
+cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s, const ActivationQuant& q = {});
 // gate = gelu_tanh(gate) * up   (GeGLU)
-cudaError_t gelu_mul(float* gate, const float* up, int64_t n, cudaStream_t s);
+cudaError_t gelu_mul(float* gate, const float* up, int64_t n, cudaStream_t s, const ActivationQuant& q = {});
 // x += y
 cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t s);
 // x[r][c] += bias[c]
