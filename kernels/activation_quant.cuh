@@ -1,10 +1,12 @@
-// Internal to the kernels: the Q8_0 / Q8_1 quantization of a matmul's
-// activation rows, done by the kernel that produces them (a norm, a gated
-// activation) while the values are in registers, bit for bit as the matmul's
-// own quantize kernel does it (quantize_block32 in matmul_quant.cu: d = amax /
-// 127, q = round_even(x * (1 / d)), d and s rounded to half).
+// Internal to the kernels: a matmul's activation rows in the form its weights
+// read them (Q8_0 / Q8_1 blocks, or F16 / BF16 for cuBLAS), written by the
+// kernel that produces them (a norm, a gated activation) while the values are
+// in registers, bit for bit as the matmul's own quantize kernel
+// (quantize_block32 in matmul_quant.cu: d = amax / 127, q = round_even(x *
+// (1 / d)), d and s rounded to half) or conversion (round to nearest even) does.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "folio_kernels/elementwise.h"
@@ -55,5 +57,21 @@ __device__ __forceinline__ void quantize_four(const float4& v, int64_t first, co
 // The same quantization as a launch of its own (matmul_quant.cu), for
 // producers whose shape the fused path does not take.
 cudaError_t quantize_activations(const float* x, int64_t count, const ActivationQuant& q, cudaStream_t s);
+
+// Four consecutive values at flat index `first` (a multiple of 4) in the
+// format `out` asks for; the Q8 formats need all eight lanes of the group.
+__device__ __forceinline__ void store_activations(const float4& v, int64_t first, const ActivationBlocks& out) {
+    if (out.format == static_cast<int>(ActivationFormat::F16)) {
+        auto* h = reinterpret_cast<__half2*>(out.qs) + first / 2;
+        h[0] = __floats2half2_rn(v.x, v.y);
+        h[1] = __floats2half2_rn(v.z, v.w);
+    } else if (out.format == static_cast<int>(ActivationFormat::BF16)) {
+        auto* h = reinterpret_cast<__nv_bfloat162*>(out.qs) + first / 2;
+        h[0] = __floats2bfloat162_rn(v.x, v.y);
+        h[1] = __floats2bfloat162_rn(v.z, v.w);
+    } else {
+        quantize_four(v, first, out);
+    }
+}
 
 }  // namespace folio::kernels::detail

@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* x, con
             const float4 v = x4[i], g = reinterpret_cast<const float4*>(w)[i];
             const float4 o = make_float4(v.x * inv * g.x, v.y * inv * g.y, v.z * inv * g.z, v.w * inv * g.w);
             reinterpret_cast<float4*>(outr)[i] = o;
-            if (q.format) detail::quantize_four(o, row * dim + 4 * i, q);
+            if (q.format) detail::store_activations(o, row * dim + 4 * i, q);
         }
     } else {
         for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kThreads) glu_quantize_kernel(float* gate, con
         const float4 y = u4[i];
         x.x = f(x.x, y.x), x.y = f(x.y, y.y), x.z = f(x.z, y.z), x.w = f(x.w, y.w);
         g4[i] = x;
-        detail::quantize_four(x, 4 * i, q);
+        detail::store_activations(x, 4 * i, q);
     }
 }
 

@@ -29,6 +29,8 @@ ActivationFormat fused_activation_format(WeightType t) {
         case WeightType::Q8_0: return ActivationFormat::Q8_0;
         case WeightType::Q4_1:
         case WeightType::Q5_1: return ActivationFormat::Q8_1;
+        case WeightType::F16: return ActivationFormat::F16;
+        case WeightType::BF16: return ActivationFormat::BF16;
         default: return ActivationFormat::None;
     }
 }
@@ -63,9 +65,9 @@ cudaError_t matmul_parts(const DeviceMatrix& w, const float* x, int64_t n, const
                                          : matmul_parts_workspace_bytes(w.type, n, w.rows, w.cols);
     if (need > 0 && (ws.bytes < need || !ws.data || reinterpret_cast<uintptr_t>(ws.data) % 256 != 0))
         return cudaErrorInvalidValue;
-    if (ws.x_quantized && fused_activation_format(w.type) == ActivationFormat::None) return cudaErrorInvalidValue;
+    if (ws.x_in_workspace && fused_activation_format(w.type) == ActivationFormat::None) return cudaErrorInvalidValue;
     return is_float(w.type) ? detail::float_matmul(w, x, n, parts, ws, s)
-                            : detail::quantized_matmul(w, x, n, parts, ws.data, ws.x_quantized, s);
+                            : detail::quantized_matmul(w, x, n, parts, ws.data, ws.x_in_workspace, s);
 }
 
 cudaError_t matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, const MatmulWorkspace& ws,

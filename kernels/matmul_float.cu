@@ -146,6 +146,23 @@ __global__ void convert_activations(const float* __restrict__ x, size_t count, v
     }
 }
 
+}  // namespace
+
+cudaError_t convert_to(WeightType t, const float* x, size_t count, void* out, cudaStream_t s) {
+    const unsigned grid = blocks_for(static_cast<long long>(count), 256) < 4096
+                              ? blocks_for(static_cast<long long>(count), 256)
+                              : 4096u;
+    if (t == WeightType::F16)
+        convert_activations<WeightType::F16><<<grid, 256, 0, s>>>(x, count, out);
+    else if (t == WeightType::BF16)
+        convert_activations<WeightType::BF16><<<grid, 256, 0, s>>>(x, count, out);
+    else
+        return cudaErrorInvalidValue;
+    return cudaGetLastError();
+}
+
+namespace {
+
 cudaError_t cublas_error(cublasStatus_t st) {
     switch (st) {
         case CUBLAS_STATUS_SUCCESS: return cudaSuccess;
@@ -171,18 +188,9 @@ cudaError_t cublas_matmul(const DeviceMatrix& w, const float* x, int64_t n, floa
     const void* b = x;
     cudaDataType_t type = CUDA_R_32F;
     if (w.type != WeightType::F32) {
-        const size_t count = static_cast<size_t>(n * w.cols);
-        const unsigned grid = blocks_for(static_cast<long long>(count), 256) < 4096
-                                  ? blocks_for(static_cast<long long>(count), 256)
-                                  : 4096u;
-        if (w.type == WeightType::F16) {
-            convert_activations<WeightType::F16><<<grid, 256, 0, s>>>(x, count, base);
-            type = CUDA_R_16F;
-        } else {
-            convert_activations<WeightType::BF16><<<grid, 256, 0, s>>>(x, count, base);
-            type = CUDA_R_16BF;
-        }
-        FOLIO_CUDA_TRY(cudaGetLastError());
+        type = w.type == WeightType::F16 ? CUDA_R_16F : CUDA_R_16BF;
+        // x_in_workspace: the kernel that produced x converted it already.
+        if (!ws.x_in_workspace) FOLIO_CUDA_TRY(convert_to(w.type, x, static_cast<size_t>(n * w.cols), base, s));
         b = base;
     }
     FOLIO_CUDA_TRY(cublas_error(cublasSetStream(ws.cublas, s)));

@@ -169,9 +169,11 @@ __device__ __forceinline__ RowOutput row_output(const SplitParts& parts, int64_t
 
 size_t quantized_workspace_bytes(WeightType t, int64_t n, int64_t cols);
 cudaError_t quantized_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& parts, void* ws,
-                             bool x_quantized, cudaStream_t s);
+                             bool x_in_workspace, cudaStream_t s);
 
 size_t float_workspace_bytes(WeightType t, int64_t n, int64_t cols);
+// x rounded to F16 / BF16 (t), as a cuBLAS product of those weights reads it.
+cudaError_t convert_to(WeightType t, const float* x, size_t count, void* out, cudaStream_t s);
 cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& parts,
                          const MatmulWorkspace& ws, cudaStream_t s);
 

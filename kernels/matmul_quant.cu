@@ -476,7 +476,7 @@ cudaError_t launch_tiles(const DeviceMatrix& w, const SplitLayout& l, const ActQ
 
 template <WeightType T>
 cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y, void* ws,
-                       bool x_quantized, cudaStream_t s) {
+                       bool x_in_workspace, cudaStream_t s) {
     constexpr bool kK = kSuperBlocks<T>;
     const ActLayout al = act_layout(kK, n, w.cols);
     auto* base = static_cast<uint8_t*>(ws);
@@ -496,8 +496,8 @@ cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const S
         a.meta = reinterpret_cast<const float2*>(base + al.meta_offset);
         const int64_t blocks = n * (w.cols / kQK);
         constexpr bool kQ8_1 = has_min(T);
-        // x_quantized: the kernel that produced x wrote its blocks already.
-        if (!x_quantized)
+        // x_in_workspace: the kernel that produced x wrote its blocks already.
+        if (!x_in_workspace)
             FOLIO_CUDA_TRY(launch_overlapped(quantize_q8_blocks<kQ8_1>, dim3(blocks_for(blocks, kThreads)),
                                              dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
                                              reinterpret_cast<float2*>(base + al.meta_offset)));
@@ -531,23 +531,25 @@ size_t quantized_workspace_bytes(WeightType t, int64_t n, int64_t cols) {
 }
 
 cudaError_t quantized_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y, void* ws,
-                             bool x_quantized, cudaStream_t s) {
-    if (x_quantized && fused_activation_format(w.type) == ActivationFormat::None) return cudaErrorInvalidValue;
+                             bool x_in_workspace, cudaStream_t s) {
+    if (x_in_workspace && fused_activation_format(w.type) == ActivationFormat::None) return cudaErrorInvalidValue;
     switch (w.type) {
-        case WeightType::Q4_0: return launch_mmq<WeightType::Q4_0>(w, x, n, y, ws, x_quantized, s);
-        case WeightType::Q4_1: return launch_mmq<WeightType::Q4_1>(w, x, n, y, ws, x_quantized, s);
-        case WeightType::Q5_0: return launch_mmq<WeightType::Q5_0>(w, x, n, y, ws, x_quantized, s);
-        case WeightType::Q5_1: return launch_mmq<WeightType::Q5_1>(w, x, n, y, ws, x_quantized, s);
-        case WeightType::Q8_0: return launch_mmq<WeightType::Q8_0>(w, x, n, y, ws, x_quantized, s);
-        case WeightType::Q4_K: return launch_mmq<WeightType::Q4_K>(w, x, n, y, ws, x_quantized, s);
-        case WeightType::Q5_K: return launch_mmq<WeightType::Q5_K>(w, x, n, y, ws, x_quantized, s);
-        case WeightType::Q6_K: return launch_mmq<WeightType::Q6_K>(w, x, n, y, ws, x_quantized, s);
+        case WeightType::Q4_0: return launch_mmq<WeightType::Q4_0>(w, x, n, y, ws, x_in_workspace, s);
+        case WeightType::Q4_1: return launch_mmq<WeightType::Q4_1>(w, x, n, y, ws, x_in_workspace, s);
+        case WeightType::Q5_0: return launch_mmq<WeightType::Q5_0>(w, x, n, y, ws, x_in_workspace, s);
+        case WeightType::Q5_1: return launch_mmq<WeightType::Q5_1>(w, x, n, y, ws, x_in_workspace, s);
+        case WeightType::Q8_0: return launch_mmq<WeightType::Q8_0>(w, x, n, y, ws, x_in_workspace, s);
+        case WeightType::Q4_K: return launch_mmq<WeightType::Q4_K>(w, x, n, y, ws, x_in_workspace, s);
+        case WeightType::Q5_K: return launch_mmq<WeightType::Q5_K>(w, x, n, y, ws, x_in_workspace, s);
+        case WeightType::Q6_K: return launch_mmq<WeightType::Q6_K>(w, x, n, y, ws, x_in_workspace, s);
         default: return cudaErrorInvalidValue;
     }
 }
 
 cudaError_t quantize_activations(const float* x, int64_t count, const ActivationQuant& q, cudaStream_t s) {
     if (count % kQK != 0 || !q.workspace || reinterpret_cast<uintptr_t>(x) % 16 != 0) return cudaErrorInvalidValue;
+    if (q.format == ActivationFormat::F16) return convert_to(WeightType::F16, x, static_cast<size_t>(count), q.workspace, s);
+    if (q.format == ActivationFormat::BF16) return convert_to(WeightType::BF16, x, static_cast<size_t>(count), q.workspace, s);
     const ActivationBlocks out = activation_blocks(q, count);
     const int64_t blocks = count / kQK;
     constexpr int kThreads = 256;

@@ -524,23 +524,27 @@ private slots:
         QVERIFY2(report.empty(), report.c_str());
     }
 
-    // A producer that quantizes its output for the next matmul (a norm, a
-    // gated activation; elementwise.h ActivationQuant) writes the blocks the
-    // matmul would write itself, bit for bit, and leaves its float output as
-    // it is without: the matmul told x_quantized gives the same y. Shapes
-    // include rows whose float4s end mid-warp (576 columns: 144 lanes).
+    // A producer that quantizes (or converts to F16 / BF16) its output for the
+    // next matmul (a norm, a gated activation; elementwise.h ActivationQuant)
+    // writes what the matmul would write itself, bit for bit, and leaves its
+    // float output as it is without: the matmul told x_in_workspace gives the
+    // same y. Shapes include rows whose float4s end mid-warp (576 columns: 144
+    // lanes).
     void producersQuantizeAsTheMatmulDoes() {
         if (!gpu_) QSKIP("no CUDA GPU");
         std::string report;
         uint32_t seed = 900;
         enum Producer { Norm, AddNorm, Silu, Gelu };
-        for (const TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0}) {
+        for (const TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0,
+                                   TensorType::F16, TensorType::BF16}) {
             const fk::ActivationFormat format = fk::fused_activation_format(kind(t));
+            const bool is_float = t == TensorType::F16 || t == TensorType::BF16;
             for (const int64_t cols : {int64_t{576}, int64_t{640}, int64_t{4096}}) {
                 const int64_t rows = 96;
                 GpuMatrix gm;
                 QVERIFY(upload(t, random_gguf(t, rows, cols, seed++), rows, cols, gm) == cudaSuccess);
                 for (const int64_t n : {1, 3, 9}) {
+                    if (is_float && n == 1) continue;  // the matvec reads x as it is
                     for (const Producer producer : {Norm, AddNorm, Silu, Gelu}) {
                         const std::string what = name_of(t) + " cols=" + std::to_string(cols) + " n=" +
                                                  std::to_string(n) + " producer " + std::to_string(producer);
@@ -575,7 +579,7 @@ private slots:
                             }
                             QVERIFY2(e == cudaSuccess, cuda_message(e, what.c_str()).c_str());
                             fk::MatmulWorkspace mw{ws.get(), ws_bytes, cublas_};
-                            mw.x_quantized = fused == 1;
+                            mw.x_in_workspace = fused == 1;
                             e = fk::matmul(gm.m, x, n, dy.get<float>(), mw, nullptr);
                             QVERIFY2(e == cudaSuccess, cuda_message(e, what.c_str()).c_str());
                             out[fused].resize(count);
@@ -587,8 +591,11 @@ private slots:
                             QVERIFY(cudaMemcpy(blocks[fused].data(), ws.get(), ws_bytes, cudaMemcpyDeviceToHost) ==
                                     cudaSuccess);
                         }
+                        // Float weights: the converted x; cuBLAS's own scratch follows it.
+                        const size_t compared = is_float ? static_cast<size_t>(count * 2) : blocks[0].size();
                         if (out[0] != out[1]) report += what + ": the float output changed\n";
-                        else if (blocks[0] != blocks[1]) report += what + ": quantized blocks differ\n";
+                        else if (std::memcmp(blocks[0].data(), blocks[1].data(), compared) != 0)
+                            report += what + ": the matmul's input differs\n";
                         else if (std::memcmp(y[0].data(), y[1].data(), y[0].size() * 4) != 0) report += what + ": y differs\n";
                     }
                 }
@@ -600,7 +607,7 @@ private slots:
         DeviceBuffer dx(256 * 4), dy(32 * 4), ws(1 << 20);
         QVERIFY(dx.ok() && dy.ok() && ws.ok());
         fk::MatmulWorkspace mw{ws.get(), ws.bytes(), cublas_};
-        mw.x_quantized = true;
+        mw.x_in_workspace = true;
         QVERIFY(fk::matmul(gk.m, dx.get<float>(), 1, dy.get<float>(), mw, nullptr) == cudaErrorInvalidValue);
         QVERIFY2(report.empty(), report.c_str());
     }

@@ -185,19 +185,22 @@ void CudaOps::add_rms_norm(float* x, const float* y, const float* weight, float 
 }
 
 kernels::ActivationFormat CudaOps::fused_format() const {
-    const int q8_0 = format_count_[static_cast<size_t>(kernels::ActivationFormat::Q8_0)];
-    const int q8_1 = format_count_[static_cast<size_t>(kernels::ActivationFormat::Q8_1)];
-    if (q8_0 == 0 && q8_1 == 0) return kernels::ActivationFormat::None;
-    return q8_0 >= q8_1 ? kernels::ActivationFormat::Q8_0 : kernels::ActivationFormat::Q8_1;
+    // The form most matrices read their input in (ties: the first).
+    size_t best = 0;  // None
+    for (size_t f = 1; f < format_count_.size(); ++f)
+        if (format_count_[f] > (best ? format_count_[best] : 0)) best = f;
+    return static_cast<kernels::ActivationFormat>(best);
 }
 
 kernels::ActivationQuant CudaOps::quantize_for_next(const float* out, int64_t count) {
     quantized_ = {};
     const kernels::ActivationFormat format = fused_format();
     if (format == kernels::ActivationFormat::None || count <= 0 || count % 32 != 0) return {};
-    // The layout a matmul of count / cols rows writes: quants, then a float2 per block.
-    const auto quants = static_cast<size_t>(count);
-    const size_t bytes = (quants + 255) / 256 * 256 + (quants / 32 * sizeof(float2) + 255) / 256 * 256;
+    // What the matmul itself would write: 16-bit values, or quants then a float2 per block of 32.
+    const auto n = static_cast<size_t>(count);
+    auto align = [](size_t b) { return (b + 255) / 256 * 256; };
+    const bool half = format == kernels::ActivationFormat::F16 || format == kernels::ActivationFormat::BF16;
+    const size_t bytes = half ? align(2 * n) : align(n) + align(n / 32 * sizeof(float2));
     if (!grow(matmul_scratch_, bytes, "matmul workspace")) return {};
     quantized_ = {out, count, format, op_};
     return {format, matmul_scratch_.data()};
@@ -214,7 +217,7 @@ bool CudaOps::use_workspace(const kernels::DeviceMatrix& m, const float* x, int6
     if (!grow(matmul_scratch_, bytes, "matmul workspace")) return false;
     matmul_ws_.data = matmul_scratch_.data();
     matmul_ws_.bytes = matmul_scratch_.size();
-    matmul_ws_.x_quantized = quantized;
+    matmul_ws_.x_in_workspace = quantized;
     return true;
 }
 

@@ -141,19 +141,19 @@ private:
     const float* vector(const float* host, const char* what);
     const kernels::DeviceMatrix* matrix(const model::Weight& w);
 
-    // Activation quantization fused into the kernel that produces a matmul's
-    // input (a norm, a gated activation): it writes its output in the format
-    // most of the model's matrices read too, into the matmul workspace, and
-    // the matmul launched right after it (the next op) on that output, if its
-    // weights read that format, skips its own quantize launch. One launch
-    // fewer per matmul input in a decode step (~2.6 us each).
+    // Activation quantization (or F16 conversion) fused into the kernel that
+    // produces a matmul's input (a norm, a gated activation): it writes its
+    // output in the form most of the model's matrices read too, into the
+    // matmul workspace, and the matmul launched right after it (the next op)
+    // on that output, if its weights read that form, skips its own quantize /
+    // convert launch. One launch fewer per matmul input (~2.6 us each).
     void count_format(kernels::WeightType t) { ++format_count_[static_cast<size_t>(kernels::fused_activation_format(t))]; }
     kernels::ActivationFormat fused_format() const;
     kernels::ActivationQuant quantize_for_next(const float* out, int64_t count);
     bool takes_quantized(const kernels::DeviceMatrix& m, const float* x, int64_t n_rows) const;
     // Sizes matmul_ws_ for a product with m, telling it whether x is quantized already.
     bool use_workspace(const kernels::DeviceMatrix& m, const float* x, int64_t n_rows, size_t bytes);
-    std::array<int, 3> format_count_ = {};  // matrices by ActivationFormat
+    std::array<int, 5> format_count_ = {};  // matrices by ActivationFormat
     struct Quantized {
         const float* x = nullptr;
         int64_t count = 0;

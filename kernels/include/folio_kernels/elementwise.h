@@ -11,14 +11,16 @@
 
 namespace folio::kernels {
 
-// A matmul's input quantized by the kernel that produces it, in the format
-// the next matmul's weights read (matmul.h: fused_activation_format), into
+// A matmul's input written by the kernel that produces it in the form the
+// next matmul's weights read it (matmul.h: fused_activation_format), into
 // that matmul's workspace exactly as the matmul would write it (then it is
-// told so: MatmulWorkspace::x_quantized). Per block of 32 consecutive values
-// of the output: the int8 quants at workspace[i], a float2 {d, s} at
-// workspace + align256(count) + 8 * (i / 32). None: nothing extra is written.
-// The output's length (norms: dim) must be a multiple of 32.
-enum class ActivationFormat : int32_t { None = 0, Q8_0 = 1, Q8_1 = 2 };
+// told so: MatmulWorkspace::x_in_workspace), saving the matmul a launch.
+// Q8_0 / Q8_1: per block of 32 consecutive values of the output, the int8
+// quants at workspace[i] and a float2 {d, s} at workspace + align256(count) +
+// 8 * (i / 32). F16 / BF16: the values rounded to 16 bits at
+// workspace + 2 * i (what a cuBLAS product reads). None: nothing extra is
+// written. The output's length (norms: dim) must be a multiple of 32.
+enum class ActivationFormat : int32_t { None = 0, Q8_0 = 1, Q8_1 = 2, F16 = 3, BF16 = 4 };
 struct ActivationQuant {
     ActivationFormat format = ActivationFormat::None;
     void* workspace = nullptr;  // 256-byte aligned

@@ -80,14 +80,16 @@ struct MatmulWorkspace {
     cublasHandle_t cublas = nullptr;
     // data already holds x in fused_activation_format(w.type), written by the
     // kernel that produced x (elementwise.h, ActivationQuant): the matmul
-    // skips its own quantize launch.
-    bool x_quantized = false;
+    // skips its own quantize / convert launch.
+    bool x_in_workspace = false;
 };
 
-// The format matmul() quantizes x to for weights of type t, which the kernel
-// producing x may write instead (ActivationQuant): Q8_0 for Q4_0 / Q5_0 /
-// Q8_0, Q8_1 for Q4_1 / Q5_1; None for float weights and the K-quants (their
-// Q8_K super-blocks are quantized by the matmul itself).
+// The form matmul() puts x in before the product with weights of type t,
+// which the kernel producing x may write instead (ActivationQuant): Q8_0
+// blocks for Q4_0 / Q5_0 / Q8_0, Q8_1 for Q4_1 / Q5_1, F16 / BF16 for those
+// weights' cuBLAS products (more than kFloatMatvecMaxRows rows; the matvec
+// reads x as it is); None for F32 and the K-quants (their Q8_K super-blocks
+// are quantized by the matmul itself).
 ActivationFormat fused_activation_format(WeightType t);
 
 // Workspace bytes a matmul of n activation rows with this matrix needs (the
