@@ -80,7 +80,10 @@ int run_tokenize(int argc, char** argv) {
 
     if (args->has("--ids")) {
         std::string line;
-        for (size_t i = 0; i < ids.size(); ++i) line += (i ? " " : "") + std::to_string(ids[i]);
+        for (size_t i = 0; i < ids.size(); ++i) {
+            if (i) line += ' ';  // (not `(i ? " " : "") + ...`: g++ 12 -O3 -Wrestrict false positive, GCC PR 105329)
+            line += std::to_string(ids[i]);
+        }
         std::printf("%s\n", line.c_str());
         return 0;
     }
