@@ -159,7 +159,7 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     std::string swap;
     if (b.n_swap_blocks() > 0)
         swap = ", swap space " + std::to_string(b.n_swap_blocks()) + " blocks (" +
-               std::to_string(b.n_swap_blocks() * b.kv_bytes_per_block() >> 20) + " MiB)";
+               std::to_string(b.n_swap_blocks() * b.kv_bytes_per_block() >> 20) + " MiB, pinned as it is used)";
     std::fprintf(stderr, "folio: %s (%s), %s, context %u, KV cache %u blocks of %u tokens (%.1f MiB)%s\n",
                  loaded->model.name.c_str(), loaded->model.hparams.architecture.c_str(), b.name().c_str(),
                  b.max_context(), b.n_blocks(), b.block_size(), static_cast<double>(b.kv_cache_bytes()) / (1 << 20),

@@ -86,10 +86,15 @@ public:
         return {};
     }
     // Host swap space as a GPU backend has it: `swap_slots` blocks (set
-    // before the engine starts). skip_swap_in is a mutation check: resumed
-    // sequences then read whatever their new blocks held.
+    // before the engine starts), taken at the first swap. cannot_pin: taking
+    // it fails (nothing copied, no swap space from then on). skip_swap_in is a
+    // mutation check: resumed sequences then read whatever their new blocks held.
     uint32_t n_swap_blocks() const override { return swap_slots; }
     folio::Status swap_blocks(std::span<const folio::BlockCopy> out, std::span<const folio::BlockCopy> in) override {
+        if (!out.empty() && cannot_pin) {
+            swap_slots = 0;
+            return folio::make_error("fake: cannot pin the swap space");
+        }
         swap_space_.resize(size_t{swap_slots} * block_size_, -1);
         for (const auto& c : out)
             std::copy_n(slots_.begin() + c.src * static_cast<int64_t>(block_size_), block_size_,
@@ -103,6 +108,7 @@ public:
         return {};
     }
     uint32_t swap_slots = 0;
+    bool cannot_pin = false;
     bool skip_swap_in = false;
     uint64_t swapped_out = 0, swapped_in = 0;
 

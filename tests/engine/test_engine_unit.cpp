@@ -80,6 +80,7 @@ private slots:
             folio::EngineConfig config;
             uint32_t n_blocks;
             uint32_t swap_slots = 0;
+            bool cannot_pin = false;  // the swap space cannot be taken: preemption falls back to recomputing
         };
         std::vector<Mode> modes;
         modes.push_back({"continuous, prefix cache", folio::EngineConfig{}, 256});
@@ -92,6 +93,7 @@ private slots:
         modes.push_back({"tiny pool (preemption)", folio::EngineConfig{}, 26});
         modes.push_back({"tiny pool, swapping to host slots", folio::EngineConfig{}, 26, 64});
         modes.push_back({"tiny pool, 5 host slots (swap or recompute)", folio::EngineConfig{}, 26, 5});
+        modes.push_back({"tiny pool, swap space that cannot be pinned", folio::EngineConfig{}, 26, 64, true});
         folio::EngineConfig statik;
         statik.scheduler.batching = folio::BatchingMode::Static;
         statik.scheduler.max_num_seqs = 5;
@@ -102,6 +104,7 @@ private slots:
         for (const Mode& mode : modes) {
             FakeBackend backend(267, kEos, mode.n_blocks);
             backend.swap_slots = mode.swap_slots;
+            backend.cannot_pin = mode.cannot_pin;
             auto engine = folio::Engine::start(model_, *tokenizer_, backend, mode.config);
             QVERIFY(engine);
             StepRecorder steps;
@@ -120,7 +123,12 @@ private slots:
             }
             QVERIFY2(steps.max_running() > 1, mode.name);
             if (mode.n_blocks < 100) QVERIFY2(steps.preempted() > 0, "the tiny pool never preempted");
-            if (mode.swap_slots > 0) {
+            if (mode.cannot_pin) {
+                const folio::EngineMetrics m = (*engine)->metrics();
+                QCOMPARE(backend.n_swap_blocks(), 0u);
+                QCOMPARE(m.kv_swapped_out_blocks_total, uint64_t{0});
+                QCOMPARE(backend.swapped_out, uint64_t{0});
+            } else if (mode.swap_slots > 0) {
                 // Every block swapped out came back in or was found in the prefix cache.
                 const folio::EngineMetrics m = (*engine)->metrics();
                 QVERIFY2(backend.swapped_out > 0 && backend.swapped_in > 0, mode.name);

@@ -87,6 +87,9 @@ public:
     virtual uint32_t n_swap_blocks() const { return 0; }
     // Copies blocks out to host slots ({device block, slot}), then host slots
     // back in ({slot, device block}), in stream order before the next step.
+    // A backend may take its swap space as slots are first used; if it
+    // cannot, it fails with nothing copied and has none from then on
+    // (n_swap_blocks() == 0): the engine recomputes preempted sequences instead.
     virtual Status swap_blocks(std::span<const BlockCopy> out, std::span<const BlockCopy> in) {
         if (out.empty() && in.empty()) return {};
         return make_error("this backend has no swap space");

@@ -147,6 +147,10 @@ public:
     void fork(SeqId parent, SeqId child);
 
     StepPlan schedule();
+    // The backend could not take its swap space for `plan` (nothing was
+    // copied): every swapped sequence goes back to waiting, to be recomputed,
+    // and preemption recomputes from now on.
+    void stop_swapping(const StepPlan& plan);
     // After the forward pass: every planned sequence has its tokens computed;
     // results[i] tells what became of plan.sequences[i]. Sequences the
     // runtime finished are removed; returns those the scheduler itself ended

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <unordered_set>
 
@@ -86,13 +87,18 @@ public:
         return {};
     }
 
-    // Swap space: pinned host slots of one block each ([2 * n_layer][block_bytes]).
-    // Copies are queued on the step's stream, so the forward pass after them
-    // and any later swap see them done; nothing waits here.
+    // Swap space: host slots of one block each ([2 * n_layer][block_bytes]),
+    // pinned a chunk at a time as slots in it are first used: pinning runs
+    // at ~1-2 GB/s, so pinning it all at start (or at the first preemption)
+    // would cost seconds that most sessions never need. The scheduler hands
+    // out the lowest free slots, so few chunks get pinned. Copies are queued
+    // on the step's stream, so the forward pass after them and any later
+    // swap see them done; nothing waits here.
     uint32_t n_swap_blocks() const override { return n_swap_blocks_; }
     Status swap_blocks(std::span<const BlockCopy> out, std::span<const BlockCopy> in) override {
         FOLIO_RETURN_IF_ERROR(model::check_block_copies(out, cache_.n_blocks, n_swap_blocks_, "swap out"));
         FOLIO_RETURN_IF_ERROR(model::check_block_copies(in, n_swap_blocks_, cache_.n_blocks, "swap in"));
+        FOLIO_RETURN_IF_ERROR(pin_swap_slots(out));
         const uint64_t block = cache_.block_bytes();
         for (const BlockCopy& c : out)
             FOLIO_CUDA_OR_ERROR(copy_block(swap_slot(c.dst), block, cache_block(c.src), region_bytes(),
@@ -127,14 +133,21 @@ private:
     }
     Status upload_weights(const ModelDescription& model);
     Status allocate_kv(const BackendOptions& options);
-    Status allocate_swap_space(const BackendOptions& options);
+    Status size_swap_space(const BackendOptions& options);  // how many slots (pinned later)
+    // Pins the chunks of the slots `out` writes to; when it cannot, there is
+    // no swap space from then on (the engine recomputes preempted sequences
+    // instead) and nothing was copied.
+    Status pin_swap_slots(std::span<const BlockCopy> out);
 
     // Block b's slice of the first K region, and the distance between regions.
     std::byte* cache_block(int32_t b) const {
         return static_cast<std::byte*>(cache_.memory.data()) + static_cast<uint64_t>(b) * cache_.block_bytes();
     }
     uint64_t region_bytes() const { return uint64_t{cache_.n_blocks} * cache_.block_bytes(); }
-    std::byte* swap_slot(int32_t slot) const { return swap_.data() + static_cast<uint64_t>(slot) * kv_bytes_per_block(); }
+    std::byte* swap_slot(int32_t slot) const {
+        const auto s = static_cast<uint32_t>(slot);
+        return swap_chunks_[s / swap_chunk_blocks_]->data() + uint64_t{s % swap_chunk_blocks_} * kv_bytes_per_block();
+    }
     // All 2 * n_layer regions' slices of one block, between layouts of the given pitch.
     cudaError_t copy_block(std::byte* dst, uint64_t dst_pitch, const std::byte* src, uint64_t src_pitch,
                            cudaMemcpyKind kind) const {
@@ -166,8 +179,8 @@ private:
     uint32_t max_context_ = 0;
     cuda::DeviceBuffer weights_, vectors_;
     cuda::DeviceKvCache cache_;
-    cuda::PinnedBuffer swap_;
-    uint32_t n_swap_blocks_ = 0;
+    std::vector<std::unique_ptr<cuda::PinnedBuffer>> swap_chunks_;  // null until a slot in it is used
+    uint32_t n_swap_blocks_ = 0, swap_chunk_blocks_ = 1;
     std::unique_ptr<cuda::CudaOps> ops_;
     std::vector<int32_t> row_sequence_;
 };
@@ -196,7 +209,7 @@ Status CudaBackend::init(const ModelDescription& model, std::unique_ptr<model::A
     ops_ = std::make_unique<cuda::CudaOps>(stream_, cublas_, cache_);
     FOLIO_RETURN_IF_ERROR(upload_weights(model));
     FOLIO_RETURN_IF_ERROR(allocate_kv(options));
-    return allocate_swap_space(options);
+    return size_swap_space(options);
 }
 
 Status CudaBackend::upload_weights(const ModelDescription& model) {
@@ -339,8 +352,9 @@ Status CudaBackend::allocate_kv(const BackendOptions& options) {
 
 // Default swap space: vLLM's 4 GiB, but no more than the KV cache (a
 // preempted sequence never holds more than the cache) nor a quarter of the
-// host memory available (it is pinned: the system cannot page it out).
-Status CudaBackend::allocate_swap_space(const BackendOptions& options) {
+// host memory available (it is pinned: the system cannot page it out). Only
+// its size is decided here; it is pinned in chunks as slots are used.
+Status CudaBackend::size_swap_space(const BackendOptions& options) {
     const uint64_t per_block = kv_bytes_per_block();
     uint64_t bytes = 0;
     if (options.swap_space_bytes >= 0) {
@@ -350,11 +364,30 @@ Status CudaBackend::allocate_swap_space(const BackendOptions& options) {
         if (const uint64_t host = available_host_memory(); host > 0) bytes = std::min(bytes, host / 4);
     }
     n_swap_blocks_ = static_cast<uint32_t>(std::min<uint64_t>(bytes / per_block, 1u << 24));
-    if (n_swap_blocks_ == 0) return {};
-    if (cudaError_t err = swap_.reserve(uint64_t{n_swap_blocks_} * per_block, /*exact=*/true); err != cudaSuccess)
-        return make_error("cuda: cannot pin " + std::to_string((uint64_t{n_swap_blocks_} * per_block) >> 20) +
-                          " MiB of host memory for swap space (" + cudaGetErrorString(err) +
-                          "); lower --swap-space, or 0 to recompute preempted requests");
+    // Chunks of ~64 MiB (at least one block).
+    swap_chunk_blocks_ = static_cast<uint32_t>(std::max<uint64_t>(1, (uint64_t{64} << 20) / per_block));
+    swap_chunks_.resize((n_swap_blocks_ + swap_chunk_blocks_ - 1) / swap_chunk_blocks_);
+    return {};
+}
+
+Status CudaBackend::pin_swap_slots(std::span<const BlockCopy> out) {
+    const uint64_t per_block = kv_bytes_per_block();
+    for (const BlockCopy& c : out) {
+        const uint32_t chunk = static_cast<uint32_t>(c.dst) / swap_chunk_blocks_;
+        if (swap_chunks_[chunk]) continue;
+        const uint32_t blocks = std::min(swap_chunk_blocks_, n_swap_blocks_ - chunk * swap_chunk_blocks_);
+        auto pinned = std::make_unique<cuda::PinnedBuffer>();
+        if (cudaError_t err = pinned->reserve(uint64_t{blocks} * per_block, /*exact=*/true); err != cudaSuccess) {
+            cudaGetLastError();  // not sticky: the device is fine
+            const uint64_t wanted = uint64_t{n_swap_blocks_} * per_block;
+            n_swap_blocks_ = 0;
+            swap_chunks_.clear();
+            return make_error("cuda: cannot pin host memory for swap space (" + std::string(cudaGetErrorString(err)) +
+                              ", " + std::to_string(wanted >> 20) +
+                              " MiB asked for); preempted requests are recomputed instead");
+        }
+        swap_chunks_[chunk] = std::move(pinned);
+    }
     return {};
 }
 

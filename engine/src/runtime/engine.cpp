@@ -324,6 +324,12 @@ void Engine::step() {
     }
     // Swaps first: blocks swapped out this step may be written again below.
     Status status = backend_.swap_blocks(plan.swap_out, plan.swap_in);
+    if (!status && backend_.n_swap_blocks() == 0 && plan.swap_in.empty()) {
+        // The swap space could not be taken (nothing was copied): recompute.
+        std::fprintf(stderr, "folio: %s\n", status.error().message.c_str());
+        scheduler_.stop_swapping(plan);
+        status = {};
+    }
     if (status) status = backend_.copy_blocks(plan.copies);
     const size_t n_rows = batch_.logits_rows.size();
     if (device_greedy) {

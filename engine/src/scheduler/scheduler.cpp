@@ -275,6 +275,22 @@ StepPlan Scheduler::schedule() {
     return plan;
 }
 
+void Scheduler::stop_swapping(const StepPlan& plan) {
+    swapped_out_blocks_ -= plan.swap_out.size();  // not copied
+    // Those swapped in earlier steps are recomputed too: the host memory they are in goes.
+    while (!swapped_.empty()) {
+        const SeqId id = swapped_.front();
+        swapped_.pop_front();
+        release_swap_slots(id);
+        Sequence& s = seq(id);
+        s.swapped = false;
+        s.num_computed = 0;
+        enqueue_waiting(id);
+    }
+    config_.swap_blocks = 0;
+    free_swap_.clear();
+}
+
 std::vector<FinishedSequence> Scheduler::commit(const StepPlan& plan, std::span<const StepResult> results) {
     std::vector<FinishedSequence> ended;
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
