@@ -145,6 +145,9 @@ private slots:
         auto greedy_budget = run_folio("run -m " + shell_quote(path) + " -p Hi -n 2 --kv-fraction 2");
         QCOMPARE(greedy_budget.exit_code, 1);
         QVERIFY2(greedy_budget.err.find("--kv-fraction") != std::string::npos, greedy_budget.err.c_str());
+        auto bad_swap = run_folio("run -m " + shell_quote(path) + " -p Hi -n 2 --swap-space lots");
+        QCOMPARE(bad_swap.exit_code, 1);
+        QVERIFY2(bad_swap.err.find("--swap-space wants a number") != std::string::npos, bad_swap.err.c_str());
         auto tiny = run_folio("run -m " + shell_quote(path) + " -p Hi -n 2 --kv-budget 0");
         QCOMPARE(tiny.exit_code, 1);
         auto missing = run_folio("run -m " + shell_quote(path) + " -f /nonexistent/prompts.txt");
