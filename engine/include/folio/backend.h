@@ -11,6 +11,7 @@
 
 #include "folio/batch.h"
 #include "folio/error.h"
+#include "folio/host_memory.h"
 #include "folio/model.h"
 
 namespace folio {
@@ -125,9 +126,6 @@ Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& mod
 int cuda_device_count();
 std::string describe_cuda_devices();
 
-// Bytes of memory the system could give this process now (Linux:
-// MemAvailable), 0 when unknown.
-uint64_t available_host_memory();
 
 // Architectures the forward pass knows ("llama", "gemma3", ...), comma-separated, for messages.
 std::string supported_architectures();

@@ -67,17 +67,6 @@ private:
 
 }  // namespace
 
-uint64_t available_host_memory() {
-    std::FILE* f = std::fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long kib = 0;
-    while (std::fgets(line, sizeof line, f))
-        if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
-    std::fclose(f);
-    return kib * 1024;
-}
-
 Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& model, const BackendOptions& options) {
     if (model.random_weights)
         return make_error("model '" + model.name + "' has dummy weights that only a GPU generates; use --device cuda");

@@ -1,0 +1,18 @@
+#include "folio/host_memory.h"
+
+#include <cstdio>
+
+namespace folio {
+
+uint64_t available_host_memory() {
+    std::FILE* f = std::fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    std::fclose(f);
+    return kib * 1024;
+}
+
+}  // namespace folio
