@@ -35,6 +35,17 @@ ActivationFormat fused_activation_format(WeightType t) {
     }
 }
 
+size_t activation_workspace_bytes(ActivationFormat f, int64_t count) {
+    const auto n = static_cast<size_t>(count > 0 ? count : 0);
+    switch (f) {
+        case ActivationFormat::Q8_0:
+        case ActivationFormat::Q8_1: return detail::align256(n) + detail::align256(n / 32 * sizeof(float2));
+        case ActivationFormat::F16:
+        case ActivationFormat::BF16: return detail::align256(2 * n);
+        default: return 0;
+    }
+}
+
 size_t matmul_workspace_bytes(WeightType t, int64_t n, int64_t rows, int64_t cols) {
     if (device_matrix_bytes(t, rows, cols) == 0 || n <= 0) return 0;
     return is_float(t) ? detail::float_workspace_bytes(t, n, cols) : detail::quantized_workspace_bytes(t, n, cols);

@@ -196,12 +196,7 @@ kernels::ActivationQuant CudaOps::quantize_for_next(const float* out, int64_t co
     quantized_ = {};
     const kernels::ActivationFormat format = fused_format();
     if (format == kernels::ActivationFormat::None || count <= 0 || count % 32 != 0) return {};
-    // What the matmul itself would write: 16-bit values, or quants then a float2 per block of 32.
-    const auto n = static_cast<size_t>(count);
-    auto align = [](size_t b) { return (b + 255) / 256 * 256; };
-    const bool half = format == kernels::ActivationFormat::F16 || format == kernels::ActivationFormat::BF16;
-    const size_t bytes = half ? align(2 * n) : align(n) + align(n / 32 * sizeof(float2));
-    if (!grow(matmul_scratch_, bytes, "matmul workspace")) return {};
+    if (!grow(matmul_scratch_, kernels::activation_workspace_bytes(format, count), "matmul workspace")) return {};
     quantized_ = {out, count, format, op_};
     return {format, matmul_scratch_.data()};
 }

@@ -91,6 +91,9 @@ struct MatmulWorkspace {
 // reads x as it is); None for F32 and the K-quants (their Q8_K super-blocks
 // are quantized by the matmul itself).
 ActivationFormat fused_activation_format(WeightType t);
+// Workspace bytes `count` activations take in format f (the layout
+// elementwise.h's ActivationQuant describes; 0 for None).
+size_t activation_workspace_bytes(ActivationFormat f, int64_t count);
 
 // Workspace bytes a matmul of n activation rows with this matrix needs (the
 // backend allocates the max over its matrices and batch sizes).
