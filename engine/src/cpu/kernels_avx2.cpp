@@ -189,9 +189,16 @@ struct Block32Tile {
                     if constexpr (Format::kHasMin) converted[2 * c + 1] = half_to_float(arow[c][b].s);
                 }
             }
-            const __m256 dm = weight_scales<Format, NW>(wrow, b);
-            _mm256_store_ps(wscale, dm);
+            // The weight scales d (the same floats either way). Without an
+            // offset each row converts its own: packing four halves through
+            // general registers into one conversion made the decode tile
+            // ~1.7x slower on this Zen core (bench/results/cpu-q8-scale-*).
+            float d[NW];
             if constexpr (Format::kHasMin) {
+                const __m256 dm = weight_scales<Format, NW>(wrow, b);
+                _mm256_store_ps(wscale, dm);
+                FOLIO_UNROLL
+                for (int r = 0; r < NW; ++r) d[r] = wscale[2 * r];
                 if constexpr (NA == 1) {
                     offsets[0] = _mm256_fmadd_ps(dm, _mm256_broadcast_ss(ds + 1), offsets[0]);
                 } else {
@@ -200,7 +207,11 @@ struct Block32Tile {
                     for (int r = 0; r < NW; ++r)
                         offsets[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(wscale + 2 * r + 1), s, offsets[r]);
                 }
+            } else {
+                FOLIO_UNROLL
+                for (int r = 0; r < NW; ++r) d[r] = half_to_float(wrow[r][b].d);
             }
+            if constexpr (NA == 1) prefetch_next_tile<NW>(w, w_stride, b, nb);
             __m256i q[NW], q_abs[NW];
             FOLIO_UNROLL
             for (int r = 0; r < NW; ++r) {
@@ -215,7 +226,7 @@ struct Block32Tile {
                 for (int r = 0; r < NW; ++r) {
                     const __m256i sum = Format::kHasMin ? dot_u8(q[r], aq) : dot_i8_abs(q_abs[r], q[r], aq);
                     acc[r][c] =
-                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(wscale[2 * r] * ad), acc[r][c]);
+                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(d[r] * ad), acc[r][c]);
                 }
             }
         }

@@ -152,6 +152,7 @@ struct KQuantTile {
         UnpackedK unpacked[NW];
         const int64_t nb = n / kSuperBlock;
         for (int64_t b = 0; b < nb; ++b) {
+            if constexpr (NA == 1) prefetch_next_tile<NW>(w, w_stride, b, nb);
             FOLIO_UNROLL
             for (int r = 0; r < NW; ++r) Format::unpack(wrow[r][b], unpacked[r]);
             FOLIO_UNROLL
