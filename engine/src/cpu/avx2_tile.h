@@ -4,6 +4,8 @@
 
 #if defined(__x86_64__)
 
+#include <algorithm>
+
 #include "cpu/avx2_common.h"
 #include "cpu/kernels.h"
 
@@ -49,24 +51,35 @@ FOLIO_AVX2 inline void store_tile(const __m256 (&acc)[NW][NA], const float (&off
 }
 
 // Decode (one activation row) streams every weight byte from memory once.
-// Kernels call this once per block b of nb: it asks for the matching share
-// of the next tile's rows (the NW rows after these, contiguous), so the
-// prefetches are spread over the tile's work instead of issued in one burst
-// at its start. The burst (43 lines for a 4-row tile of Gemma's Q8_0 head)
-// filled the core's miss buffers and stalled: spread, Gemma's tied head ran
-// 1.34x faster and tg128 1.21x (bench/results/cpu-gemma-prefetch-*). Past
-// the last tile this touches lines it does not need; a prefetch never faults.
+// A tile kernel makes one of these and calls block(b) for each of its nb
+// blocks: it asks for that block's share of the next tile's rows (the NW
+// rows after these, contiguous), so the prefetches are spread over the
+// tile's work instead of issued in one burst at its start. The burst (43
+// lines for a 4-row tile of Gemma's Q8_0 head) filled the core's miss
+// buffers and stalled: spread, Gemma's tied head ran 1.3x faster and tg128
+// 1.2-1.3x (bench/results/cpu-gemma-prefetch-2026-11-30.txt). Past the last
+// tile this touches lines it does not need; a prefetch never faults.
 template <int NW>
-FOLIO_AVX2 inline void prefetch_next_tile(const void* w, size_t w_stride, int64_t b, int64_t nb) {
-    const char* next = static_cast<const char*>(w) + NW * w_stride;
-    const size_t span = NW * w_stride;
-    const size_t begin = static_cast<size_t>(b) * span / static_cast<size_t>(nb);
-    const size_t end = static_cast<size_t>(b + 1) * span / static_cast<size_t>(nb);
-    // An asm statement, not _mm_prefetch: GCC 12 deleted this loop of
-    // builtin prefetches as work without effects once it was inlined.
-    for (size_t line = begin & ~size_t{63}; line < end; line += 64)
-        asm volatile("prefetcht0 %0" : : "m"(*(next + line)));
-}
+class NextTilePrefetch {
+public:
+    FOLIO_AVX2 NextTilePrefetch(const void* w, size_t w_stride, int64_t nb)
+        : next_(static_cast<const char*>(w) + NW * w_stride),
+          span_(NW * w_stride),
+          per_block_(nb > 0 ? (span_ + static_cast<size_t>(nb) - 1) / static_cast<size_t>(nb) : span_) {}
+
+    FOLIO_AVX2 void block(int64_t b) {
+        const size_t end = std::min(span_, static_cast<size_t>(b + 1) * per_block_);
+        // An asm statement, not _mm_prefetch: GCC 12 deleted a loop of
+        // builtin prefetches as work without effects once it was inlined.
+        for (; done_ < end; done_ += 64) asm volatile("prefetcht0 %0" : : "m"(*(next_ + done_)));
+    }
+
+private:
+    const char* next_;
+    size_t span_;
+    size_t per_block_;
+    size_t done_ = 0;
+};
 
 // Walks any number of weight rows against n_a (<= kTileActRows) activation
 // rows: four weight rows at a time for one activation row (decode: more

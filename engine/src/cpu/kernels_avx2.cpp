@@ -178,6 +178,7 @@ struct Block32Tile {
         alignas(32) float converted[kActScalesPerBlock] = {};
         alignas(32) float wscale[8];
         const int64_t nb = n / kBlock32;
+        NextTilePrefetch<NW> prefetch(w, w_stride, nb);  // decode only (NA == 1)
         for (int64_t b = 0; b < nb; ++b) {
             const float* ds = converted;
             if (a_scales) {
@@ -191,8 +192,8 @@ struct Block32Tile {
             }
             // The weight scales d (the same floats either way). Without an
             // offset each row converts its own: packing four halves through
-            // general registers into one conversion made the decode tile
-            // ~1.7x slower on this Zen core (bench/results/cpu-q8-scale-*).
+            // general registers into one conversion cost the decode tile
+            // 3-10 % on this Zen core (bench/results/cpu-gemma-prefetch-2026-11-30.txt).
             float d[NW];
             if constexpr (Format::kHasMin) {
                 const __m256 dm = weight_scales<Format, NW>(wrow, b);
@@ -211,7 +212,7 @@ struct Block32Tile {
                 FOLIO_UNROLL
                 for (int r = 0; r < NW; ++r) d[r] = half_to_float(wrow[r][b].d);
             }
-            if constexpr (NA == 1) prefetch_next_tile<NW>(w, w_stride, b, nb);
+            if constexpr (NA == 1) prefetch.block(b);
             __m256i q[NW], q_abs[NW];
             FOLIO_UNROLL
             for (int r = 0; r < NW; ++r) {

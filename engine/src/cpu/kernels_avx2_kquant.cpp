@@ -151,8 +151,9 @@ struct KQuantTile {
             }
         UnpackedK unpacked[NW];
         const int64_t nb = n / kSuperBlock;
+        NextTilePrefetch<NW> prefetch(w, w_stride, nb);  // decode only (NA == 1)
         for (int64_t b = 0; b < nb; ++b) {
-            if constexpr (NA == 1) prefetch_next_tile<NW>(w, w_stride, b, nb);
+            if constexpr (NA == 1) prefetch.block(b);
             FOLIO_UNROLL
             for (int r = 0; r < NW; ++r) Format::unpack(wrow[r][b], unpacked[r]);
             FOLIO_UNROLL
