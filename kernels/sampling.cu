@@ -1,6 +1,7 @@
 #include "folio_kernels/sampling.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -222,6 +223,66 @@ int64_t top_k_split(int64_t n_rows, int64_t n_cols, int32_t k) {
     return std::max<int64_t>(1, std::min(by_rows, by_cols));
 }
 
+// ---- softmax sums -------------------------------------------------------------
+//
+// The Sampler's weight, e^((v - max) / t) through its own exp
+// (engine/src/sampling/softmax_math.h, exp_nonpositive), operation for
+// operation: every multiply and add is rounded on its own (__fmul_rn /
+// __fadd_rn, no fused multiply-add the host does not do), so each weight is
+// the host's float bit for bit. Only the order of the double sum differs.
+__device__ float sampler_weight(float v, float max, float t) {
+    v = isnan(v) ? -INFINITY : fminf(v, FLT_MAX);
+    float x = __fdiv_rn(__fsub_rn(v, max), t);
+    x = x > -88.0f ? x : -88.0f;
+    x = x < 0.0f ? x : 0.0f;
+    const float n = __fsub_rn(__fadd_rn(__fmul_rn(x, 1.44269504088896341f), 12582912.0f), 12582912.0f);
+    float r = __fsub_rn(x, __fmul_rn(n, 0.693359375f));
+    r = __fsub_rn(r, __fmul_rn(n, -2.12194440e-4f));
+    float p = 1.9875691500e-4f;
+    p = __fadd_rn(__fmul_rn(p, r), 1.3981999507e-3f);
+    p = __fadd_rn(__fmul_rn(p, r), 8.3334519073e-3f);
+    p = __fadd_rn(__fmul_rn(p, r), 4.1665795894e-2f);
+    p = __fadd_rn(__fmul_rn(p, r), 1.6666665459e-1f);
+    p = __fadd_rn(__fmul_rn(p, r), 5.0000001201e-1f);
+    p = __fadd_rn(__fadd_rn(__fmul_rn(p, __fmul_rn(r, r)), r), 1.0f);
+    return __fmul_rn(p, __int_as_float((static_cast<int>(n) + 127) << 23));
+}
+
+constexpr int kSumThreads = 512;
+
+__device__ double block_sum(double v, double* shared) {
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    __syncthreads();  // shared may still be read from the previous sum
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    double total = 0.0;
+    for (int w = 0; w < kSumThreads / 32; ++w) total += shared[w];
+    return total;
+}
+
+__global__ void __launch_bounds__(kSumThreads)
+    softmax_sums_kernel(const float* x, int64_t n_cols, const float* row_max, int64_t max_stride,
+                        const float* temperatures, double* softmax_sums, float* log_normalizers) {
+    __shared__ double shared[kSumThreads / 32];
+    const int64_t r = blockIdx.x;
+    const float* row = x + r * n_cols;
+    const float max = row_max[r * max_stride];
+    const float t = temperatures[r];
+    double at_t = 0.0, at_1 = 0.0;
+    if (max != -INFINITY)
+        for (int64_t i = threadIdx.x; i < n_cols; i += kSumThreads) {
+            at_t += sampler_weight(row[i], max, t);
+            at_1 += sampler_weight(row[i], max, 1.0f);
+        }
+    at_t = block_sum(at_t, shared);
+    at_1 = block_sum(at_1, shared);
+    if (threadIdx.x == 0) {
+        softmax_sums[r] = at_t;
+        log_normalizers[r] = max == -INFINITY ? -INFINITY : max + static_cast<float>(log(at_1));
+    }
+}
+
 }  // namespace
 
 cudaError_t argmax_rows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* out, cudaStream_t s) {
@@ -261,6 +322,15 @@ size_t top_k_workspace_bytes(int64_t n_rows, int64_t n_cols, int32_t k) {
     const int64_t split = top_k_split(n_rows, n_cols, k);
     if (split == 1) return 0;
     return static_cast<size_t>(n_rows * split * k) * (sizeof(float) + sizeof(int32_t));
+}
+
+cudaError_t softmax_sums(const float* x, int64_t n_rows, int64_t n_cols, const float* row_max, int64_t max_stride,
+                         const float* temperatures, double* softmax_sums, float* log_normalizers, cudaStream_t s) {
+    if (n_rows == 0) return cudaSuccess;
+    if (n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0 || max_stride < 0) return cudaErrorInvalidValue;
+    softmax_sums_kernel<<<static_cast<unsigned>(n_rows), kSumThreads, 0, s>>>(x, n_cols, row_max, max_stride,
+                                                                             temperatures, softmax_sums, log_normalizers);
+    return cudaGetLastError();
 }
 
 }  // namespace folio::kernels

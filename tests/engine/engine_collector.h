@@ -13,6 +13,7 @@
 struct CollectedRequest {
     std::string text;
     std::vector<int32_t> tokens;
+    std::vector<float> logprobs;  // each token's, then its top ids and logprobs, flattened
     int n_outputs = 0;
     int n_finished = 0;  // must end up exactly 1
     folio::FinishReason reason = folio::FinishReason::Length;
@@ -29,6 +30,11 @@ public:
             CollectedRequest& r = requests_[key + 1000 * out.index];
             r.text += out.text;
             r.tokens.insert(r.tokens.end(), out.token_ids.begin(), out.token_ids.end());
+            for (const folio::SampleInfo& info : out.logprobs) {
+                r.logprobs.push_back(info.logprob);
+                for (const folio::TokenLogprob& t : info.top)
+                    r.logprobs.insert(r.logprobs.end(), {static_cast<float>(t.id), t.logprob});
+            }
             ++r.n_outputs;
             if (out.finished) {
                 ++r.n_finished;

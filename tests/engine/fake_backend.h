@@ -62,22 +62,43 @@ public:
     uint64_t argmax_steps = 0;
     // As a GPU backend does for top-k sampling: each row's k best entries,
     // selected here, when `selects_top_k` is set.
-    int32_t max_top_k(size_t) const override { return selects_top_k ? 128 : 0; }
+    // With RowSums asked for, the sums too; the step's rows stay readable
+    // (last_logits_row) until the next step.
+    int32_t max_top_k(size_t) const override { return selects_top_k ? max_k : 0; }
     folio::Status forward_top_k(const folio::Batch& batch, int32_t k, std::span<float> values,
-                                std::span<int32_t> ids) override {
+                                std::span<int32_t> ids, const folio::RowSums& sums) override {
         ++top_k_steps;
+        if (!sums.empty()) ++sums_steps;
         const auto vocab = static_cast<size_t>(n_vocab_), kk = static_cast<size_t>(k);
-        std::vector<float> logits(batch.logits_rows.size() * vocab);
-        if (folio::Status s = forward(batch, logits); !s) return s;
+        last_logits_.assign(batch.logits_rows.size() * vocab, 0.0f);
+        if (folio::Status s = forward(batch, last_logits_); !s) return s;
         std::vector<folio::sampling_detail::Candidate> top;
         for (size_t i = 0; i < batch.logits_rows.size(); ++i) {
-            folio::select_top_k(std::span<const float>(logits.data() + i * vocab, vocab), kk, top);
+            const std::span<const float> row(last_logits_.data() + i * vocab, vocab);
+            folio::select_top_k(row, kk, top);
             for (size_t j = 0; j < kk; ++j) values[i * kk + j] = top[j].logit, ids[i * kk + j] = top[j].id;
+            if (!sums.empty()) {
+                const folio::RowSum sum = folio::row_sums(row, sums.temperatures[i]);
+                sums.softmax_sums[i] = sum.softmax_sum;
+                sums.log_normalizers[i] = sum.log_normalizer;
+            }
         }
         return {};
     }
+    folio::Status last_logits_row(size_t row, std::span<float> out) override {
+        const auto vocab = static_cast<size_t>(n_vocab_);
+        if ((row + 1) * vocab > last_logits_.size() || out.size() < vocab) return folio::make_error("fake: no such row");
+        ++whole_rows_fetched;
+        std::copy_n(last_logits_.begin() + static_cast<std::ptrdiff_t>(row * vocab), vocab, out.begin());
+        return {};
+    }
     bool selects_top_k = false;
-    uint64_t top_k_steps = 0;
+    int32_t max_k = 128;
+    uint64_t top_k_steps = 0, sums_steps = 0, whole_rows_fetched = 0;
+    struct Counters {
+        uint64_t sums_steps = 0, whole_rows_fetched = 0;
+    };
+    Counters counters() const { return {sums_steps, whole_rows_fetched}; }
 
     folio::Status copy_blocks(std::span<const folio::BlockCopy> copies) override {
         for (const auto& c : copies)
@@ -128,4 +149,5 @@ private:
     uint32_t n_blocks_, block_size_, max_context_;
     std::vector<int32_t> slots_;
     std::vector<int32_t> swap_space_;
+    std::vector<float> last_logits_;
 };

@@ -186,10 +186,12 @@ private slots:
     // best entries cannot serve (raising penalties, logprobs, no top-k) makes
     // its steps fetch whole rows.
     void topKStepsSelectedByTheBackendMatchTheSampler() {
-        enum class Extra { None, Penalties, RaisingPenalty, Logprobs, NoTopK };
+        enum class Extra { None, Penalties, RaisingPenalty, TemperatureOnly, Logprobs, MinPOnly, TopP, FlatTopP };
+        FakeBackend::Counters counters;
         auto run = [&](bool backend_selects, Extra extra, uint64_t& top_k_steps) {
             FakeBackend backend(267, kEos, 96);
             backend.selects_top_k = backend_selects;
+            backend.max_k = 1024;
             auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
             EngineCollector c;
             std::vector<folio::Submission> batch;
@@ -212,38 +214,74 @@ private slots:
                 if (i == 6) {
                     if (extra == Extra::RaisingPenalty) r.sampling.frequency_penalty = -0.5f;
                     if (extra == Extra::Logprobs) r.sampling.n_logprobs = 2;
-                    if (extra == Extra::NoTopK) r.sampling.top_k = 0;
+                    if (extra >= Extra::TemperatureOnly && extra != Extra::Logprobs) r.sampling.top_k = 0;
+                    if (extra == Extra::TemperatureOnly) r.sampling.min_p = 0.0f;
+                    if (extra == Extra::MinPOnly) r.sampling.min_p = 0.1f;  // 0.05 would keep all 267
+                    // The fake's rows: one logit of 5 over 266 of 0. At this
+                    // temperature top-p 0.9 ends at the ~240th entry, within
+                    // the 256 a step selects; 0.99 needs the row.
+                    if (extra == Extra::TopP) r.sampling.top_p = 0.9f;
+                    if (extra == Extra::FlatTopP) r.sampling.top_p = 0.99f;
                 }
+                if (i == 0 && extra == Extra::Logprobs) r.sampling.n_logprobs = 3;  // greedy with logprobs
                 batch.push_back({r, c.callback(i)});
             }
             (*engine)->submit(std::move(batch));
             (*engine)->wait_idle();
             top_k_steps = backend.top_k_steps;
+            counters = backend.counters();
             std::vector<std::vector<int32_t>> out;
+            std::vector<std::vector<float>> logprobs;
             for (int i = 0; i < 7; ++i)
-                for (int s = 0; s < (i == 5 ? 3 : 1); ++s) out.push_back(c.get(i + 1000 * s).tokens);
-            return out;
+                for (int s = 0; s < (i == 5 ? 3 : 1); ++s) {
+                    out.push_back(c.get(i + 1000 * s).tokens);
+                    logprobs.push_back(c.get(i + 1000 * s).logprobs);
+                }
+            return std::make_pair(out, logprobs);
         };
         uint64_t host = 0, device = 0;
-        const auto want = run(false, Extra::None, host);
-        QCOMPARE(run(true, Extra::None, device), want);
+        const auto want = run(false, Extra::None, host).first;
+        QCOMPARE(run(true, Extra::None, device).first, want);
         QVERIFY2(device > 0 && host == 0, "top-k steps should be selected by the backend");
         bool differ = false;  // the draws are really random: forks part
         for (size_t s = 1; s < 3; ++s) differ |= want[5] != want[5 + s];
         QVERIFY2(differ, "n = 3 samples with their own seeds all drew the same tokens");
 
         uint64_t penalized_steps = 0;
-        const auto penalized = run(false, Extra::Penalties, host);
-        QCOMPARE(run(true, Extra::Penalties, penalized_steps), penalized);
+        const auto penalized = run(false, Extra::Penalties, host).first;
+        QCOMPARE(run(true, Extra::Penalties, penalized_steps).first, penalized);
         QVERIFY2(penalized_steps == device, "penalties that only lower logits should still take the best entries");
         QVERIFY2(penalized[0] != want[0] && penalized.back() != want.back(), "the penalties changed nothing");
 
-        for (Extra e : {Extra::RaisingPenalty, Extra::Logprobs, Extra::NoTopK}) {
+        for (Extra e : {Extra::RaisingPenalty, Extra::TemperatureOnly}) {
             uint64_t steps = 0;
             const auto whole = run(false, e, host);
             QCOMPARE(run(true, e, steps), whole);
             QVERIFY2(steps < device, "a request the best entries cannot serve must take whole rows");
         }
+        // Logprobs, min-p and top-p without top-k: the best entries and the
+        // row sums decide, the same tokens and logprobs as whole rows; a
+        // top-p set past the entries fetches its row after the step.
+        for (Extra e : {Extra::Logprobs, Extra::MinPOnly, Extra::TopP, Extra::FlatTopP}) {
+            uint64_t steps = 0;
+            const auto whole = run(false, e, host);
+            const auto selected = run(true, e, steps);
+            QCOMPARE(selected.first, whole.first);
+            QCOMPARE(selected.second, whole.second);
+            QVERIFY2(steps == device, "every step should select its best entries");
+            const bool sums = e != Extra::MinPOnly;
+            QVERIFY2((counters.sums_steps > 0) == sums, "row sums asked for where not needed, or missing");
+            QVERIFY2((counters.whole_rows_fetched > 0) == (e == Extra::FlatTopP),
+                     ("extra " + std::to_string(static_cast<int>(e)) + ": " +
+                      std::to_string(counters.whole_rows_fetched) +
+                      " rows fetched whole; want some exactly where the entries cannot decide")
+                         .c_str());
+        }
+        const auto [tokens, logprobs] = run(true, Extra::Logprobs, host);  // [8]: request 6 (5 has 3 samples)
+        QVERIFY2(!tokens[0].empty() && logprobs[0].size() == tokens[0].size() * (1 + 2 * 3) && !tokens[8].empty() &&
+                     logprobs[8].size() == tokens[8].size() * (1 + 2 * 2) && logprobs[1].empty(),
+                 ("logprobs reported wrongly: " + std::to_string(tokens[0].size()) + " tokens, " +
+                  std::to_string(logprobs[0].size()) + " logprob entries").c_str());
     }
 
     void prefixCacheComputesOnlyTheLastPartialBlock() {

@@ -88,12 +88,19 @@ private slots:
         }
         std::vector<float> values(static_cast<size_t>(rows * k));
         std::vector<int32_t> ids(values.size()), chosen(static_cast<size_t>(rows));
-        QVERIFY(ops.top_k(logits.data(), rows, vocab, k, values, ids));
+        const std::vector<float> temperatures = {0.5f, 1.0f, 0.8f, 1.0f, 2.0f};
+        std::vector<double> softmax_sums(static_cast<size_t>(rows));
+        std::vector<float> log_normalizers(static_cast<size_t>(rows));
+        const folio::RowSums sums{temperatures, softmax_sums, log_normalizers};
+        QVERIFY(ops.top_k(logits.data(), rows, vocab, k, values, ids, sums));
         QVERIFY(ops.choose_tokens(logits.data(), rows, vocab, chosen));
         std::vector<folio::sampling_detail::Candidate> want;
         for (int64_t r = 0; r < rows; ++r) {
             const std::span<const float> row(logits.data() + r * vocab, static_cast<size_t>(vocab));
             folio::select_top_k(row, k, want);
+            const folio::RowSum sum = folio::row_sums(row, temperatures[static_cast<size_t>(r)]);
+            QCOMPARE(softmax_sums[static_cast<size_t>(r)], sum.softmax_sum);
+            QCOMPARE(log_normalizers[static_cast<size_t>(r)], sum.log_normalizer);
             for (int32_t j = 0; j < k; ++j) {
                 QCOMPARE(ids[static_cast<size_t>(r * k + j)], want[static_cast<size_t>(j)].id);
                 QCOMPARE(values[static_cast<size_t>(r * k + j)], want[static_cast<size_t>(j)].logit);
@@ -105,11 +112,19 @@ private slots:
                     first_highest = i;
             QCOMPARE(chosen[static_cast<size_t>(r)], first_highest);
         }
+        QCOMPARE(log_normalizers[3], -INFINITY);  // nothing possible
+        QCOMPARE(softmax_sums[3], 0.0);
+        QVERIFY(softmax_sums[0] >= 1.0 && std::isfinite(log_normalizers[0]));
         QCOMPARE(chosen[3], 0);  // all -inf: the first
         QCOMPARE(chosen[4], 0);  // -0 at 0 beats every other number and NaN
         std::vector<int32_t> small(1);
         QVERIFY(!ops.choose_tokens(logits.data(), rows, vocab, small));
-        QVERIFY(!ops.top_k(logits.data(), rows, vocab, vocab + 1, values, ids));
+        QVERIFY(!ops.top_k(logits.data(), rows, vocab, vocab + 1, values, ids, {}));
+        const std::vector<float> zero_temperatures(static_cast<size_t>(rows), 0.0f);
+        QVERIFY(!ops.top_k(logits.data(), rows, vocab, k, values, ids,
+                           folio::RowSums{zero_temperatures, softmax_sums, log_normalizers}));
+        QVERIFY(!ops.top_k(logits.data(), rows, vocab, k, values, ids,
+                           folio::RowSums{temperatures, std::span<double>(softmax_sums).first(2), log_normalizers}));
     }
 
     void rmsNormMatchesTheFormula() {

@@ -72,9 +72,17 @@ public:
     // copying whole rows out. 1 <= k <= max_top_k(rows), which is 0 where
     // whole rows are cheaper for a step of that many logits rows (or the
     // backend cannot select).
+    // With `sums` given, also sums over each whole row (RowSums), which let
+    // the Sampler draw top-p and report logprobs from the k best alone. The
+    // step's logits stay readable through last_logits_row() until the next
+    // step, for a draw those k entries cannot decide.
     virtual int32_t max_top_k(size_t /*n_rows*/) const { return 0; }
-    virtual Status forward_top_k(const Batch&, int32_t, std::span<float>, std::span<int32_t>) {
+    virtual Status forward_top_k(const Batch&, int32_t, std::span<float>, std::span<int32_t>, const RowSums&) {
         return make_error("this backend does not select top-k candidates itself");
+    }
+    // Row `row` (of batch.logits_rows) of the last forward_top_k's logits.
+    virtual Status last_logits_row(size_t /*row*/, std::span<float> /*out*/) {
+        return make_error("this backend keeps no logits rows");
     }
 
     // Duplicates whole blocks (every layer's K and V), in order: the

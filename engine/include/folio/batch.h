@@ -44,4 +44,16 @@ struct Batch {
     }
 };
 
+// Sums over whole logits rows, made where the logits are (a GPU), so the
+// Sampler can draw top-p and report logprobs from a row's k best entries:
+// what it would compute from the whole row (sampling_math::sum_weights and
+// the log-normalizer), the weights bit for bit, the double sum in another
+// order. Each span has one entry per logits row, or none at all.
+struct RowSums {
+    std::span<const float> temperatures;  // in: each row's temperature (> 0; 1 for greedy rows)
+    std::span<double> softmax_sums;       // out: sum over the row of e^((v - max) / t), max = its best
+    std::span<float> log_normalizers;     // out: log of the sum of e^v (temperature 1); -inf when max is
+    bool empty() const { return temperatures.empty(); }
+};
+
 }  // namespace folio

@@ -107,6 +107,15 @@ struct Candidate {
 // top-k sampling keeps. Returns min(k, logits.size()).
 size_t select_top_k(std::span<const float> logits, size_t k, std::vector<sampling_detail::Candidate>& out);
 
+// One row's entries of RowSums (folio/batch.h).
+struct RowSum {
+    double softmax_sum = 0.0;     // sum of e^((v - max) / temperature) over the row
+    float log_normalizer = 0.0f;  // log of the sum of e^v; -inf for a row of only NaN / -inf
+};
+// A row's RowSum computed on the host: what a backend computes where its
+// logits are, and the reference for it.
+RowSum row_sums(std::span<const float> logits, float temperature);
+
 class Sampler {
 public:
     // Fails when params.validate() does.
@@ -123,14 +132,26 @@ public:
     // candidates_needed(recent_tokens.size()) of the row's best, best first,
     // ties to the lower id, NaN as -inf and +inf as the largest float (as
     // select_top_k gives them).
+    // With `sums` (the row's RowSum, made where the logits are) it also
+    // draws top-p and min-p without top-k and fills `info` (logprobs). It
+    // returns kNeedsWholeRow, having drawn nothing, when the given entries
+    // cannot decide the draw (top-p's or min-p's set reaches past them):
+    // sample() on the whole row then draws what it would have.
+    static constexpr int32_t kNeedsWholeRow = -2;
     int32_t sample_top_k(std::span<const float> logits, std::span<const int32_t> ids,
-                         std::span<const int32_t> recent_tokens);
+                         std::span<const int32_t> recent_tokens, const RowSum* sums = nullptr,
+                         SampleInfo* info = nullptr);
     // How many of a row's best entries sample_top_k needs to draw what
     // sample() draws from the whole row, for a sequence of n_recent tokens:
     // top_k (1 when greedy) plus the penalty window, as penalties that only
-    // lower logits cannot lift an entry from further down; 0 when only the
-    // whole row will do (no top-k, logprobs, penalties that raise logits).
+    // lower logits cannot lift an entry from further down, and at least
+    // n_logprobs; kTopPCandidates for top-p or min-p without top-k (usually
+    // enough; kNeedsWholeRow otherwise). 0 when only the whole row will do
+    // (temperature alone, penalties that raise logits, penalties without top-k).
+    static constexpr int32_t kTopPCandidates = 256;
     int32_t candidates_needed(size_t n_recent) const;
+    // Whether sample_top_k needs the row's RowSum (top-p without top-k, logprobs).
+    bool needs_row_sums() const;
 
     const SamplingParams& params() const { return params_; }
     // The seed in use (drawn at creation when params.seed was kRandomSeed).
@@ -150,6 +171,12 @@ private:
     // nothing is left.
     int32_t draw(size_t n, double softmax_sum, float max, bool sorted, int32_t& n_candidates);
     int32_t sample_full(std::span<const float> scores);
+    // sample_top_k with top-k (or greedy): the k best after the penalties.
+    int32_t sample_k_best(std::span<const float> logits, std::span<const int32_t> ids, size_t given,
+                          std::span<const int32_t> recent_tokens, int32_t& n_candidates);
+    // sample_top_k without top-k: top-p and min-p over the given best entries.
+    int32_t sample_best(std::span<const float> logits, std::span<const int32_t> ids, size_t given,
+                        const RowSum* sums, int32_t& n_candidates);
     void report_logprobs(std::span<const float> logits, int32_t chosen, SampleInfo& info);
     double uniform();
 

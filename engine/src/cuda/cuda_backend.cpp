@@ -71,9 +71,11 @@ public:
     // blocks), 0.11 ms for 64 rows (bench/results/cuda-top-k-2026-11-29.txt),
     // less than a row's download and the Sampler's own selection at any size.
     int32_t max_top_k(size_t) const override { return kernels::kMaxTopK; }
-    Status forward_top_k(const Batch& batch, int32_t k, std::span<float> values, std::span<int32_t> ids) override {
-        return step(batch, model::StepOutput::best_k(k, values, ids));
+    Status forward_top_k(const Batch& batch, int32_t k, std::span<float> values, std::span<int32_t> ids,
+                         const RowSums& sums) override {
+        return step(batch, model::StepOutput::best_k(k, values, ids, sums));
     }
+    Status last_logits_row(size_t row, std::span<float> out) override { return ops_->last_logits_row(row, out); }
 
     // One block is the same slice of each layer's K and V region, regions
     // equally spaced: one 2D copy a block (2 * n_layer rows of block_bytes).

@@ -6,6 +6,7 @@
 
 #include "folio_kernels/elementwise.h"
 #include "folio_kernels/sampling.h"
+#include "model/batch_check.h"
 
 namespace folio::cuda {
 
@@ -343,18 +344,28 @@ Status CudaOps::choose_tokens(const float* logits, int64_t n_rows, int64_t vocab
 }
 
 Status CudaOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
-                      std::span<int32_t> ids) {
+                      std::span<int32_t> ids, const RowSums& sums) {
     if (capturing_) return error_;
     const auto n = static_cast<size_t>(n_rows) * static_cast<size_t>(std::max(k, 0));
     if (k < 1 || k > kernels::kMaxTopK || k > vocab || values.size() < n || ids.size() < n)
         return make_error("top_k: " + std::to_string(k) + " of " + std::to_string(vocab) + " into too small a buffer");
+    FOLIO_RETURN_IF_ERROR(model::check_row_sums(sums, n_rows));
     if (!error_) {
         cudaStreamSynchronize(stream_);
         return error_;
     }
+    last_logits_ = logits;
+    last_rows_ = n_rows;
+    last_vocab_ = vocab;
     // Only the k best of each row come back: values, then ids, then the
-    // kernel's workspace (few long rows are split over several blocks), one buffer.
-    const size_t out_bytes = n * (sizeof(float) + sizeof(int32_t));
+    // rows' sums (double sums, float log-normalizers, float temperatures
+    // going in), then the kernel's workspace (few long rows are split over
+    // several blocks), one buffer.
+    const auto rows = static_cast<size_t>(std::max<int64_t>(n_rows, 0));
+    const size_t entry_bytes = n * (sizeof(float) + sizeof(int32_t));
+    const size_t out_bytes = sums.empty() ? entry_bytes
+                                          : (entry_bytes + sizeof(double) - 1) / sizeof(double) * sizeof(double) +
+                                                rows * (sizeof(double) + 2 * sizeof(float));
     const size_t workspace_bytes = kernels::top_k_workspace_bytes(n_rows, vocab, k);
     if (n > 0 && grow(top_k_device_, out_bytes + workspace_bytes, "top-k entries", InGraphs::No)) {
         auto* values_device = static_cast<float*>(top_k_device_.data());
@@ -366,8 +377,40 @@ Status CudaOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_
             ok(cudaMemcpyAsync(values.data(), values_device, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
                "download"))
             ok(cudaMemcpyAsync(ids.data(), ids_device, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_), "download");
+        if (!sums.empty() && error_) {
+            // The row maxima are the first entries of each row's k best.
+            char* at = static_cast<char*>(top_k_device_.data()) +
+                       (entry_bytes + sizeof(double) - 1) / sizeof(double) * sizeof(double);
+            auto* sums_device = reinterpret_cast<double*>(at);
+            auto* normalizers_device = reinterpret_cast<float*>(sums_device + rows);
+            float* temperatures_device = normalizers_device + rows;
+            if (ok(cudaMemcpyAsync(temperatures_device, sums.temperatures.data(), rows * sizeof(float),
+                                   cudaMemcpyHostToDevice, stream_),
+                   "upload") &&
+                ok(kernels::softmax_sums(logits, n_rows, vocab, values_device, k, temperatures_device, sums_device,
+                                         normalizers_device, stream_),
+                   "softmax sums") &&
+                ok(cudaMemcpyAsync(sums.softmax_sums.data(), sums_device, rows * sizeof(double),
+                                   cudaMemcpyDeviceToHost, stream_),
+                   "download"))
+                ok(cudaMemcpyAsync(sums.log_normalizers.data(), normalizers_device, rows * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream_),
+                   "download");
+        }
     }
     ok(cudaStreamSynchronize(stream_), "step");
+    return error_;
+}
+
+Status CudaOps::last_logits_row(size_t row, std::span<float> out) {
+    if (!last_logits_ || row >= static_cast<size_t>(last_rows_) || out.size() < static_cast<size_t>(last_vocab_))
+        return make_error("last_logits_row: row " + std::to_string(row) + " is not in the last top-k step");
+    if (!error_) return error_;
+    const size_t bytes = static_cast<size_t>(last_vocab_) * sizeof(float);
+    if (ok(cudaMemcpyAsync(out.data(), last_logits_ + row * static_cast<size_t>(last_vocab_), bytes,
+                           cudaMemcpyDeviceToHost, stream_),
+           "download"))
+        ok(cudaStreamSynchronize(stream_), "step");
     return error_;
 }
 

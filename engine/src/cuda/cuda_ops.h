@@ -128,7 +128,9 @@ public:
     Status to_host(const float* src, std::span<float> dst, int64_t n) override;
     Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) override;
     Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
-                 std::span<int32_t> ids) override;
+                 std::span<int32_t> ids, const RowSums& sums) override;
+    // Row `row` of the logits the last top_k() selected from.
+    Status last_logits_row(size_t row, std::span<float> out);
 
 private:
     // Records the first failure; true when `err` is a success.
@@ -182,6 +184,9 @@ private:
     DeviceBuffer batch_device_, graph_batch_device_;
     bool capturing_ = false;
     DeviceBuffer argmax_device_, top_k_device_;  // chosen ids / top-k entries before they go to the host
+    // The logits the last top_k() selected from (the Logits buffer, valid until the next step).
+    const float* last_logits_ = nullptr;
+    int64_t last_rows_ = 0, last_vocab_ = 0;
     uint64_t memory_epoch_ = 0;
     kernels::AttentionBatch meta_;
     const int32_t* token_ids_ = nullptr;

@@ -67,4 +67,15 @@ Status check_block_copies(std::span<const BlockCopy> copies, uint32_t n_src, uin
     return {};
 }
 
+Status check_row_sums(const RowSums& sums, int64_t n_rows) {
+    if (sums.empty()) return {};
+    const auto n = static_cast<size_t>(std::max<int64_t>(n_rows, 0));
+    if (sums.temperatures.size() < n || sums.softmax_sums.size() < n || sums.log_normalizers.size() < n)
+        return make_error("row sums: " + std::to_string(n) + " rows into too small a buffer");
+    for (size_t i = 0; i < n; ++i)
+        if (!(sums.temperatures[i] > 0.0f))
+            return make_error("row sums: temperature " + std::to_string(sums.temperatures[i]) + " is not above 0");
+    return {};
+}
+
 }  // namespace folio::model

@@ -47,8 +47,8 @@ public:
         return inner_.choose_tokens(logits, n_rows, vocab, ids);
     }
     Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
-                 std::span<int32_t> ids) override {
-        return inner_.top_k(logits, n_rows, vocab, k, values, ids);
+                 std::span<int32_t> ids, const RowSums& sums) override {
+        return inner_.top_k(logits, n_rows, vocab, k, values, ids, sums);
     }
 
 protected:

@@ -58,10 +58,13 @@ struct StepOutput {
     std::span<float> logits;        // all logits [rows][vocab], or top-k values [rows][top_k]
     std::span<int32_t> token_ids;   // argmax ids [rows], or top-k ids [rows][top_k]
     int32_t top_k = 0;
+    RowSums sums;                   // with top-k: sums over each whole row, when asked for
 
-    static StepOutput all_logits(std::span<float> logits) { return {logits, {}, 0}; }
-    static StepOutput argmax_ids(std::span<int32_t> ids) { return {{}, ids, 0}; }
-    static StepOutput best_k(int32_t k, std::span<float> values, std::span<int32_t> ids) { return {values, ids, k}; }
+    static StepOutput all_logits(std::span<float> logits) { return {logits, {}, 0, {}}; }
+    static StepOutput argmax_ids(std::span<int32_t> ids) { return {{}, ids, 0, {}}; }
+    static StepOutput best_k(int32_t k, std::span<float> values, std::span<int32_t> ids, const RowSums& sums) {
+        return {values, ids, k, sums};
+    }
     bool chooses_tokens() const { return top_k == 0 && !token_ids.empty(); }
     bool keeps_top_k() const { return top_k > 0; }
     int64_t rows(int64_t vocab) const {
@@ -139,9 +142,10 @@ public:
     // of backend memory, on the host once computed; the step's errors come here.
     virtual Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) = 0;
     // Each of n_rows rows' k best entries (as select_top_k orders and cleans
-    // them) into values / ids ([n_rows][k]), on the host once computed.
+    // them) into values / ids ([n_rows][k]), and the rows' RowSums when
+    // `sums` is not empty, on the host once computed.
     virtual Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
-                         std::span<int32_t> ids) = 0;
+                         std::span<int32_t> ids, const RowSums& sums) = 0;
 };
 
 }  // namespace folio::model

@@ -303,24 +303,32 @@ void Engine::step() {
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
     // Where a GPU backend can, the logits stay on it: a step whose sampled
     // rows are all greedy gets only the chosen ids back; one whose rows can
-    // all draw from their best few entries (top-k, plus the penalty window;
-    // Sampler::candidates_needed) gets each row's k best (k = the most any
-    // row needs). Anything else (no top-k, logprobs) gets whole rows.
+    // all draw from their best few entries (top-k plus the penalty window,
+    // top-p or min-p, logprobs; Sampler::candidates_needed) gets each row's
+    // k best (k = the most any row needs), with sums over each whole row
+    // where a row needs them (top-p without top-k, logprobs). A row those
+    // cannot decide is fetched whole afterwards. Anything else (temperature
+    // alone, penalties that raise logits) gets whole rows.
     bool device_greedy = backend_.can_argmax();
     const int32_t max_top_k = backend_.max_top_k(batch_.logits_rows.size());
     int32_t step_top_k = max_top_k > 0 ? 1 : 0;
+    bool step_sums = false;
+    row_temperatures_.clear();
     for (const ScheduledSequence& ss : plan.sequences) {
         if (!ss.sample) continue;
         const Request& r = *requests_.at(ss.id);
         const SamplingParams& sp = r.params.sampling;
+        row_temperatures_.push_back(sp.temperature > 0.0f ? sp.temperature : 1.0f);
         const bool greedy = sp.temperature == 0.0f && !sp.has_penalties() && sp.n_logprobs == 0;
         if (!greedy || (r.params.n > 1 && r.first_token_s < 0)) device_greedy = false;
         if (step_top_k == 0 || greedy) continue;
         const int32_t needed = r.sampler.candidates_needed(r.history.size());
-        if (needed > 0 && needed <= max_top_k && static_cast<size_t>(needed) < n_vocab)
+        if (needed > 0 && needed <= max_top_k && static_cast<size_t>(needed) < n_vocab) {
             step_top_k = std::max(step_top_k, needed);
-        else
+            step_sums = step_sums || r.sampler.needs_row_sums();
+        } else {
             step_top_k = 0;
+        }
     }
     // Swaps first: blocks swapped out this step may be written again below.
     Status status = backend_.swap_blocks(plan.swap_out, plan.swap_in);
@@ -339,7 +347,13 @@ void Engine::step() {
     } else if (step_top_k > 0) {
         logits_.resize(n_rows * static_cast<size_t>(step_top_k));
         chosen_ids_.resize(logits_.size());
-        if (status) status = backend_.forward_top_k(batch_, step_top_k, logits_, chosen_ids_);
+        RowSums sums;
+        if (step_sums) {
+            row_softmax_sums_.resize(n_rows);
+            row_log_normalizers_.resize(n_rows);
+            sums = {row_temperatures_, row_softmax_sums_, row_log_normalizers_};
+        }
+        if (status) status = backend_.forward_top_k(batch_, step_top_k, logits_, chosen_ids_, sums);
     } else {
         logits_.resize(n_rows * n_vocab);
         if (status) status = backend_.forward(batch_, logits_);
@@ -396,8 +410,22 @@ void Engine::step() {
             token = chosen_ids_[row_of[i]];
         } else if (step_top_k > 0) {
             const size_t k = static_cast<size_t>(step_top_k), at = row_of[i] * k;
+            const RowSum sum = step_sums ? RowSum{row_softmax_sums_[row_of[i]], row_log_normalizers_[row_of[i]]}
+                                         : RowSum{};
+            SampleInfo* info = r.params.sampling.n_logprobs > 0 ? &r.info : nullptr;
             token = r.sampler.sample_top_k(std::span<const float>(logits_.data() + at, k),
-                                           std::span<const int32_t>(chosen_ids_.data() + at, k), r.history);
+                                           std::span<const int32_t>(chosen_ids_.data() + at, k), r.history,
+                                           step_sums ? &sum : nullptr, info);
+            if (token == Sampler::kNeedsWholeRow) {
+                // Top-p's set reaches past the k entries (a flat distribution): the row itself.
+                whole_row_.resize(n_vocab);
+                if (const Status fetched = backend_.last_logits_row(row_of[i], whole_row_); fetched) {
+                    token = r.sampler.sample(whole_row_, r.history, info);
+                } else {
+                    std::fprintf(stderr, "folio: %s; sampling its best entry\n", fetched.error().message.c_str());
+                    token = chosen_ids_[at];
+                }
+            }
         } else {
             token = r.sampler.sample(std::span<const float>(logits_.data() + row_of[i] * n_vocab, n_vocab), r.history,
                                      r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);

@@ -84,6 +84,13 @@ size_t select_top_k(std::span<const float> scores, size_t k, std::vector<Candida
     return k;
 }
 
+RowSum row_sums(std::span<const float> logits, float temperature) {
+    const float max = max_logit(logits);
+    if (max == kMinusInfinity) return {0.0, kMinusInfinity};
+    return {sampling_math::sum_weights(logits, max, temperature),
+            max + static_cast<float>(std::log(sampling_math::sum_weights(logits, max, 1.0f)))};
+}
+
 Result<Sampler> Sampler::create(const SamplingParams& params) {
     if (auto status = params.validate(); !status) return status.error();
     uint64_t seed = params.seed;
@@ -133,21 +140,92 @@ size_t Sampler::penalty_window(size_t n_recent) const {
 }
 
 int32_t Sampler::candidates_needed(size_t n_recent) const {
-    if (params_.n_logprobs > 0) return 0;
     if (params_.has_penalties() && (params_.repetition_penalty < 1.0f || params_.frequency_penalty < 0.0f ||
                                     params_.presence_penalty < 0.0f))
         return 0;  // a raised logit may come from anywhere in the row
-    const int32_t kept = params_.temperature == 0.0f ? 1 : params_.top_k;
-    if (kept <= 0) return 0;
+    const bool greedy = params_.temperature == 0.0f;
+    if (!greedy && params_.top_k <= 0) {
+        // Top-p's mass is over the penalized row, which only the host has.
+        if (params_.has_penalties() || (params_.top_p >= 1.0f && params_.min_p <= 0.0f)) return 0;
+        return std::max(kTopPCandidates, params_.n_logprobs);
+    }
+    const int32_t kept = greedy ? 1 : params_.top_k;
     const size_t window = penalty_window(n_recent);
     if (window > static_cast<size_t>(std::numeric_limits<int32_t>::max() - kept)) return 0;
-    return kept + static_cast<int32_t>(window);
+    return std::max(kept + static_cast<int32_t>(window), params_.n_logprobs);
+}
+
+bool Sampler::needs_row_sums() const {
+    return params_.n_logprobs > 0 || (params_.temperature != 0.0f && params_.top_k <= 0 && params_.top_p < 1.0f);
 }
 
 int32_t Sampler::sample_top_k(std::span<const float> logits, std::span<const int32_t> ids,
-                              std::span<const int32_t> recent_tokens) {
+                              std::span<const int32_t> recent_tokens, const RowSum* sums, SampleInfo* info) {
     const size_t given = std::min(logits.size(), ids.size());
     if (given == 0) return -1;
+    if (info && !sums) return kNeedsWholeRow;
+    const bool greedy = params_.temperature == 0.0f;
+    int32_t chosen = 0;
+    int32_t n_candidates = 1;
+    if (!greedy && params_.top_k <= 0) {
+        if (!recent_tokens.empty() && params_.has_penalties()) return kNeedsWholeRow;
+        chosen = sample_best(logits, ids, given, sums, n_candidates);
+        if (chosen == kNeedsWholeRow) return chosen;
+    } else {
+        chosen = sample_k_best(logits, ids, given, recent_tokens, n_candidates);
+    }
+    if (info) {
+        // The logprobs, as report_logprobs gives them from the whole row.
+        info->n_candidates = n_candidates;
+        info->top.clear();
+        const float log_normalizer = sums->log_normalizer;
+        if (log_normalizer == kMinusInfinity) {
+            info->logprob = kMinusInfinity;
+            return chosen;
+        }
+        for (size_t j = 0; j < given; ++j)
+            if (ids[j] == chosen) info->logprob = logits[j] - log_normalizer;
+        const size_t wanted = std::min(given, static_cast<size_t>(std::max(params_.n_logprobs, 0)));
+        for (size_t j = 0; j < wanted; ++j) info->top.push_back({ids[j], logits[j] - log_normalizer});
+    }
+    return chosen;
+}
+
+int32_t Sampler::sample_best(std::span<const float> logits, std::span<const int32_t> ids, size_t given,
+                             const RowSum* sums, int32_t& n_candidates) {
+    // sample_truncated keeps a highest-first prefix: min-p's (weights at or
+    // above min_p, and above 0) cut by top-p's (the first whose mass reaches
+    // top_p of the row's softmax sum). Both must end within the given
+    // entries; then the draw is draw()'s over the same entries in the same
+    // order (highest first after top-p; by id when only min-p cut).
+    const float max = logits[0];
+    const float temperature = params_.temperature;
+    const bool top_p_on = params_.top_p < 1.0f;
+    if (max == kMinusInfinity || (top_p_on && !sums)) return kNeedsWholeRow;
+    const double mass = top_p_on ? static_cast<double>(params_.top_p) * sums->softmax_sum : 0.0;
+    double cumulative = 0.0;
+    size_t n = 0;
+    bool decided = false;
+    for (; n < given && !decided; ++n) {
+        const float w = weight(logits[n], max, temperature);
+        if (!(w > 0.0f && w >= params_.min_p)) {
+            decided = true;
+            break;
+        }
+        cumulative += w;
+        decided = top_p_on && cumulative >= mass;
+    }
+    if (!decided) return kNeedsWholeRow;
+    if (candidates_.size() < n) candidates_.resize(n);
+    for (size_t i = 0; i < n; ++i) candidates_[i] = {logits[i], ids[i]};
+    if (!top_p_on) std::sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(n),
+                             [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+    const int32_t chosen = draw(n, top_p_on ? sums->softmax_sum : 0.0, max, top_p_on, n_candidates);
+    return chosen >= 0 ? chosen : ids[0];
+}
+
+int32_t Sampler::sample_k_best(std::span<const float> logits, std::span<const int32_t> ids, size_t given,
+                               std::span<const int32_t> recent_tokens, int32_t& n_candidates) {
     const bool greedy = params_.temperature == 0.0f;
     const size_t kept = std::min(given, static_cast<size_t>(greedy ? 1 : std::max(params_.top_k, 1)));
     // With penalties, the row's k best after them are among the k + window
@@ -163,7 +241,6 @@ int32_t Sampler::sample_top_k(std::span<const float> logits, std::span<const int
                           candidates_.begin() + static_cast<std::ptrdiff_t>(n), better);
     }
     if (greedy) return candidates_[0].id;
-    int32_t n_candidates = 0;
     return sample_sorted(kept, n_candidates);
 }
 

@@ -32,4 +32,15 @@ cudaError_t top_k_rows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k
 // The workspace that lets top_k_rows split rows (0: it would not).
 size_t top_k_workspace_bytes(int64_t n_rows, int64_t n_cols, int32_t k);
 
+// What the host needs besides a row's k best to draw as if it had the whole
+// row (top-p's share of the mass, logprobs). With m = row_max[r * max_stride]
+// (the row's largest cleaned value: top_k_rows' first value) and w the
+// engine Sampler's weight (sampling_math::weight: e^((v - m) / t) through its
+// own exp, bit for bit): softmax_sums[r] = sum of w(v, m, temperatures[r])
+// over row r, and log_normalizers[r] = m + log(sum of w(v, m, 1)), as float.
+// A row whose m is -inf gives 0 and -inf. temperatures[r] > 0. Sums are in
+// double, in another order than the host's (a last-bit difference).
+cudaError_t softmax_sums(const float* x, int64_t n_rows, int64_t n_cols, const float* row_max, int64_t max_stride,
+                         const float* temperatures, double* softmax_sums, float* log_normalizers, cudaStream_t s);
+
 }  // namespace folio::kernels

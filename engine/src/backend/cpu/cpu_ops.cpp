@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/cpu/vec.h"
+#include "model/batch_check.h"
 #include "cpu/matmul.h"
 #include "folio/dequant.h"
 
@@ -154,13 +155,20 @@ void CpuOps::softcap(float* x, float cap, int64_t n) {
 }
 
 Status CpuOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
-                     std::span<int32_t> ids) {
+                     std::span<int32_t> ids, const RowSums& sums) {
     const auto need = static_cast<size_t>(n_rows) * static_cast<size_t>(k);
     if (k < 1 || k > vocab || values.size() < need || ids.size() < need)
         return make_error("top_k: " + std::to_string(k) + " of " + std::to_string(vocab) + " into too small a buffer");
+    if (Status checked = model::check_row_sums(sums, n_rows); !checked) return checked;
     for (int64_t r = 0; r < n_rows; ++r) {
-        select_top_k(std::span<const float>(logits + r * vocab, static_cast<size_t>(vocab)), static_cast<size_t>(k),
-                     top_);
+        const std::span<const float> row(logits + r * vocab, static_cast<size_t>(vocab));
+        if (!sums.empty()) {
+            const auto i = static_cast<size_t>(r);
+            const RowSum sum = row_sums(row, sums.temperatures[i]);
+            sums.softmax_sums[i] = sum.softmax_sum;
+            sums.log_normalizers[i] = sum.log_normalizer;
+        }
+        select_top_k(row, static_cast<size_t>(k), top_);
         for (int32_t j = 0; j < k; ++j) {
             const size_t at = static_cast<size_t>(r) * static_cast<size_t>(k) + static_cast<size_t>(j);
             values[at] = top_[static_cast<size_t>(j)].logit;
@@ -173,7 +181,7 @@ Status CpuOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t
 Status CpuOps::choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) {
     // The best entry of each row, in select_top_k's order: the first highest.
     std::vector<float> best(static_cast<size_t>(std::max<int64_t>(n_rows, 0)));
-    return top_k(logits, n_rows, vocab, 1, best, ids);
+    return top_k(logits, n_rows, vocab, 1, best, ids, {});
 }
 
 }  // namespace folio::cpu

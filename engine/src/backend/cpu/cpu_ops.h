@@ -63,7 +63,7 @@ public:
     }
     Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) override;
     Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
-                 std::span<int32_t> ids) override;
+                 std::span<int32_t> ids, const RowSums& sums) override;
 
     // Rotates each head of each row by its row's position (RoPE).
     void rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions,
