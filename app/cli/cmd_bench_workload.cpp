@@ -73,8 +73,9 @@ Result<std::pair<int32_t, int32_t>> get_range(const Args& args, const std::strin
     }
 }
 
-Status run_mode(LoadedModel& m, const EngineConfig& base, const std::vector<WorkloadRequest>& trace,
-                const std::vector<std::vector<int32_t>>& prompts, ModeResult& result) {
+Status run_mode(LoadedModel& m, const EngineConfig& base, const SamplingParams& sampling,
+                const std::vector<WorkloadRequest>& trace, const std::vector<std::vector<int32_t>>& prompts,
+                ModeResult& result) {
     const std::string& mode = result.mode;
     EngineConfig config = base;
     if (mode == "static") config.scheduler.batching = BatchingMode::Static;
@@ -109,7 +110,8 @@ Status run_mode(LoadedModel& m, const EngineConfig& base, const std::vector<Work
                                                   std::chrono::duration<double>(trace[i].arrival_s)));
         GenerationRequest r;
         r.prompt_tokens = prompts[i];
-        r.sampling.temperature = 0;
+        r.sampling = sampling;
+        r.sampling.seed = sampling.seed + i;  // each request its own draws, the same in every mode
         r.max_tokens = trace[i].output_tokens;
         r.ignore_eos = true;
         {
@@ -163,11 +165,16 @@ std::vector<FlagSpec> workload_flags() {
     return {
         {"", "--workload", "SPEC", "replay a trace instead: 'synthetic' or a JSONL file"},
         {"", "--requests", "N", "synthetic: requests (default 48)"},
-        {"", "--seed", "N", "synthetic: the trace's seed (default 0)"},
+        {"", "--seed", "N", "synthetic: the trace's seed, and the sampler's (default 0)"},
         {"", "--rate", "R", "synthetic: arrivals per second, Poisson; 'inf' = all at once (default 4)"},
         {"", "--prompt-len", "MIN:MAX", "synthetic: prompt tokens, uniform (default 32:256)"},
         {"", "--output-len", "MIN:MAX", "synthetic: output tokens, uniform (default 16:128)"},
         {"", "--modes", "LIST", "compare these of paged,static,reserve (default all three)"},
+        {"", "--temp", "T", "sample at this temperature (default 0: greedy); with --top-k, --top-p, --min-p"},
+        {"", "--top-k", "N", "top-k, 0 = off (default 40)"},
+        {"", "--top-p", "P", "top-p, 1 = off (default 0.95)"},
+        {"", "--min-p", "P", "min-p, 0 = off (default 0.05)"},
+        {"", "--logprobs", "N", "report the top-N logprobs of every token (default 0)"},
     };
 }
 
@@ -212,6 +219,13 @@ int run_bench_workload(const Args& args) {
     }
     auto config = read_engine_flags(args);
     if (!config) return fail("bench", config.error().message);
+    SamplingParams sampling;
+    sampling.temperature = 0.0f;
+    sampling.seed = 0;
+    if (Status s = read_sampling_flags(args, sampling); !s) return fail("bench", s.error().message);
+    auto logprobs = args.get_int("--logprobs", 0, 0, 100);
+    if (!logprobs) return fail("bench", logprobs.error().message);
+    sampling.n_logprobs = static_cast<int32_t>(*logprobs);
 
     // The context: the longest request, so that every one fits in every mode.
     int64_t longest = 0;
@@ -256,7 +270,7 @@ int run_bench_workload(const Args& args) {
             ModeResult& r = results[(k + static_cast<size_t>(rep)) % modes.size()];
             std::fprintf(stderr, "folio bench: running %s (repetition %lld) ...\n", r.mode.c_str(),
                          static_cast<long long>(rep + 1));
-            if (Status s = run_mode(m, *config, trace, prompts, r); !s) return fail("bench", s.error().message);
+            if (Status s = run_mode(m, *config, sampling, trace, prompts, r); !s) return fail("bench", s.error().message);
         }
     for (ModeResult& r : results) {
         r.ttft = summarize(r.ttft_samples);

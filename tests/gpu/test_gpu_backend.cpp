@@ -353,7 +353,10 @@ private slots:
     // Top-k sampling with the candidates selected on the GPU (only k entries
     // per row come back) draws exactly the tokens the Sampler draws from the
     // same backend's whole rows: 24 seeded requests, mixed top_k / top_p /
-    // min_p, penalties, n = 2 forks, a greedy one among them.
+    // min_p, penalties, n = 2 forks, a greedy one among them; then 12 more
+    // without top-k (top-p, min-p: the best entries and the row sums made on
+    // the GPU, a row fetched whole where they cannot decide) and with
+    // logprobs, whose values must match too.
     void topKSamplingOnTheGpuDrawsTheSamplersTokens() {
         REQUIRE_GPU();
         std::string path;
@@ -392,7 +395,7 @@ private slots:
             auto engine = folio::Engine::start(*model, *tokenizer, b, folio::EngineConfig{});
             EngineCollector c;
             std::vector<folio::Submission> batch;
-            for (int i = 0; i < 24; ++i) {
+            for (int i = 0; i < 36; ++i) {
                 folio::GenerationRequest r;
                 r.prompt = std::string("Story ") + std::to_string(i) + ": once upon a time";
                 r.sampling.temperature = i == 0 ? 0.0f : 0.7f + 0.05f * static_cast<float>(i % 6);
@@ -406,6 +409,16 @@ private slots:
                     r.sampling.frequency_penalty = 0.2f;
                     r.sampling.penalty_last_n = 16;
                 }
+                if (i >= 24) {
+                    r.sampling.top_k = i % 6 == 5 ? 40 : 0;
+                    r.sampling.temperature = 0.3f + 0.2f * static_cast<float>(i % 4);
+                    r.sampling.top_p = i % 2 ? 0.5f : (i % 3 ? 0.95f : 1.0f);
+                    r.sampling.min_p = i % 3 == 0 ? 0.1f : 0.0f;
+                    r.sampling.n_logprobs = i % 4 == 0 || i % 6 == 5 ? 3 : 0;
+                    r.sampling.repetition_penalty = 1.0f;
+                    r.sampling.frequency_penalty = 0.0f;
+                    r.n = 1;
+                }
                 r.max_tokens = 24;
                 r.ignore_eos = true;
                 batch.push_back({r, c.callback(i)});
@@ -413,19 +426,35 @@ private slots:
             (*engine)->submit(std::move(batch));
             (*engine)->wait_idle();
             std::vector<std::vector<int32_t>> out;
-            for (int i = 0; i < 24; ++i) out.push_back(c.get(i).tokens);
+            std::vector<std::vector<float>> logprobs;
+            for (int i = 0; i < 36; ++i) out.push_back(c.get(i).tokens), logprobs.push_back(c.get(i).logprobs);
             out.push_back(c.get(7 + 1000).tokens);
-            return out;
+            return std::make_pair(out, logprobs);
         };
         WholeRows whole(**backend);
-        const auto want = run(whole);
-        const auto got = run(**backend);
+        const auto [want, want_logprobs] = run(whole);
+        const auto [got, got_logprobs] = run(**backend);
         int differ = 0;
         for (size_t i = 0; i < want.size(); ++i) differ += want[i].empty() || got[i] != want[i];
+        // Logprobs: the log-normalizer's double sum runs in another order on
+        // the GPU, so allow its float a few ulps.
+        int logprobs_differ = 0, n_logprobs = 0;
+        for (size_t i = 0; i < want_logprobs.size(); ++i) {
+            n_logprobs += static_cast<int>(want_logprobs[i].size());
+            if (got_logprobs[i].size() != want_logprobs[i].size()) {
+                ++logprobs_differ;
+                continue;
+            }
+            for (size_t j = 0; j < want_logprobs[i].size(); ++j)
+                logprobs_differ += std::fabs(got_logprobs[i][j] - want_logprobs[i][j]) >
+                                   4e-7f * std::max(1.0f, std::fabs(want_logprobs[i][j]));
+        }
         const std::string msg = std::to_string(differ) + " of " + std::to_string(want.size()) +
-                                " sampled continuations differ between GPU top-k and whole rows";
+                                " sampled continuations differ between GPU top-k and whole rows; " +
+                                std::to_string(logprobs_differ) + " of " + std::to_string(n_logprobs) +
+                                " logprob entries";
         std::fprintf(stderr, "%s\n", msg.c_str());
-        QVERIFY2(differ == 0, msg.c_str());
+        QVERIFY2(differ == 0 && logprobs_differ == 0 && n_logprobs > 0, msg.c_str());
     }
 
 private:

@@ -3,8 +3,8 @@
 // in the Sampler's total order (larger value first, ties to the lower id, NaN
 // as -inf, +inf as FLT_MAX, -0.0 == +0.0), over random rows, heavy ties,
 // special values and vocabularies up to 262144 columns; argmax_rows must agree
-// with top_k_rows at k = 1. Outputs are poisoned before each launch. Skips
-// without a GPU. Its speed: bench/cuda_sampling (folio_bench_cuda_top_k).
+// with top_k_rows at k = 1; softmax_sums must give the Sampler's own sums.
+// Outputs are poisoned before each launch. Skips without a GPU. Its speed: bench/cuda_sampling (folio_bench_cuda_top_k).
 #include <algorithm>
 #include <bit>
 #include <cfloat>
@@ -21,6 +21,7 @@
 
 #include <cuda_runtime.h>
 
+#include "folio/sampling.h"
 #include "folio_kernels/sampling.h"
 #include "folio_test.h"
 #include "gpu_test_support.h"
@@ -299,6 +300,69 @@ private slots:
                 QVERIFY2(ids[static_cast<size_t>(r)] == argmax[static_cast<size_t>(r)], what.c_str());
             }
         }
+    }
+
+    // softmax_sums against the Sampler's own (folio::row_sums): each weight
+    // is the host's float bit for bit, so the double sums differ only by
+    // their order (relative 1e-12 at these lengths); one libm-style expf
+    // instead, off by an ulp here and there, moves them ~1e-9. The row
+    // maxima come from top_k_rows (k entries apart); rows with special
+    // values, one of only NaN / -inf.
+    void softmax_sums_match_the_samplers() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(23);
+        for (const int64_t cols : {int64_t{7}, int64_t{1000}, int64_t{128256}, int64_t{262144}}) {
+            const int64_t rows = cols > 200000 ? 3 : 9;
+            const int k = cols < 40 ? 2 : 40;
+            std::vector<float> x;
+            for (int64_t r = 0; r < rows; ++r) {
+                const auto row = normal_floats(rng, static_cast<size_t>(cols), 0.5f + static_cast<float>(r));
+                x.insert(x.end(), row.begin(), row.end());
+            }
+            x[3] = kInf;
+            x[static_cast<size_t>(cols + 1)] = std::nanf("");
+            x[static_cast<size_t>(2 * cols + 2)] = -kInf;
+            for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>((rows - 1) * cols + c)] = c % 2 ? -kInf : std::nanf("");
+            std::vector<float> temperatures;
+            for (int64_t r = 0; r < rows; ++r) temperatures.push_back(0.25f + 0.4f * static_cast<float>(r % 5));
+            DeviceArray<float> dx(x), dvalues(static_cast<size_t>(rows * k)), dtemps(temperatures),
+                dnorm(static_cast<size_t>(rows));
+            DeviceArray<int32_t> dids(static_cast<size_t>(rows * k));
+            DeviceArray<double> dsums(static_cast<size_t>(rows));
+            QVERIFY2(dx.status == cudaSuccess && dvalues.status == cudaSuccess && dtemps.status == cudaSuccess &&
+                         dnorm.status == cudaSuccess && dids.status == cudaSuccess && dsums.status == cudaSuccess,
+                     "cudaMalloc failed");
+            QCOMPARE(code(dsums.poison()), code(cudaSuccess));
+            QCOMPARE(code(dnorm.poison()), code(cudaSuccess));
+            QCOMPARE(code(fk::top_k_rows(dx.ptr, rows, cols, k, dvalues.ptr, dids.ptr, nullptr)), code(cudaSuccess));
+            QCOMPARE(code(fk::softmax_sums(dx.ptr, rows, cols, dvalues.ptr, k, dtemps.ptr, dsums.ptr, dnorm.ptr,
+                                           nullptr)),
+                     code(cudaSuccess));
+            QCOMPARE(code(cudaDeviceSynchronize()), code(cudaSuccess));
+            std::vector<double> sums;
+            std::vector<float> normalizers;
+            QCOMPARE(code(dsums.download(sums)), code(cudaSuccess));
+            QCOMPARE(code(dnorm.download(normalizers)), code(cudaSuccess));
+            for (int64_t r = 0; r < rows; ++r) {
+                const std::span<const float> row(x.data() + r * cols, static_cast<size_t>(cols));
+                const folio::RowSum want = folio::row_sums(row, temperatures[static_cast<size_t>(r)]);
+                const double got = sums[static_cast<size_t>(r)];
+                const float norm = normalizers[static_cast<size_t>(r)];
+                char what[200];
+                std::snprintf(what, sizeof what, "%lld columns, row %lld: sum %.17g want %.17g, log-normalizer %a want %a",
+                              static_cast<long long>(cols), static_cast<long long>(r), got, want.softmax_sum,
+                              static_cast<double>(norm), static_cast<double>(want.log_normalizer));
+                QVERIFY2(std::fabs(got - want.softmax_sum) <= 1e-12 * want.softmax_sum, what);
+                if (want.log_normalizer == -kInf) {
+                    QVERIFY2(norm == -kInf && got == 0.0, what);
+                } else {
+                    const float ulp = std::nextafter(std::fabs(want.log_normalizer), kInf) - std::fabs(want.log_normalizer);
+                    QVERIFY2(std::fabs(norm - want.log_normalizer) <= 2 * ulp, what);
+                }
+            }
+        }
+        QCOMPARE(code(fk::softmax_sums(nullptr, -1, 10, nullptr, 1, nullptr, nullptr, nullptr, nullptr)),
+                 code(cudaErrorInvalidValue));
     }
 };
 

@@ -349,7 +349,7 @@ Status CudaOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_
     const auto n = static_cast<size_t>(n_rows) * static_cast<size_t>(std::max(k, 0));
     if (k < 1 || k > kernels::kMaxTopK || k > vocab || values.size() < n || ids.size() < n)
         return make_error("top_k: " + std::to_string(k) + " of " + std::to_string(vocab) + " into too small a buffer");
-    FOLIO_RETURN_IF_ERROR(model::check_row_sums(sums, n_rows));
+    if (Status checked = model::check_row_sums(sums, n_rows); !checked) return checked;
     if (!error_) {
         cudaStreamSynchronize(stream_);
         return error_;
