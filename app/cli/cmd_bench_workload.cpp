@@ -40,6 +40,7 @@ struct ModeResult {
     double kv_weighted = 0, kv_time = 0;  // tokens held / (blocks in use * block size), step-time weighted
     uint64_t preemptions = 0;
     uint64_t swapped_out_blocks = 0;  // of preempted sequences, to host swap space (a GPU's)
+    uint64_t whole_rows = 0;          // tokens sampled from whole logits rows on the host
     int failures = 0;
     double throughput() const { return seconds > 0 ? static_cast<double>(output_tokens) / seconds : 0.0; }
     double kv_holding() const { return kv_time > 0 ? kv_weighted / kv_time : 0.0; }
@@ -153,6 +154,7 @@ Status run_mode(LoadedModel& m, const EngineConfig& base, const SamplingParams& 
     const EngineMetrics metrics = engine->metrics();
     result.preemptions += metrics.num_preemptions_total;
     result.swapped_out_blocks += metrics.kv_swapped_out_blocks_total;
+    result.whole_rows += metrics.sampled_whole_rows_total;
     if (failures) std::fprintf(stderr, "folio bench: %s: %d requests failed: %s\n", mode.c_str(), failures,
                                first_error.c_str());
     std::fprintf(stderr, "folio bench: %s: %.1f s\n", mode.c_str(), seconds);
@@ -287,11 +289,12 @@ int run_bench_workload(const Args& args) {
             std::printf("%s{\"mode\": \"%s\", \"seconds\": %.3f, \"output_tokens\": %lld, \"output_tps\": %.2f, "
                         "\"ttft_p50\": %.4f, \"ttft_p99\": %.4f, \"itl_p50\": %.5f, \"itl_p99\": %.5f, "
                         "\"e2e_p50\": %.3f, \"e2e_p99\": %.3f, \"kv_holding\": %.4f, \"preemptions\": %llu, "
-                        "\"swapped_out_blocks\": %llu, \"failures\": %d}",
+                        "\"swapped_out_blocks\": %llu, \"sampled_whole_rows\": %llu, \"failures\": %d}",
                         i ? ", " : "", r.mode.c_str(), r.seconds, static_cast<long long>(r.output_tokens),
                         r.throughput(), r.ttft.p50, r.ttft.p99, r.itl.p50, r.itl.p99, r.e2e.p50, r.e2e.p99,
                         r.kv_holding(), static_cast<unsigned long long>(r.preemptions),
-                        static_cast<unsigned long long>(r.swapped_out_blocks), r.failures);
+                        static_cast<unsigned long long>(r.swapped_out_blocks),
+                        static_cast<unsigned long long>(r.whole_rows), r.failures);
         }
         std::printf("]}\n");
     } else {
@@ -301,6 +304,10 @@ int run_bench_workload(const Args& args) {
             std::printf("| %s | %.1f | %.2f / %.2f | %.1f / %.1f | %.2f / %.2f | %.1f %% | %llu |\n", r.mode.c_str(),
                         r.throughput(), r.ttft.p50, r.ttft.p99, r.itl.p50 * 1e3, r.itl.p99 * 1e3, r.e2e.p50,
                         r.e2e.p99, r.kv_holding() * 100, static_cast<unsigned long long>(r.preemptions));
+        if (sampling.temperature > 0.0f || sampling.n_logprobs > 0)
+            for (const ModeResult& r : results)
+                std::printf("%s: %llu of %lld tokens sampled from whole logits rows on the host\n", r.mode.c_str(),
+                            static_cast<unsigned long long>(r.whole_rows), static_cast<long long>(r.output_tokens));
         const auto paged = std::find_if(results.begin(), results.end(), [](const ModeResult& r) { return r.mode == "paged"; });
         if (paged != results.end())
             for (const ModeResult& r : results)

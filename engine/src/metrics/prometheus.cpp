@@ -147,6 +147,9 @@ std::string prometheus_text(const EngineMetrics& m, std::string_view model_name)
     out.counter("folio:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
                 m.prefix_cache_hits_total);
     out.counter("folio:prompt_tokens_total", "Number of prefill tokens processed.", m.prompt_tokens_total);
+    out.counter("folio:sampled_whole_rows_total",
+                "Tokens sampled on the host from a whole logits row (not from entries selected on the GPU).",
+                m.sampled_whole_rows_total);
     out.counter("folio:generation_tokens_total", "Number of generation tokens processed.",
                 m.generation_tokens_total);
 

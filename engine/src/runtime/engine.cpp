@@ -399,7 +399,7 @@ void Engine::step() {
     std::vector<StepResult> results(plan.sequences.size());
     std::vector<RequestOutput> outputs(plan.sequences.size());
     std::vector<FinishReason> reasons(plan.sequences.size(), FinishReason::Length);
-    size_t n_sampled = 0;
+    size_t n_sampled = 0, n_whole_rows = 0;
     const double t_sampled = now_s();
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         if (!samples[i]) continue;
@@ -419,6 +419,7 @@ void Engine::step() {
             if (token == Sampler::kNeedsWholeRow) {
                 // Top-p's set reaches past the k entries (a flat distribution): the row itself.
                 whole_row_.resize(n_vocab);
+                ++n_whole_rows;
                 if (const Status fetched = backend_.last_logits_row(row_of[i], whole_row_); fetched) {
                     token = r.sampler.sample(whole_row_, r.history, info);
                 } else {
@@ -427,6 +428,7 @@ void Engine::step() {
                 }
             }
         } else {
+            ++n_whole_rows;
             token = r.sampler.sample(std::span<const float>(logits_.data() + row_of[i] * n_vocab, n_vocab), r.history,
                                      r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);
         }
@@ -463,6 +465,7 @@ void Engine::step() {
         std::lock_guard lock(mutex_);
         metrics_.prompt_tokens_total += static_cast<uint64_t>(plan.n_prefill_tokens);
         metrics_.generation_tokens_total += static_cast<uint64_t>(n_sampled);
+        metrics_.sampled_whole_rows_total += static_cast<uint64_t>(n_whole_rows);
     }
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         if (!plan.sequences[i].sample) continue;
