@@ -63,7 +63,7 @@ public:
     // As a GPU backend does for top-k sampling: each row's k best entries,
     // selected here, when `selects_top_k` is set.
     // With RowSums asked for, the sums too; the step's rows stay readable
-    // (last_logits_row) until the next step.
+    // (last_logits_rows) until the next step.
     int32_t max_top_k(size_t) const override { return selects_top_k ? max_k : 0; }
     folio::Status forward_top_k(const folio::Batch& batch, int32_t k, std::span<float> values,
                                 std::span<int32_t> ids, const folio::RowSums& sums) override {
@@ -85,11 +85,15 @@ public:
         }
         return {};
     }
-    folio::Status last_logits_row(size_t row, std::span<float> out) override {
+    folio::Status last_logits_rows(std::span<const size_t> wanted, std::span<float> out) override {
         const auto vocab = static_cast<size_t>(n_vocab_);
-        if ((row + 1) * vocab > last_logits_.size() || out.size() < vocab) return folio::make_error("fake: no such row");
-        ++whole_rows_fetched;
-        std::copy_n(last_logits_.begin() + static_cast<std::ptrdiff_t>(row * vocab), vocab, out.begin());
+        if (out.size() < wanted.size() * vocab) return folio::make_error("fake: too small a buffer");
+        for (size_t i = 0; i < wanted.size(); ++i) {
+            if ((wanted[i] + 1) * vocab > last_logits_.size()) return folio::make_error("fake: no such row");
+            ++whole_rows_fetched;
+            std::copy_n(last_logits_.begin() + static_cast<std::ptrdiff_t>(wanted[i] * vocab), vocab,
+                        out.begin() + static_cast<std::ptrdiff_t>(i * vocab));
+        }
         return {};
     }
     bool selects_top_k = false;

@@ -74,14 +74,15 @@ public:
     // backend cannot select).
     // With `sums` given, also sums over each whole row (RowSums), which let
     // the Sampler draw top-p and report logprobs from the k best alone. The
-    // step's logits stay readable through last_logits_row() until the next
-    // step, for a draw those k entries cannot decide.
+    // step's logits stay readable through last_logits_rows() until the next
+    // step, for draws those k entries cannot decide.
     virtual int32_t max_top_k(size_t /*n_rows*/) const { return 0; }
     virtual Status forward_top_k(const Batch&, int32_t, std::span<float>, std::span<int32_t>, const RowSums&) {
         return make_error("this backend does not select top-k candidates itself");
     }
-    // Row `row` (of batch.logits_rows) of the last forward_top_k's logits.
-    virtual Status last_logits_row(size_t /*row*/, std::span<float> /*out*/) {
+    // Rows `rows` (indices into batch.logits_rows) of the last
+    // forward_top_k's logits, one after the other into `out`.
+    virtual Status last_logits_rows(std::span<const size_t> /*rows*/, std::span<float> /*out*/) {
         return make_error("this backend keeps no logits rows");
     }
 

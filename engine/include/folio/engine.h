@@ -190,7 +190,7 @@ private:
     std::vector<int32_t> chosen_ids_;  // a device-greedy step's tokens, or a top-k step's ids [rows][k]
     std::vector<float> row_temperatures_, row_log_normalizers_;  // a top-k step's RowSums [rows]
     std::vector<double> row_softmax_sums_;
-    std::vector<float> whole_row_;     // a row a top-k step's entries could not sample from
+    std::vector<float> whole_row_;     // rows a top-k step's entries could not sample from
     uint64_t step_count_ = 0;
     size_t finished_since_publish_ = 0;
     std::thread thread_;

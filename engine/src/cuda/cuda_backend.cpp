@@ -75,7 +75,9 @@ public:
                          const RowSums& sums) override {
         return step(batch, model::StepOutput::best_k(k, values, ids, sums));
     }
-    Status last_logits_row(size_t row, std::span<float> out) override { return ops_->last_logits_row(row, out); }
+    Status last_logits_rows(std::span<const size_t> rows, std::span<float> out) override {
+        return ops_->last_logits_rows(rows, out);
+    }
 
     // One block is the same slice of each layer's K and V region, regions
     // equally spaced: one 2D copy a block (2 * n_layer rows of block_bytes).

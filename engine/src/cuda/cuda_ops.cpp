@@ -402,15 +402,18 @@ Status CudaOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_
     return error_;
 }
 
-Status CudaOps::last_logits_row(size_t row, std::span<float> out) {
-    if (!last_logits_ || row >= static_cast<size_t>(last_rows_) || out.size() < static_cast<size_t>(last_vocab_))
-        return make_error("last_logits_row: row " + std::to_string(row) + " is not in the last top-k step");
+Status CudaOps::last_logits_rows(std::span<const size_t> rows, std::span<float> out) {
+    const auto vocab = static_cast<size_t>(last_vocab_);
+    if (out.size() < rows.size() * vocab) return make_error("last_logits_rows: too small a buffer");
+    for (const size_t row : rows)
+        if (!last_logits_ || row >= static_cast<size_t>(last_rows_))
+            return make_error("last_logits_rows: row " + std::to_string(row) + " is not in the last top-k step");
     if (!error_) return error_;
-    const size_t bytes = static_cast<size_t>(last_vocab_) * sizeof(float);
-    if (ok(cudaMemcpyAsync(out.data(), last_logits_ + row * static_cast<size_t>(last_vocab_), bytes,
+    for (size_t i = 0; i < rows.size() && error_; ++i)
+        ok(cudaMemcpyAsync(out.data() + i * vocab, last_logits_ + rows[i] * vocab, vocab * sizeof(float),
                            cudaMemcpyDeviceToHost, stream_),
-           "download"))
-        ok(cudaStreamSynchronize(stream_), "step");
+           "download");
+    ok(cudaStreamSynchronize(stream_), "step");
     return error_;
 }
 

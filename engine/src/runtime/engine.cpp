@@ -400,38 +400,50 @@ void Engine::step() {
     std::vector<RequestOutput> outputs(plan.sequences.size());
     std::vector<FinishReason> reasons(plan.sequences.size(), FinishReason::Length);
     size_t n_sampled = 0, n_whole_rows = 0;
+    // The draws first. A top-k step's row whose best entries cannot decide
+    // (top-p's set reaches past them: a flat distribution) waits for one
+    // download of all such rows, after the others.
+    std::vector<int32_t> tokens(plan.sequences.size(), 0);
+    std::vector<size_t> undecided, undecided_rows;
+    for (size_t i = 0; i < plan.sequences.size(); ++i) {
+        if (!samples[i]) continue;
+        Request& r = *requests_.at(plan.sequences[i].id);
+        SampleInfo* info = r.params.sampling.n_logprobs > 0 ? &r.info : nullptr;
+        if (device_greedy) {
+            tokens[i] = chosen_ids_[row_of[i]];
+        } else if (step_top_k > 0) {
+            const size_t k = static_cast<size_t>(step_top_k), at = row_of[i] * k;
+            const RowSum sum = step_sums ? RowSum{row_softmax_sums_[row_of[i]], row_log_normalizers_[row_of[i]]}
+                                         : RowSum{};
+            tokens[i] = r.sampler.sample_top_k(std::span<const float>(logits_.data() + at, k),
+                                               std::span<const int32_t>(chosen_ids_.data() + at, k), r.history,
+                                               step_sums ? &sum : nullptr, info);
+            if (tokens[i] == Sampler::kNeedsWholeRow) undecided.push_back(i), undecided_rows.push_back(row_of[i]);
+        } else {
+            ++n_whole_rows;
+            tokens[i] = r.sampler.sample(std::span<const float>(logits_.data() + row_of[i] * n_vocab, n_vocab),
+                                         r.history, info);
+        }
+    }
+    if (!undecided.empty()) {
+        whole_row_.resize(undecided.size() * n_vocab);
+        const Status fetched = backend_.last_logits_rows(undecided_rows, whole_row_);
+        if (!fetched) std::fprintf(stderr, "folio: %s; sampling the best entries\n", fetched.error().message.c_str());
+        for (size_t j = 0; j < undecided.size(); ++j) {
+            const size_t i = undecided[j];
+            Request& r = *requests_.at(plan.sequences[i].id);
+            n_whole_rows += fetched ? 1 : 0;
+            tokens[i] = fetched ? r.sampler.sample(std::span<const float>(whole_row_.data() + j * n_vocab, n_vocab),
+                                                   r.history, r.params.sampling.n_logprobs > 0 ? &r.info : nullptr)
+                                : chosen_ids_[row_of[i] * static_cast<size_t>(step_top_k)];
+        }
+    }
     const double t_sampled = now_s();
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         if (!samples[i]) continue;
         ++n_sampled;
         Request& r = *requests_.at(plan.sequences[i].id);
-        int32_t token = 0;
-        if (device_greedy) {
-            token = chosen_ids_[row_of[i]];
-        } else if (step_top_k > 0) {
-            const size_t k = static_cast<size_t>(step_top_k), at = row_of[i] * k;
-            const RowSum sum = step_sums ? RowSum{row_softmax_sums_[row_of[i]], row_log_normalizers_[row_of[i]]}
-                                         : RowSum{};
-            SampleInfo* info = r.params.sampling.n_logprobs > 0 ? &r.info : nullptr;
-            token = r.sampler.sample_top_k(std::span<const float>(logits_.data() + at, k),
-                                           std::span<const int32_t>(chosen_ids_.data() + at, k), r.history,
-                                           step_sums ? &sum : nullptr, info);
-            if (token == Sampler::kNeedsWholeRow) {
-                // Top-p's set reaches past the k entries (a flat distribution): the row itself.
-                whole_row_.resize(n_vocab);
-                ++n_whole_rows;
-                if (const Status fetched = backend_.last_logits_row(row_of[i], whole_row_); fetched) {
-                    token = r.sampler.sample(whole_row_, r.history, info);
-                } else {
-                    std::fprintf(stderr, "folio: %s; sampling its best entry\n", fetched.error().message.c_str());
-                    token = chosen_ids_[at];
-                }
-            }
-        } else {
-            ++n_whole_rows;
-            token = r.sampler.sample(std::span<const float>(logits_.data() + row_of[i] * n_vocab, n_vocab), r.history,
-                                     r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);
-        }
+        const int32_t token = tokens[i];
         results[i].token = token;
         RequestOutput& out = outputs[i];
         out.id = r.public_id;
