@@ -38,6 +38,7 @@ std::vector<FlagSpec> engine_flags() {
     return {
         {"-b", "--batch-size", "N", "most tokens per engine step, prefill chunks included (default 256)"},
         {"", "--max-seqs", "N", "most sequences per step (default 64)"},
+        {"", "--sampling-threads", "N", "host threads drawing tokens from whole logits rows (default: -t, or up to 8 beside a GPU)"},
         {"", "--block-size", "N", "tokens per KV block (default 16)"},
         {"", "--kv-budget", "MIB", "KV cache memory in MiB (default: the context times the parallel sequences)"},
         {"", "--kv-fraction", "F", "KV cache memory as a share of the memory available now, e.g. 0.5"},
@@ -176,6 +177,9 @@ Result<EngineConfig> read_engine_flags(const Args& args) {
     config.scheduler.max_num_batched_tokens = static_cast<uint32_t>(*batch);
     config.scheduler.max_num_seqs = static_cast<uint32_t>(*seqs);
     config.enable_prefix_caching = !args.has("--no-prefix-cache");
+    auto sampling_threads = args.get_int("--sampling-threads", 0, 1, 256);
+    if (!sampling_threads) return sampling_threads.error();
+    config.sampling_threads = static_cast<int>(*sampling_threads);
     return config;
 }
 

@@ -1,5 +1,7 @@
 #include "folio/engine.h"
 
+#include "cpu/thread_pool.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -61,6 +63,10 @@ Engine::Engine(const ModelDescription& model, const Tokenizer& tokenizer, Backen
       scheduler_(with_swap_space(config.scheduler, backend), kv_, static_cast<int32_t>(backend.max_context())),
       started_(std::chrono::steady_clock::now()),
       metrics_(backend.max_context()) {
+    int sampling_threads = config.sampling_threads;
+    if (sampling_threads <= 0)
+        sampling_threads = backend.n_threads() > 1 ? backend.n_threads() : std::min(cpu::physical_core_count(), 8);
+    sampling_pool_ = std::make_unique<cpu::ThreadPool>(sampling_threads);
     for (int32_t t = 0; t < tokenizer.vocab_size(); ++t)
         if (tokenizer.is_end_of_generation(t)) end_of_generation_.push_back(t);
 }
@@ -403,12 +409,15 @@ void Engine::step() {
     // The draws first. A top-k step's row whose best entries cannot decide
     // (top-p's set reaches past them: a flat distribution) waits for one
     // download of all such rows, after the others.
+    // Draws from whole rows (each request's Sampler is its own) run on the
+    // sampling pool, several rows at once.
     std::vector<int32_t> tokens(plan.sequences.size(), 0);
+    std::vector<size_t> whole;                 // planned sequences drawing from a whole row
+    std::vector<const float*> whole_rows;      // and that row
     std::vector<size_t> undecided, undecided_rows;
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         if (!samples[i]) continue;
         Request& r = *requests_.at(plan.sequences[i].id);
-        SampleInfo* info = r.params.sampling.n_logprobs > 0 ? &r.info : nullptr;
         if (device_greedy) {
             tokens[i] = chosen_ids_[row_of[i]];
         } else if (step_top_k > 0) {
@@ -417,12 +426,12 @@ void Engine::step() {
                                          : RowSum{};
             tokens[i] = r.sampler.sample_top_k(std::span<const float>(logits_.data() + at, k),
                                                std::span<const int32_t>(chosen_ids_.data() + at, k), r.history,
-                                               step_sums ? &sum : nullptr, info);
+                                               step_sums ? &sum : nullptr,
+                                               r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);
             if (tokens[i] == Sampler::kNeedsWholeRow) undecided.push_back(i), undecided_rows.push_back(row_of[i]);
         } else {
-            ++n_whole_rows;
-            tokens[i] = r.sampler.sample(std::span<const float>(logits_.data() + row_of[i] * n_vocab, n_vocab),
-                                         r.history, info);
+            whole.push_back(i);
+            whole_rows.push_back(logits_.data() + row_of[i] * n_vocab);
         }
     }
     if (!undecided.empty()) {
@@ -431,13 +440,25 @@ void Engine::step() {
         if (!fetched) std::fprintf(stderr, "folio: %s; sampling the best entries\n", fetched.error().message.c_str());
         for (size_t j = 0; j < undecided.size(); ++j) {
             const size_t i = undecided[j];
-            Request& r = *requests_.at(plan.sequences[i].id);
-            n_whole_rows += fetched ? 1 : 0;
-            tokens[i] = fetched ? r.sampler.sample(std::span<const float>(whole_row_.data() + j * n_vocab, n_vocab),
-                                                   r.history, r.params.sampling.n_logprobs > 0 ? &r.info : nullptr)
-                                : chosen_ids_[row_of[i] * static_cast<size_t>(step_top_k)];
+            if (fetched) {
+                whole.push_back(i);
+                whole_rows.push_back(whole_row_.data() + j * n_vocab);
+            } else {
+                tokens[i] = chosen_ids_[row_of[i] * static_cast<size_t>(step_top_k)];
+            }
         }
     }
+    n_whole_rows = whole.size();
+    auto draw_whole = [&](int64_t j, int) {
+        const size_t i = whole[static_cast<size_t>(j)];
+        Request& r = *requests_.at(plan.sequences[i].id);
+        tokens[i] = r.sampler.sample(std::span<const float>(whole_rows[static_cast<size_t>(j)], n_vocab), r.history,
+                                     r.params.sampling.n_logprobs > 0 ? &r.info : nullptr);
+    };
+    // One row (a lone chat) is drawn here: waking the pool would only leave
+    // its workers spinning beside the next step's compute.
+    if (whole.size() == 1) draw_whole(0, 0);
+    else if (whole.size() > 1) sampling_pool_->parallel_for(static_cast<int64_t>(whole.size()), draw_whole);
     const double t_sampled = now_s();
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         if (!samples[i]) continue;
