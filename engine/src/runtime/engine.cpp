@@ -408,9 +408,9 @@ void Engine::step() {
     size_t n_sampled = 0, n_whole_rows = 0;
     // The draws first. A top-k step's row whose best entries cannot decide
     // (top-p's set reaches past them: a flat distribution) waits for one
-    // download of all such rows, after the others.
-    // Draws from whole rows (each request's Sampler is its own) run on the
-    // sampling pool, several rows at once.
+    // download of all such rows, after the others. Draws from whole rows
+    // (each request's Sampler is its own) run on the sampling pool, several
+    // rows at once.
     std::vector<int32_t> tokens(plan.sequences.size(), 0);
     std::vector<size_t> whole;                 // planned sequences drawing from a whole row
     std::vector<const float*> whole_rows;      // and that row
