@@ -169,6 +169,18 @@ QRgb BlockMapWidget::cellColor(int first, int count) const {
     return (best->first == -3 ? kHeld : best->first == -2 ? kCachedFree : kFree).rgb();
 }
 
+QString BlockMapWidget::summary() const {
+    const std::shared_ptr<const folio::StepEvent>& e = snapshot_.event;
+    const int n = e ? static_cast<int>(e->blocks.size()) : 0;
+    if (n == 0) return tr("No engine running");
+    QString summary = tr("%1 blocks × %2 tokens · %3% in use · %4 running, %5 waiting · step %6").arg(n).arg(e->block_size)
+            .arg(e->kv_usage * 100.0, 0, 'f', 1).arg(e->running).arg(e->waiting).arg(e->step);
+    if (e->preempted > 0) summary += tr(" · %1 preempted").arg(e->preempted);
+    if (e->swapped > 0) summary += tr(" · %1 swapped to host").arg(e->swapped);
+    if (group_ > 1) summary += tr(" · %1 blocks per cell").arg(group_);
+    return summary;
+}
+
 void BlockMapWidget::paintEvent(QPaintEvent*) {
     QPainter p(this);
     p.fillRect(rect(), palette().base());
@@ -176,13 +188,8 @@ void BlockMapWidget::paintEvent(QPaintEvent*) {
     const std::shared_ptr<const folio::StepEvent>& e = snapshot_.event;
     const int n = e ? static_cast<int>(e->blocks.size()) : 0;
 
-    QString summary = n == 0 ? tr("No engine running") :
-        tr("%1 blocks × %2 tokens · %3% in use · %4 running, %5 waiting · step %6").arg(n).arg(e->block_size)
-            .arg(e->kv_usage * 100.0, 0, 'f', 1).arg(e->running).arg(e->waiting).arg(e->step);
-    if (n > 0 && e->preempted > 0) summary += tr(" · %1 preempted").arg(e->preempted);
-    if (group_ > 1) summary += tr(" · %1 blocks per cell").arg(group_);
     p.setPen(palette().text().color());
-    p.drawText(QRect(4, 2, width() - 8, kLegendRow), Qt::AlignLeft | Qt::AlignVCenter, summary);
+    p.drawText(QRect(4, 2, width() - 8, kLegendRow), Qt::AlignLeft | Qt::AlignVCenter, summary());
 
     int x = 4, y = 2 + kLegendRow;
     for (const Legend& l : legend()) {

@@ -42,6 +42,9 @@ public:
     int cellSize() const { return cell_; }
     int blocksPerCell() const { return group_; }
     QString describeBlock(int block) const;
+    // The line above the map: pool, usage, requests (running, waiting,
+    // preempted and swapped this step), step number.
+    QString summary() const;
     // The block under a widget position, -1 for none (the first of the cell when aggregated).
     int blockAt(QPoint pos) const;
 

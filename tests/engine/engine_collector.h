@@ -65,6 +65,7 @@ public:
         return [this](std::shared_ptr<const folio::StepEvent> e) {
             std::lock_guard lock(mutex_);
             max_running_ = std::max(max_running_, e->running);
+            max_swapped_ = std::max(max_swapped_, e->swapped);
             preempted_ += e->preempted;
             last_ = std::move(e);
         };
@@ -81,9 +82,13 @@ public:
         std::lock_guard lock(mutex_);
         return preempted_;
     }
+    int max_swapped() {
+        std::lock_guard lock(mutex_);
+        return max_swapped_;
+    }
 
 private:
     std::mutex mutex_;
     std::shared_ptr<const folio::StepEvent> last_;
-    int max_running_ = 0, preempted_ = 0;
+    int max_running_ = 0, preempted_ = 0, max_swapped_ = 0;
 };

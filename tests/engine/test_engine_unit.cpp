@@ -128,6 +128,7 @@ private slots:
                 QCOMPARE(backend.n_swap_blocks(), 0u);
                 QCOMPARE(m.kv_swapped_out_blocks_total, uint64_t{0});
                 QCOMPARE(backend.swapped_out, uint64_t{0});
+                QCOMPARE(steps.max_swapped(), 0);
             } else if (mode.swap_slots > 0) {
                 // Every block swapped out came back in or was found in the prefix cache.
                 const folio::EngineMetrics m = (*engine)->metrics();
@@ -135,6 +136,8 @@ private slots:
                 QCOMPARE(m.kv_swapped_out_blocks_total, backend.swapped_out);
                 QCOMPARE(m.kv_swapped_in_blocks_total, backend.swapped_in);
                 QCOMPARE(m.num_requests_swapped, uint64_t{0});
+                QVERIFY2(steps.max_swapped() > 0, "no step event showed a swapped request");
+                QCOMPARE(steps.last()->swapped, 0);
                 std::printf("%s: %llu blocks swapped out, %llu in, %llu preemptions\n", mode.name,
                             static_cast<unsigned long long>(backend.swapped_out),
                             static_cast<unsigned long long>(backend.swapped_in),

@@ -72,6 +72,16 @@ private slots:
         QVERIFY(b == -1 || b >= 0);
         QImage image = map.grab().toImage();
         QVERIFY(!image.isNull());
+        QVERIFY2(map.summary().contains("64 blocks") && !map.summary().contains("swapped"), qPrintable(map.summary()));
+        // A step that preempted one request to host memory, with two there now.
+        BlockMapSnapshot swapping = make_snapshot(64, 2);
+        auto event = std::make_shared<folio::StepEvent>(*swapping.event);
+        event->preempted = 1;
+        event->swapped = 2;
+        swapping.event = event;
+        map.setSnapshot(swapping);
+        QVERIFY2(map.summary().contains("1 preempted") && map.summary().contains("2 swapped to host"),
+                 qPrintable(map.summary()));
     }
 
     void hundred_thousand_blocks_aggregate_and_paint_fast() {

@@ -102,6 +102,7 @@ struct StepEvent {
     int32_t decode_tokens = 0;
     int32_t running = 0;
     int32_t waiting = 0;
+    int32_t swapped = 0;          // preempted requests whose KV blocks wait in host swap space
     int32_t preempted = 0;        // this step
     std::vector<RequestId> preempted_ids;  // which requests (submit() ids)
     double kv_usage = 0;          // share of blocks in use

@@ -606,6 +606,7 @@ void Engine::publish_step(const StepPlan& plan, double duration_s) {
     event->decode_tokens = plan.n_decode_tokens;
     event->running = static_cast<int32_t>(scheduler_.num_running());
     event->waiting = static_cast<int32_t>(scheduler_.num_waiting());
+    event->swapped = static_cast<int32_t>(scheduler_.num_swapped());
     event->preempted = static_cast<int32_t>(plan.preempted.size());
     for (SeqId id : plan.preempted)
         if (auto it = requests_.find(id); it != requests_.end()) {
