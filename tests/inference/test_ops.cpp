@@ -112,6 +112,8 @@ private slots:
                     first_highest = i;
             QCOMPARE(chosen[static_cast<size_t>(r)], first_highest);
         }
+        std::vector<folio::sampling_detail::Candidate> none;
+        QCOMPARE(folio::select_top_k(std::span<const float>(logits), 0, none), size_t{0});  // k = 0: nothing, no read
         QCOMPARE(log_normalizers[3], -INFINITY);  // nothing possible
         QCOMPARE(softmax_sums[3], 0.0);
         QVERIFY(softmax_sums[0] >= 1.0 && std::isfinite(log_normalizers[0]));

@@ -135,7 +135,6 @@ Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& mod
 int cuda_device_count();
 std::string describe_cuda_devices();
 
-
 // Architectures the forward pass knows ("llama", "gemma3", ...), comma-separated, for messages.
 std::string supported_architectures();
 

@@ -178,6 +178,9 @@ private:
     int32_t sample_best(std::span<const float> logits, std::span<const int32_t> ids, size_t given,
                         const RowSum* sums, int32_t& n_candidates);
     void report_logprobs(std::span<const float> logits, int32_t chosen, SampleInfo& info);
+    // info's logprobs from the row's log-normalizer, the chosen token's
+    // logit and the first n_top of top_logprobs_ (the row's best, best first).
+    void fill_logprobs(float log_normalizer, float chosen_logit, size_t n_top, SampleInfo& info);
     double uniform();
 
     SamplingParams params_;

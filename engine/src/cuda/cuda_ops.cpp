@@ -362,10 +362,9 @@ Status CudaOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_
     // going in), then the kernel's workspace (few long rows are split over
     // several blocks), one buffer.
     const auto rows = static_cast<size_t>(std::max<int64_t>(n_rows, 0));
-    const size_t entry_bytes = n * (sizeof(float) + sizeof(int32_t));
-    const size_t out_bytes = sums.empty() ? entry_bytes
-                                          : (entry_bytes + sizeof(double) - 1) / sizeof(double) * sizeof(double) +
-                                                rows * (sizeof(double) + 2 * sizeof(float));
+    const size_t sums_at = (n * (sizeof(float) + sizeof(int32_t)) + sizeof(double) - 1) / sizeof(double) * sizeof(double);
+    const size_t out_bytes = sums.empty() ? n * (sizeof(float) + sizeof(int32_t))
+                                          : sums_at + rows * (sizeof(double) + 2 * sizeof(float));
     const size_t workspace_bytes = kernels::top_k_workspace_bytes(n_rows, vocab, k);
     if (n > 0 && grow(top_k_device_, out_bytes + workspace_bytes, "top-k entries", InGraphs::No)) {
         auto* values_device = static_cast<float*>(top_k_device_.data());
@@ -379,9 +378,7 @@ Status CudaOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_
             ok(cudaMemcpyAsync(ids.data(), ids_device, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_), "download");
         if (!sums.empty() && error_) {
             // The row maxima are the first entries of each row's k best.
-            char* at = static_cast<char*>(top_k_device_.data()) +
-                       (entry_bytes + sizeof(double) - 1) / sizeof(double) * sizeof(double);
-            auto* sums_device = reinterpret_cast<double*>(at);
+            auto* sums_device = reinterpret_cast<double*>(static_cast<char*>(top_k_device_.data()) + sums_at);
             auto* normalizers_device = reinterpret_cast<float*>(sums_device + rows);
             float* temperatures_device = normalizers_device + rows;
             if (ok(cudaMemcpyAsync(temperatures_device, sums.temperatures.data(), rows * sizeof(float),

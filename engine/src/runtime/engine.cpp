@@ -63,10 +63,6 @@ Engine::Engine(const ModelDescription& model, const Tokenizer& tokenizer, Backen
       scheduler_(with_swap_space(config.scheduler, backend), kv_, static_cast<int32_t>(backend.max_context())),
       started_(std::chrono::steady_clock::now()),
       metrics_(backend.max_context()) {
-    int sampling_threads = config.sampling_threads;
-    if (sampling_threads <= 0)
-        sampling_threads = backend.n_threads() > 1 ? backend.n_threads() : std::min(cpu::physical_core_count(), 8);
-    sampling_pool_ = std::make_unique<cpu::ThreadPool>(sampling_threads);
     for (int32_t t = 0; t < tokenizer.vocab_size(); ++t)
         if (tokenizer.is_end_of_generation(t)) end_of_generation_.push_back(t);
 }
@@ -457,8 +453,17 @@ void Engine::step() {
     };
     // One row (a lone chat) is drawn here: waking the pool would only leave
     // its workers spinning beside the next step's compute.
-    if (whole.size() == 1) draw_whole(0, 0);
-    else if (whole.size() > 1) sampling_pool_->parallel_for(static_cast<int64_t>(whole.size()), draw_whole);
+    if (whole.size() == 1) {
+        draw_whole(0, 0);
+    } else if (whole.size() > 1) {
+        if (!sampling_pool_) {  // the first step that needs it: greedy or GPU-only use never starts it
+            int threads = config_.sampling_threads;
+            if (threads <= 0)
+                threads = backend_.n_threads() > 1 ? backend_.n_threads() : std::min(cpu::physical_core_count(), 8);
+            sampling_pool_ = std::make_unique<cpu::ThreadPool>(threads);
+        }
+        sampling_pool_->parallel_for(static_cast<int64_t>(whole.size()), draw_whole);
+    }
     const double t_sampled = now_s();
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         if (!samples[i]) continue;

@@ -58,6 +58,7 @@ int32_t argmax(std::span<const float> scores) {
 // costs one comparison.
 size_t select_top_k(std::span<const float> scores, size_t k, std::vector<Candidate>& out) {
     k = std::min(k, scores.size());
+    if (k == 0) return 0;  // (the heap below needs an entry)
     if (out.size() < k) out.resize(k);
     Candidate* heap = out.data();
     for (size_t i = 0; i < k; ++i) {
@@ -87,8 +88,9 @@ size_t select_top_k(std::span<const float> scores, size_t k, std::vector<Candida
 RowSum row_sums(std::span<const float> logits, float temperature) {
     const float max = max_logit(logits);
     if (max == kMinusInfinity) return {0.0, kMinusInfinity};
-    return {sampling_math::sum_weights(logits, max, temperature),
-            max + static_cast<float>(std::log(sampling_math::sum_weights(logits, max, 1.0f)))};
+    const double at_t = sampling_math::sum_weights(logits, max, temperature);
+    const double at_1 = temperature == 1.0f ? at_t : sampling_math::sum_weights(logits, max, 1.0f);
+    return {at_t, max + static_cast<float>(std::log(at_1))};
 }
 
 Result<Sampler> Sampler::create(const SamplingParams& params) {
@@ -175,18 +177,16 @@ int32_t Sampler::sample_top_k(std::span<const float> logits, std::span<const int
         chosen = sample_k_best(logits, ids, given, recent_tokens, n_candidates);
     }
     if (info) {
-        // The logprobs, as report_logprobs gives them from the whole row.
+        // The logprobs, as report_logprobs gives them from the whole row: the
+        // chosen token is among the given entries, its logit as they hold it.
         info->n_candidates = n_candidates;
-        info->top.clear();
-        const float log_normalizer = sums->log_normalizer;
-        if (log_normalizer == kMinusInfinity) {
-            info->logprob = kMinusInfinity;
-            return chosen;
-        }
+        float chosen_logit = kMinusInfinity;
         for (size_t j = 0; j < given; ++j)
-            if (ids[j] == chosen) info->logprob = logits[j] - log_normalizer;
-        const size_t wanted = std::min(given, static_cast<size_t>(std::max(params_.n_logprobs, 0)));
-        for (size_t j = 0; j < wanted; ++j) info->top.push_back({ids[j], logits[j] - log_normalizer});
+            if (ids[j] == chosen) chosen_logit = logits[j];
+        const size_t n_top = std::min(given, static_cast<size_t>(params_.n_logprobs));
+        if (top_logprobs_.size() < n_top) top_logprobs_.resize(n_top);
+        for (size_t j = 0; j < n_top; ++j) top_logprobs_[j] = {logits[j], ids[j]};
+        fill_logprobs(sums->log_normalizer, chosen_logit, n_top, *info);
     }
     return chosen;
 }
@@ -395,23 +395,24 @@ int32_t Sampler::sample_full(std::span<const float> scores) {
 }
 
 void Sampler::report_logprobs(std::span<const float> logits, int32_t chosen, SampleInfo& info) {
-    info.top.clear();
     const float max = max_logit(logits);
-    if (max == kMinusInfinity) {
+    const float log_normalizer =
+        max == kMinusInfinity ? kMinusInfinity
+                              : max + static_cast<float>(std::log(sampling_math::sum_weights(logits, max, 1.0f)));
+    const size_t n =
+        max == kMinusInfinity ? 0 : select_top_k(logits, static_cast<size_t>(params_.n_logprobs), top_logprobs_);
+    fill_logprobs(log_normalizer, clean(logits[static_cast<size_t>(chosen)]), n, info);
+}
+
+void Sampler::fill_logprobs(float log_normalizer, float chosen_logit, size_t n_top, SampleInfo& info) {
+    info.top.clear();
+    if (log_normalizer == kMinusInfinity) {
         // Nothing is possible; every logprob is -inf.
         info.logprob = kMinusInfinity;
         return;
     }
-    const double sum = sampling_math::sum_weights(logits, max, 1.0f);
-    const float log_normalizer = max + static_cast<float>(std::log(sum));
-    info.logprob = clean(logits[static_cast<size_t>(chosen)]) - log_normalizer;
-
-    const auto wanted = static_cast<size_t>(params_.n_logprobs);
-    if (wanted == 0) return;
-    const size_t n = select_top_k(logits, wanted, top_logprobs_);
-    for (size_t i = 0; i < n; ++i) {
-        info.top.push_back({top_logprobs_[i].id, top_logprobs_[i].logit - log_normalizer});
-    }
+    info.logprob = chosen_logit - log_normalizer;
+    for (size_t i = 0; i < n_top; ++i) info.top.push_back({top_logprobs_[i].id, top_logprobs_[i].logit - log_normalizer});
 }
 
 }  // namespace folio
