@@ -25,6 +25,7 @@
 #include <climits>
 
 #include "attention_common.cuh"
+#include "launch.cuh"
 
 namespace folio::kernels::attention_detail {
 namespace {
@@ -112,6 +113,8 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
     int* key_hi = key_lo + kRows;
     __shared__ int tile_lo, tile_hi;
 
+    detail::allow_later_grids();
+    detail::wait_for_earlier_grids();
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int gq = lane / 4, tq = lane % 4;  // fragment row and column pair of this lane
     const int rg = warp / C, cg = warp % C;
@@ -455,6 +458,8 @@ constexpr int kMergeThreads = 128;
 __global__ void __launch_bounds__(kMergeThreads) merge_chunks_kernel(const Args a, int head_dim) {
     __shared__ float max_s[kMergeThreads], a_s[kMergeThreads], b_s[kMergeThreads], l_s[kMergeThreads];
     __shared__ float warp_max_s[kMergeThreads / 32];
+    detail::allow_later_grids();
+    detail::wait_for_earlier_grids();
     const int seq = blockIdx.x, head = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int n_query = a.n_query[seq];
     if (!is_decode_sequence(n_query, a.group)) return;
@@ -534,8 +539,7 @@ cudaError_t launch(const Args& a, dim3 grid, cudaStream_t s) {
             return e;
         raised.fetch_or(bit, std::memory_order_release);
     }
-    attention_mma_kernel<D, R, C, kDecode><<<grid, Cf::kThreads, bytes, s>>>(a);
-    return cudaGetLastError();
+    return detail::launch_overlapped_smem(detail::kPdlAttention, attention_mma_kernel<D, R, C, kDecode>, grid, dim3(Cf::kThreads), bytes, s, a);
 }
 
 // Prefill blocks: PR row groups of 16 rows, PC warps each.
@@ -551,9 +555,8 @@ cudaError_t launch_for_dim(Args a, const AttentionBatch& b, cudaStream_t s) {
         if (cudaError_t e = launch<D, PR, PC, false>(a, dim3(tiles, seq_heads), s); e != cudaSuccess) return e;
     }
     if (a.chunks_per_block < a.n_chunks) {
-        merge_chunks_kernel<<<dim3(static_cast<unsigned>(b.n_seqs), static_cast<unsigned>(a.n_head)), kMergeThreads, 0,
-                              s>>>(a, D);
-        return cudaGetLastError();
+        return detail::launch_overlapped(detail::kPdlAttention, merge_chunks_kernel, dim3(static_cast<unsigned>(b.n_seqs),
+                                         static_cast<unsigned>(a.n_head)), dim3(kMergeThreads), s, a, D);
     }
     return cudaSuccess;
 }

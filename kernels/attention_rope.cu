@@ -9,6 +9,7 @@
 #include <cuda_fp16.h>
 
 #include "folio_kernels/attention.h"
+#include "launch.cuh"
 
 namespace folio::kernels {
 namespace {
@@ -41,6 +42,8 @@ __global__ void __launch_bounds__(kRopeThreads)
                          int block_size, __half* k_cache, __half* v_cache, const int32_t* positions,
                          const int64_t* slot_mapping, float scale, float theta_scale,
                          bool split_half) {
+    detail::allow_later_grids();
+    detail::wait_for_earlier_grids();
     const int64_t row = blockIdx.x;
     const int half = head_dim / 2;
     const int q_items = n_head * half, kv_items = n_head_kv * half;
@@ -90,10 +93,10 @@ cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, 
     const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(kv.head_dim));
     const int items = (n_head + 2 * kv.n_head_kv) * (kv.head_dim / 2);
     const dim3 grid(static_cast<unsigned>(b.n_tokens), static_cast<unsigned>((items + kRopeThreads - 1) / kRopeThreads));
-    rope_store_kv_kernel<<<grid, kRopeThreads, 0, s>>>(
-        q, k, v, n_head, kv.n_head_kv, kv.head_dim, kv.block_size, static_cast<__half*>(kv.k),
-        static_cast<__half*>(kv.v), b.positions, b.slot_mapping, rope.scale, theta_scale, rope.split_half);
-    return cudaGetLastError();
+    return detail::launch_overlapped(detail::kPdlRope, rope_store_kv_kernel, grid, dim3(kRopeThreads), s, q, k, v, n_head, kv.n_head_kv,
+                                     kv.head_dim, kv.block_size, static_cast<__half*>(kv.k),
+                                     static_cast<__half*>(kv.v), b.positions, b.slot_mapping, rope.scale, theta_scale,
+                                     rope.split_half);
 }
 
 }  // namespace folio::kernels

@@ -59,6 +59,7 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* x, con
                                                             int64_t dim, float* out, bool vec, ActivationBlocks q) {
     __shared__ float scratch[32];
     detail::allow_later_grids();
+    detail::wait_for_earlier_grids();
     const int64_t row = blockIdx.x;
     float* xr = x + row * dim;
     float* outr = out + row * dim;
@@ -96,6 +97,8 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* x, con
 // Applies f(a, b) -> a over n elements, four at a time when n allows.
 template <typename F>
 __global__ void __launch_bounds__(kThreads) binary_kernel(float* a, const float* b, int64_t n, F f, bool vec) {
+    detail::allow_later_grids();
+    detail::wait_for_earlier_grids();
     const int64_t stride = int64_t{gridDim.x} * blockDim.x;
     const int64_t first = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (vec) {
@@ -118,7 +121,7 @@ __global__ void __launch_bounds__(kThreads) binary_kernel(float* a, const float*
 template <typename F>
 __global__ void __launch_bounds__(kThreads) glu_quantize_kernel(float* gate, const float* up, int64_t n4, F f,
                                                                ActivationBlocks q) {
-    detail::allow_later_grids();
+    detail::wait_for_earlier_grids();
     const int64_t stride = int64_t{gridDim.x} * blockDim.x;
     auto* g4 = reinterpret_cast<float4*>(gate);
     const auto* u4 = reinterpret_cast<const float4*>(up);
@@ -129,6 +132,11 @@ __global__ void __launch_bounds__(kThreads) glu_quantize_kernel(float* gate, con
         g4[i] = x;
         detail::store_activations(x, 4 * i, q);
     }
+    // Not at the start, unlike the other kernels of a step: letting the down
+    // projection launch while gate/up's last wave ran cost 6 % of a batch-1
+    // F16 token when the norm, RoPE and attention also overlap (199.2-200.2
+    // against 210.3-210.8 tok/s, bench/results/cuda-pdl-2026-11-30.txt).
+    detail::allow_later_grids();
 }
 
 struct SiluMul {
@@ -157,17 +165,20 @@ template <typename F>
 cudaError_t launch_binary(float* a, const float* b, int64_t n, F f, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     const bool vec = n % 4 == 0 && aligned16(a) && (!b || aligned16(b));
-    binary_kernel<<<grid_for(n, 4), kThreads, 0, s>>>(a, b, n, f, vec);
-    return cudaGetLastError();
+    return detail::launch_overlapped(detail::kPdlOther, binary_kernel<F>, dim3(grid_for(n, 4)), dim3(kThreads), s, a, b, n, f, vec);
 }
 
 __global__ void __launch_bounds__(kThreads) add_bias_kernel(float* x, const float* bias, int64_t n, int64_t dim) {
+    detail::allow_later_grids();
+    detail::wait_for_earlier_grids();
     const int64_t stride = int64_t{gridDim.x} * blockDim.x;
     for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) x[i] += bias[i % dim];
 }
 
 __global__ void __launch_bounds__(kThreads) gather_rows_kernel(const float* x, const int32_t* rows, int64_t dim,
                                                                float* out) {
+    detail::allow_later_grids();
+    detail::wait_for_earlier_grids();
     const float* src = x + int64_t{rows[blockIdx.x]} * dim;
     float* dst = out + int64_t{blockIdx.x} * dim;
     for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = src[i];
@@ -181,9 +192,8 @@ cudaError_t launch_norm(float* x, const float* y, const float* w, float eps, int
     const bool fuse = q.format != ActivationFormat::None && vec && dim % 32 == 0;
     if (q.format != ActivationFormat::None && !q.workspace) return cudaErrorInvalidValue;
     const ActivationBlocks blocks = fuse ? detail::activation_blocks(q, n_rows * dim) : ActivationBlocks{};
-    rms_norm_kernel<AddY><<<static_cast<unsigned>(n_rows), norm_threads(dim, vec), 0, s>>>(x, y, w, eps, dim, out,
-                                                                                           vec, blocks);
-    FOLIO_CUDA_TRY(cudaGetLastError());
+    FOLIO_CUDA_TRY(detail::launch_overlapped(detail::kPdlNorm, rms_norm_kernel<AddY>, dim3(static_cast<unsigned>(n_rows)),
+                                             dim3(norm_threads(dim, vec)), s, x, y, w, eps, dim, out, vec, blocks));
     if (q.format == ActivationFormat::None || fuse) return cudaSuccess;
     return detail::quantize_activations(out, n_rows * dim, q, s);
 }
@@ -197,8 +207,8 @@ cudaError_t launch_glu(float* gate, const float* up, int64_t n, F f, const Activ
         FOLIO_CUDA_TRY(launch_binary(gate, up, n, f, s));
         return detail::quantize_activations(gate, n, q, s);
     }
-    glu_quantize_kernel<<<grid_for(n, 4), kThreads, 0, s>>>(gate, up, n / 4, f, detail::activation_blocks(q, n));
-    return cudaGetLastError();
+    return detail::launch_overlapped(detail::kPdlGlu, glu_quantize_kernel<F>, dim3(grid_for(n, 4)), dim3(kThreads), s, gate, up, n / 4,
+                                     f, detail::activation_blocks(q, n));
 }
 
 }  // namespace
@@ -232,8 +242,8 @@ cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t s) { return la
 
 cudaError_t add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim, cudaStream_t s) {
     if (n_rows <= 0 || dim <= 0) return cudaSuccess;
-    add_bias_kernel<<<grid_for(n_rows * dim), kThreads, 0, s>>>(x, bias, n_rows * dim, dim);
-    return cudaGetLastError();
+    return detail::launch_overlapped(detail::kPdlOther, add_bias_kernel, dim3(grid_for(n_rows * dim)), dim3(kThreads), s, x, bias,
+                                     n_rows * dim, dim);
 }
 
 cudaError_t scale(float* x, float v, int64_t n, cudaStream_t s) {
@@ -249,8 +259,8 @@ cudaError_t gather_rows_f32(const float* x, const int32_t* rows, int64_t n_rows,
                             cudaStream_t s) {
     if (n_rows <= 0 || dim <= 0) return cudaSuccess;
     if (n_rows > 0x7fffffff) return cudaErrorInvalidValue;
-    gather_rows_kernel<<<static_cast<unsigned>(n_rows), kThreads, 0, s>>>(x, rows, dim, out);
-    return cudaGetLastError();
+    return detail::launch_overlapped(detail::kPdlOther, gather_rows_kernel, dim3(static_cast<unsigned>(n_rows)), dim3(kThreads), s, x,
+                                     rows, dim, out);
 }
 
 }  // namespace folio::kernels

@@ -1,20 +1,9 @@
 // matmul() / matmul_parts(): check the arguments and hand the product to the
 // quantized or the float family (matmul() is the one-part case).
-#include <cstdlib>
-#include <cstring>
-
 #include "folio_kernels/matmul.h"
 #include "matmul_layout.cuh"
 
 namespace folio::kernels {
-
-bool detail::pdl_enabled() {
-    static const bool enabled = [] {
-        const char* v = std::getenv("FOLIO_CUDA_PDL");
-        return !(v && std::strcmp(v, "0") == 0);
-    }();
-    return enabled;
-}
 
 namespace {
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "folio_kernels/matmul.h"
+#include "launch.cuh"
 
 namespace folio::kernels::detail {
 
@@ -87,40 +88,6 @@ inline SplitLayout split_layout(WeightType t, int64_t rows, int64_t cols) {
     l.scale_offset = l.qh_offset + (has_qh(t) ? align256(blocks * 4) : 0);
     l.bytes = l.scale_offset + align256(blocks * (has_min(t) ? 4 : 2));
     return l;
-}
-
-// ---- programmatic dependent launch ---------------------------------------------
-// The matmul kernels are launched so that they may start while the kernel
-// before them in the stream finishes (Hopper's programmatic dependent launch):
-// they load weights first, then wait for the earlier grids before they read
-// activations or write outputs. FOLIO_CUDA_PDL=0 in the environment turns it off.
-
-bool pdl_enabled();
-
-__device__ __forceinline__ void wait_for_earlier_grids() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void allow_later_grids() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
-template <typename... Params, typename... Args>
-cudaError_t launch_overlapped(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = block;
-    config.dynamicSmemBytes = 0;
-    config.stream = s;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
 }
 
 // ---- device helpers ----------------------------------------------------------

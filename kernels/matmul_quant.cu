@@ -470,7 +470,7 @@ template <WeightType T, int NT>
 cudaError_t launch_tiles(const DeviceMatrix& w, const SplitLayout& l, const ActQ8& a, int64_t j_begin, int tiles,
                          const SplitParts& y, cudaStream_t s) {
     const unsigned grid = blocks_for(w.rows, kWarpsPerBlock);
-    return launch_overlapped(mmq_kernel<T, NT>, dim3(grid), dim3(kWarpsPerBlock * 32), s,
+    return launch_overlapped(kPdlMatmul, mmq_kernel<T, NT>, dim3(grid), dim3(kWarpsPerBlock * 32), s,
                              static_cast<const uint8_t*>(w.data), l, w.rows, w.cols, a, j_begin, tiles, y);
 }
 
@@ -488,7 +488,7 @@ cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const S
         a.d = reinterpret_cast<const float*>(base + al.d_offset);
         a.bsums = reinterpret_cast<const int16_t*>(base + al.bsums_offset);
         const int64_t blocks = n * (w.cols / kQKK);
-        FOLIO_CUDA_TRY(launch_overlapped(quantize_q8_k_blocks, dim3(blocks_for(blocks * 32, kThreads)),
+        FOLIO_CUDA_TRY(launch_overlapped(kPdlMatmul, quantize_q8_k_blocks, dim3(blocks_for(blocks * 32, kThreads)),
                                          dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
                                          reinterpret_cast<float*>(base + al.d_offset),
                                          reinterpret_cast<int16_t*>(base + al.bsums_offset)));
@@ -498,7 +498,7 @@ cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const S
         constexpr bool kQ8_1 = has_min(T);
         // x_in_workspace: the kernel that produced x wrote its blocks already.
         if (!x_in_workspace)
-            FOLIO_CUDA_TRY(launch_overlapped(quantize_q8_blocks<kQ8_1>, dim3(blocks_for(blocks, kThreads)),
+            FOLIO_CUDA_TRY(launch_overlapped(kPdlMatmul, quantize_q8_blocks<kQ8_1>, dim3(blocks_for(blocks, kThreads)),
                                              dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
                                              reinterpret_cast<float2*>(base + al.meta_offset)));
     }
@@ -555,10 +555,10 @@ cudaError_t quantize_activations(const float* x, int64_t count, const Activation
     constexpr int kThreads = 256;
     switch (q.format) {
         case ActivationFormat::Q8_0:
-            return launch_overlapped(quantize_q8_blocks<false>, dim3(blocks_for(blocks, kThreads)), dim3(kThreads), s, x,
+            return launch_overlapped(kPdlMatmul, quantize_q8_blocks<false>, dim3(blocks_for(blocks, kThreads)), dim3(kThreads), s, x,
                                      blocks, out.qs, out.meta);
         case ActivationFormat::Q8_1:
-            return launch_overlapped(quantize_q8_blocks<true>, dim3(blocks_for(blocks, kThreads)), dim3(kThreads), s, x,
+            return launch_overlapped(kPdlMatmul, quantize_q8_blocks<true>, dim3(blocks_for(blocks, kThreads)), dim3(kThreads), s, x,
                                      blocks, out.qs, out.meta);
         default: return cudaErrorInvalidValue;
     }

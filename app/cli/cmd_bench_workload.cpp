@@ -41,8 +41,15 @@ struct ModeResult {
     uint64_t preemptions = 0;
     uint64_t swapped_out_blocks = 0;  // of preempted sequences, to host swap space (a GPU's)
     uint64_t whole_rows = 0;          // tokens sampled from whole logits rows on the host
+    // Steps that only decode: how many, and their summed time in step(), in
+    // the backend's forward, and between the end of one step and the next.
+    uint64_t decode_steps = 0;
+    double decode_step_s = 0, decode_forward_s = 0, decode_gap_s = 0;
     int failures = 0;
     double throughput() const { return seconds > 0 ? static_cast<double>(output_tokens) / seconds : 0.0; }
+    double per_decode_step_ms(double total_s) const {
+        return decode_steps ? 1e3 * total_s / static_cast<double>(decode_steps) : 0.0;
+    }
     double kv_holding() const { return kv_time > 0 ? kv_weighted / kv_time : 0.0; }
 };
 
@@ -58,6 +65,9 @@ struct Tracker {
     std::string first_error;
     // KV holding: sum of (holding * step duration) and of durations.
     double kv_weighted = 0, kv_time = 0;
+    double last_step_end = -1;  // engine time of the last step's end
+    uint64_t decode_steps = 0;
+    double decode_step_s = 0, decode_forward_s = 0, decode_gap_s = 0;
 };
 
 Result<std::pair<int32_t, int32_t>> get_range(const Args& args, const std::string& name, int32_t lo, int32_t hi) {
@@ -99,8 +109,15 @@ Status run_mode(LoadedModel& m, const EngineConfig& base, const SamplingParams& 
             used += c.ref_count > 0;
             if (c.owner >= 0) held += c.tokens;
         }
-        if (used == 0 || e->duration_s <= 0) return;
         std::lock_guard lock(t.mutex);
+        if (e->prefill_tokens == 0 && e->decode_tokens > 0 && t.last_step_end >= 0) {
+            ++t.decode_steps;
+            t.decode_step_s += e->duration_s;
+            t.decode_forward_s += e->forward_s;
+            t.decode_gap_s += std::max(0.0, e->time_s - e->duration_s - t.last_step_end);
+        }
+        if (e->duration_s > 0) t.last_step_end = e->time_s;
+        if (used == 0 || e->duration_s <= 0) return;
         t.kv_weighted += e->duration_s * static_cast<double>(held) / (static_cast<double>(used) * block);
         t.kv_time += e->duration_s;
     });
@@ -147,6 +164,10 @@ Status run_mode(LoadedModel& m, const EngineConfig& base, const SamplingParams& 
     result.seconds += seconds;
     result.kv_weighted += t.kv_weighted;
     result.kv_time += t.kv_time;
+    result.decode_steps += t.decode_steps;
+    result.decode_step_s += t.decode_step_s;
+    result.decode_forward_s += t.decode_forward_s;
+    result.decode_gap_s += t.decode_gap_s;
     result.failures += t.failures;
     const std::string first_error = t.first_error;
     const int failures = t.failures;
@@ -158,6 +179,15 @@ Status run_mode(LoadedModel& m, const EngineConfig& base, const SamplingParams& 
     if (failures) std::fprintf(stderr, "folio bench: %s: %d requests failed: %s\n", mode.c_str(), failures,
                                first_error.c_str());
     std::fprintf(stderr, "folio bench: %s: %.1f s\n", mode.c_str(), seconds);
+    if (t.decode_steps)
+        std::fprintf(stderr,
+                     "folio bench: %s: %llu decode-only steps, %.3f ms each: %.3f in the backend's forward, %.3f "
+                     "on the host around it, then %.3f until the next step\n",
+                     mode.c_str(), static_cast<unsigned long long>(t.decode_steps),
+                     1e3 * t.decode_step_s / static_cast<double>(t.decode_steps),
+                     1e3 * t.decode_forward_s / static_cast<double>(t.decode_steps),
+                     1e3 * (t.decode_step_s - t.decode_forward_s) / static_cast<double>(t.decode_steps),
+                     1e3 * t.decode_gap_s / static_cast<double>(t.decode_steps));
     return {};
 }
 
@@ -289,12 +319,16 @@ int run_bench_workload(const Args& args) {
             std::printf("%s{\"mode\": \"%s\", \"seconds\": %.3f, \"output_tokens\": %lld, \"output_tps\": %.2f, "
                         "\"ttft_p50\": %.4f, \"ttft_p99\": %.4f, \"itl_p50\": %.5f, \"itl_p99\": %.5f, "
                         "\"e2e_p50\": %.3f, \"e2e_p99\": %.3f, \"kv_holding\": %.4f, \"preemptions\": %llu, "
-                        "\"swapped_out_blocks\": %llu, \"sampled_whole_rows\": %llu, \"failures\": %d}",
+                        "\"swapped_out_blocks\": %llu, \"sampled_whole_rows\": %llu, \"decode_steps\": %llu, "
+                        "\"decode_step_ms\": %.3f, \"decode_forward_ms\": %.3f, \"decode_gap_ms\": %.3f, "
+                        "\"failures\": %d}",
                         i ? ", " : "", r.mode.c_str(), r.seconds, static_cast<long long>(r.output_tokens),
                         r.throughput(), r.ttft.p50, r.ttft.p99, r.itl.p50, r.itl.p99, r.e2e.p50, r.e2e.p99,
                         r.kv_holding(), static_cast<unsigned long long>(r.preemptions),
                         static_cast<unsigned long long>(r.swapped_out_blocks),
-                        static_cast<unsigned long long>(r.whole_rows), r.failures);
+                        static_cast<unsigned long long>(r.whole_rows),
+                        static_cast<unsigned long long>(r.decode_steps), r.per_decode_step_ms(r.decode_step_s),
+                        r.per_decode_step_ms(r.decode_forward_s), r.per_decode_step_ms(r.decode_gap_s), r.failures);
         }
         std::printf("]}\n");
     } else {

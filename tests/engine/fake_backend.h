@@ -8,7 +8,9 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "folio/backend.h"
@@ -22,6 +24,7 @@ public:
 
     folio::Status forward(const folio::Batch& batch, std::span<float> logits) override {
         ++steps;
+        if (forward_delay.count() > 0) std::this_thread::sleep_for(forward_delay);
         rows += static_cast<uint64_t>(batch.n_tokens());
         for (int32_t r = 0; r < batch.n_tokens(); ++r)
             slots_[static_cast<size_t>(batch.slot_mapping[static_cast<size_t>(r)])] = batch.token_ids[static_cast<size_t>(r)];
@@ -147,6 +150,7 @@ public:
     std::string name() const override { return "fake"; }
 
     uint64_t steps = 0, rows = 0;
+    std::chrono::microseconds forward_delay{0};  // as a device's work would take
 
 private:
     int32_t n_vocab_, eos_;

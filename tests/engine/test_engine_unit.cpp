@@ -308,6 +308,34 @@ private slots:
         QCOMPARE(m.prefix_cache_hits_total, uint64_t{28});
     }
 
+    // Each step event says how much of the step was the backend's forward
+    // (on a GPU: the device's work), so a bench can tell it from the host's.
+    void stepEventsTellTheForwardFromTheHost() {
+        FakeBackend backend(267, kEos, 64);
+        backend.forward_delay = std::chrono::milliseconds(3);
+        auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
+        QVERIFY(engine);
+        std::mutex mutex;
+        int forward_steps = 0;
+        double min_forward = 1e9;
+        bool within = true;
+        (*engine)->subscribe([&](std::shared_ptr<const folio::StepEvent> e) {
+            if (e->prefill_tokens + e->decode_tokens == 0) return;
+            std::lock_guard lock(mutex);
+            ++forward_steps;
+            min_forward = std::min(min_forward, e->forward_s);
+            within = within && e->forward_s <= e->duration_s;
+        });
+        EngineCollector c;
+        (*engine)->submit(greedy(std::vector<int32_t>(9, 'q'), 4), c.callback(0));
+        (*engine)->wait_idle();
+        std::lock_guard lock(mutex);
+        QCOMPARE(c.get(0).n_finished, 1);
+        QVERIFY(forward_steps >= 2);
+        QVERIFY2(min_forward >= 0.003, std::to_string(min_forward).c_str());
+        QVERIFY(within);
+    }
+
     void nSamplesForkAndCopyOnWrite() {
         FakeBackend backend(267, kEos, 64);
         auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});

@@ -98,6 +98,7 @@ struct StepEvent {
     uint64_t step = 0;
     double time_s = 0;            // since the engine started
     double duration_s = 0;        // plan + forward + sampling
+    double forward_s = 0;         // of which in the backend's forward: on a GPU, the device work and the wait for it
     int32_t prefill_tokens = 0;
     int32_t decode_tokens = 0;
     int32_t running = 0;
@@ -165,7 +166,7 @@ private:
     // Ends a request: flushes its held-back text, records its metrics, sends
     // the last output (with `pending`'s new tokens and text when given) and forgets it.
     void finish(Request& r, FinishReason reason, std::string error = {}, RequestOutput* pending = nullptr);
-    void publish_step(const StepPlan& plan, double duration_s);
+    void publish_step(const StepPlan& plan, double duration_s, double forward_s = 0);
     void fill_block_map(StepEvent& event) const;
     // Copy `index` of a request at its first token: a scheduler fork sharing its blocks.
     RequestId fork(Request& parent, int32_t index);

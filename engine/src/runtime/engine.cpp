@@ -342,6 +342,7 @@ void Engine::step() {
     }
     if (status) status = backend_.copy_blocks(plan.copies);
     const size_t n_rows = batch_.logits_rows.size();
+    const double t_forward = now_s();
     if (device_greedy) {
         step_top_k = 0;
         chosen_ids_.resize(n_rows);
@@ -360,6 +361,7 @@ void Engine::step() {
         logits_.resize(n_rows * n_vocab);
         if (status) status = backend_.forward(batch_, logits_);
     }
+    const double forward_s = now_s() - t_forward;
     if (!status) {
         // What was swapped out this step may not have reached the host.
         for (SeqId id : plan.preempted)
@@ -371,7 +373,7 @@ void Engine::step() {
             scheduler_.abort(ss.id);
             finish(*requests_.at(ss.id), FinishReason::Error, "forward pass failed: " + status.error().message);
         }
-        publish_step(plan, now_s() - t0);
+        publish_step(plan, now_s() - t0, forward_s);
         return;
     }
 
@@ -516,7 +518,7 @@ void Engine::step() {
         }
     }
     for (const FinishedSequence& f : ended) finish(*requests_.at(f.id), f.reason, f.message);
-    publish_step(plan, now_s() - t0);
+    publish_step(plan, now_s() - t0, forward_s);
 }
 
 RequestId Engine::fork(Request& parent, int32_t index) {
@@ -597,7 +599,7 @@ void Engine::fill_block_map(StepEvent& event) const {
     }
 }
 
-void Engine::publish_step(const StepPlan& plan, double duration_s) {
+void Engine::publish_step(const StepPlan& plan, double duration_s, double forward_s) {
     std::vector<StepCallback> subscribers;
     {
         std::lock_guard lock(mutex_);
@@ -607,6 +609,7 @@ void Engine::publish_step(const StepPlan& plan, double duration_s) {
     event->step = ++step_count_;
     event->time_s = now_s();
     event->duration_s = duration_s;
+    event->forward_s = forward_s;
     event->prefill_tokens = plan.n_prefill_tokens;
     event->decode_tokens = plan.n_decode_tokens;
     event->running = static_cast<int32_t>(scheduler_.num_running());
