@@ -115,22 +115,27 @@ __global__ void __launch_bounds__(kThreads) binary_kernel(float* a, const float*
     }
 }
 
-// gate = f(gate, up), four at a time, each block of 32 results quantized for
-// the next matmul (n % 32 == 0, 16-byte aligned): eight consecutive threads
-// hold a block in every round of the grid-stride loop.
+// out = f(gate, up), four at a time, over rows of w4 float4s whose gate and
+// up halves lie `in_stride4` float4s apart from row to row (a separate gate
+// and up: one row of all n/4; a stacked gate/up product: 2 * w4). Each block
+// of 32 results is quantized for the next matmul (q.format set: w4 % 8 == 0):
+// eight consecutive threads hold a block in every round of the grid-stride loop.
 template <typename F>
-__global__ void __launch_bounds__(kThreads) glu_quantize_kernel(float* gate, const float* up, int64_t n4, F f,
+__global__ void __launch_bounds__(kThreads) glu_quantize_kernel(const float* gate, const float* up, int64_t n4,
+                                                               int64_t w4, int64_t in_stride4, float* out, F f,
                                                                ActivationBlocks q) {
     detail::wait_for_earlier_grids();
     const int64_t stride = int64_t{gridDim.x} * blockDim.x;
-    auto* g4 = reinterpret_cast<float4*>(gate);
+    const auto* g4 = reinterpret_cast<const float4*>(gate);
     const auto* u4 = reinterpret_cast<const float4*>(up);
+    auto* o4 = reinterpret_cast<float4*>(out);
     for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n4; i += stride) {
-        float4 x = g4[i];
-        const float4 y = u4[i];
+        const int64_t at = i / w4 * in_stride4 + i % w4;
+        float4 x = g4[at];
+        const float4 y = u4[at];
         x.x = f(x.x, y.x), x.y = f(x.y, y.y), x.z = f(x.z, y.z), x.w = f(x.w, y.w);
-        g4[i] = x;
-        detail::store_activations(x, 4 * i, q);
+        o4[i] = x;
+        if (q.format) detail::store_activations(x, 4 * i, q);
     }
     // Not at the start, unlike the other kernels of a step: letting the down
     // projection launch while gate/up's last wave ran cost 6 % of a batch-1
@@ -207,8 +212,24 @@ cudaError_t launch_glu(float* gate, const float* up, int64_t n, F f, const Activ
         FOLIO_CUDA_TRY(launch_binary(gate, up, n, f, s));
         return detail::quantize_activations(gate, n, q, s);
     }
-    return detail::launch_overlapped(detail::kPdlGlu, glu_quantize_kernel<F>, dim3(grid_for(n, 4)), dim3(kThreads), s, gate, up, n / 4,
-                                     f, detail::activation_blocks(q, n));
+    return detail::launch_overlapped(detail::kPdlGlu, glu_quantize_kernel<F>, dim3(grid_for(n, 4)), dim3(kThreads), s,
+                                     gate, up, n / 4, n / 4, n / 4, gate, f, detail::activation_blocks(q, n));
+}
+
+template <typename F>
+cudaError_t launch_glu_rows(const float* stacked, int64_t n_rows, int64_t width, float* out, F f,
+                            const ActivationQuant& q, cudaStream_t s) {
+    if (n_rows <= 0 || width <= 0) return cudaSuccess;
+    if (width % 4 != 0 || !aligned16(stacked) || !aligned16(out)) return cudaErrorInvalidValue;
+    if (q.format != ActivationFormat::None && !q.workspace) return cudaErrorInvalidValue;
+    const int64_t n = n_rows * width;
+    const bool fuse = q.format != ActivationFormat::None && width % 32 == 0;
+    const ActivationBlocks blocks = fuse ? detail::activation_blocks(q, n) : ActivationBlocks{};
+    FOLIO_CUDA_TRY(detail::launch_overlapped(detail::kPdlGlu, glu_quantize_kernel<F>, dim3(grid_for(n, 4)),
+                                             dim3(kThreads), s, stacked, stacked + width, n / 4, width / 4,
+                                             width / 2, out, f, blocks));
+    if (q.format == ActivationFormat::None || fuse) return cudaSuccess;
+    return detail::quantize_activations(out, n, q, s);
 }
 
 }  // namespace
@@ -236,6 +257,16 @@ cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s, co
 
 cudaError_t gelu_mul(float* gate, const float* up, int64_t n, cudaStream_t s, const ActivationQuant& q) {
     return launch_glu(gate, up, n, GeluMul{}, q, s);
+}
+
+cudaError_t silu_mul_rows(const float* stacked, int64_t n_rows, int64_t width, float* out, cudaStream_t s,
+                          const ActivationQuant& q) {
+    return launch_glu_rows(stacked, n_rows, width, out, SiluMul{}, q, s);
+}
+
+cudaError_t gelu_mul_rows(const float* stacked, int64_t n_rows, int64_t width, float* out, cudaStream_t s,
+                          const ActivationQuant& q) {
+    return launch_glu_rows(stacked, n_rows, width, out, GeluMul{}, q, s);
 }
 
 cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t s) { return launch_binary(x, y, n, Add{}, s); }

@@ -40,6 +40,8 @@ size_t matmul_workspace_bytes(WeightType t, int64_t n, int64_t rows, int64_t col
     return is_float(t) ? detail::float_workspace_bytes(t, n, cols) : detail::quantized_workspace_bytes(t, n, cols);
 }
 
+bool matmul_parts_split(WeightType t, int64_t n) { return is_float(t) && n > kFloatMatvecMaxRows; }
+
 size_t matmul_parts_workspace_bytes(WeightType t, int64_t n, int64_t rows, int64_t cols) {
     const size_t bytes = matmul_workspace_bytes(t, n, rows, cols);
     // cuBLAS products: the stacked y follows cuBLAS's part (float_matmul).

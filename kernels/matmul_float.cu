@@ -215,8 +215,13 @@ size_t float_workspace_bytes(WeightType t, int64_t n, int64_t cols) {
 // the alternative, not taken: cuBLAS picks its kernel by shape, so the parts'
 // bits could differ from matmul()'s, and narrow parts (K, V: a quarter of Q)
 // make GEMMs too small to fill the GPU. The split moves 8 bytes per output
-// element (n x rows), a few percent of a prefill GEMM reading and writing
-// the same outputs at hundreds of FLOPs per byte.
+// element (n x rows). That was meant to be a few percent of a prefill GEMM,
+// but without the gate/up split (the gated activation now reads that
+// product in place: CudaOps::gated_matmuls) the 8B shape's pp512 step went
+// from 20.0 to 15.4 ms, so this kernel (one column a thread, a block per 256
+// columns of a row) moved 3.7 GB in ~4.6 ms, ~0.8 TB/s
+// (bench/results/cuda-glu-rows-2026-11-30.txt). Q, K and V still take it:
+// ~1 ms of pp512 at that rate, the next thing to mend.
 cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y,
                          const MatmulWorkspace& ws, cudaStream_t s) {
     if (n > kFloatMatvecMaxRows) {

@@ -612,6 +612,74 @@ private slots:
         QVERIFY2(report.empty(), report.c_str());
     }
 
+    // A gated activation reading a stacked gate/up product in place
+    // (silu_mul_rows, gelu_mul_rows: CudaOps::gated_matmuls) gives what
+    // splitting it and silu_mul / gelu_mul give, bit for bit: the float
+    // output and what it writes for the next matmul in every format. Widths
+    // of whole 32-blocks, and one (36; 8 rows of it are whole blocks) whose
+    // quantization runs as a launch of its own.
+    void gatedRowsMatchSplitThenActivation() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        std::string report;
+        uint32_t seed = 1200;
+        for (const int64_t width : {int64_t{36}, int64_t{576}, int64_t{4096}}) {
+            for (const int64_t n : {1, 3, 8, 9}) {
+                const std::vector<float> stacked = random_activations(n, 2 * width, seed++);
+                std::vector<float> gate(static_cast<size_t>(n * width)), up(gate.size());
+                for (int64_t r = 0; r < n; ++r)
+                    for (int64_t c = 0; c < width; ++c) {
+                        gate[static_cast<size_t>(r * width + c)] = stacked[static_cast<size_t>(r * 2 * width + c)];
+                        up[static_cast<size_t>(r * width + c)] = stacked[static_cast<size_t>(r * 2 * width + width + c)];
+                    }
+                const size_t count = gate.size();
+                for (const fk::ActivationFormat format :
+                     {fk::ActivationFormat::None, fk::ActivationFormat::Q8_0, fk::ActivationFormat::Q8_1,
+                      fk::ActivationFormat::F16, fk::ActivationFormat::BF16}) {
+                    if (format != fk::ActivationFormat::None && count % 32 != 0) continue;
+                    for (const bool gelu : {false, true}) {
+                        const std::string what = std::string(gelu ? "gelu" : "silu") + " width=" +
+                                                 std::to_string(width) + " n=" + std::to_string(n) + " format " +
+                                                 std::to_string(static_cast<int>(format));
+                        const size_t ws_bytes = std::max<size_t>(256, fk::activation_workspace_bytes(format, n * width));
+                        DeviceBuffer ds(stacked.size() * 4), dg(count * 4), du(count * 4), dout(count * 4),
+                            ws_split(ws_bytes), ws_rows(ws_bytes);
+                        QVERIFY(ds.ok() && dg.ok() && du.ok() && dout.ok() && ws_split.ok() && ws_rows.ok());
+                        QVERIFY(cudaMemcpy(ds.get(), stacked.data(), stacked.size() * 4, cudaMemcpyHostToDevice) ==
+                                cudaSuccess);
+                        QVERIFY(cudaMemcpy(dg.get(), gate.data(), count * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+                        QVERIFY(cudaMemcpy(du.get(), up.data(), count * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+                        QVERIFY(cudaMemset(ws_split.get(), 0xa5, ws_bytes) == cudaSuccess);
+                        QVERIFY(cudaMemset(ws_rows.get(), 0xa5, ws_bytes) == cudaSuccess);
+                        const bool quant = format != fk::ActivationFormat::None;
+                        const fk::ActivationQuant q_split{format, quant ? ws_split.get() : nullptr},
+                            q_rows{format, quant ? ws_rows.get() : nullptr};
+                        cudaError_t e = gelu ? fk::gelu_mul(dg.get<float>(), du.get<float>(), n * width, nullptr, q_split)
+                                             : fk::silu_mul(dg.get<float>(), du.get<float>(), n * width, nullptr, q_split);
+                        QVERIFY2(e == cudaSuccess, cuda_message(e, what.c_str()).c_str());
+                        e = gelu ? fk::gelu_mul_rows(ds.get<float>(), n, width, dout.get<float>(), nullptr, q_rows)
+                                 : fk::silu_mul_rows(ds.get<float>(), n, width, dout.get<float>(), nullptr, q_rows);
+                        QVERIFY2(e == cudaSuccess, cuda_message(e, what.c_str()).c_str());
+                        std::vector<float> a(count), b(count);
+                        std::vector<uint8_t> wa(ws_bytes), wb(ws_bytes);
+                        QVERIFY(cudaMemcpy(a.data(), dg.get(), count * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+                        QVERIFY(cudaMemcpy(b.data(), dout.get(), count * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+                        QVERIFY(cudaMemcpy(wa.data(), ws_split.get(), ws_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+                        QVERIFY(cudaMemcpy(wb.data(), ws_rows.get(), ws_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+                        if (std::memcmp(a.data(), b.data(), count * 4) != 0) report += what + ": the output differs\n";
+                        else if (wa != wb) report += what + ": the next matmul's input differs\n";
+                    }
+                }
+            }
+        }
+        // A width that is not whole float4s, or an unaligned product, is refused.
+        DeviceBuffer ds(4096), dout(4096);
+        QVERIFY(ds.ok() && dout.ok());
+        QVERIFY(fk::silu_mul_rows(ds.get<float>(), 2, 6, dout.get<float>(), nullptr) == cudaErrorInvalidValue);
+        QVERIFY(fk::silu_mul_rows(ds.get<float>() + 1, 2, 8, dout.get<float>(), nullptr) == cudaErrorInvalidValue);
+        QVERIFY(cudaDeviceSynchronize() == cudaSuccess);
+        QVERIFY2(report.empty(), report.c_str());
+    }
+
     // Parts whose widths do not add up to the matrix's rows are refused.
     void partsMustCoverTheRows() {
         if (!gpu_) QSKIP("no CUDA GPU");

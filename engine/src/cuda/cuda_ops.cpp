@@ -253,6 +253,37 @@ Status CudaOps::matmuls(std::span<const model::Weight> w, const float* x, int64_
     return error_;
 }
 
+// Where the stacked gate/up product is a cuBLAS GEMM, matmuls() would split
+// its [n_rows][2 * width] result into gate and up (8 bytes an element; for
+// pp512 on the 8B shape 117 MB a layer): here the activation reads both
+// halves from the product as it is instead, and writes gate (and the down
+// projection's input) once. The same bits either way.
+Status CudaOps::gated_matmuls(std::span<const model::Weight> w, Glu act, const float* x, int64_t n_rows, float* gate,
+                              float* up) {
+    auto it = w.size() == 2 ? stacked_.find(w[0].data) : stacked_.end();
+    if (it == stacked_.end() || it->second.members.size() != 2 || it->second.members[1] != w[1].data ||
+        it->second.rows[0] != it->second.rows[1] || it->second.rows[0] % 4 != 0 ||
+        !kernels::matmul_parts_split(it->second.matrix.type, n_rows))
+        return Ops::gated_matmuls(w, act, x, n_rows, gate, up);
+    ++op_;
+    if (!error_) return error_;  // a failed launch or allocation earlier in this step: launch nothing more
+    const Stacked& st = it->second;
+    const int64_t width = st.rows[0];
+    if (!grow(stacked_scratch_, static_cast<size_t>(n_rows * st.matrix.rows) * sizeof(float), "stacked product"))
+        return error_;
+    auto* y = static_cast<float*>(stacked_scratch_.data());
+    if (!use_workspace(st.matrix, x, n_rows, kernels::matmul_workspace_bytes(st.matrix.type, n_rows, st.matrix.rows,
+                                                                             st.matrix.cols)))
+        return error_;
+    if (!ok(kernels::matmul(st.matrix, x, n_rows, y, matmul_ws_, stream_), "matmul")) return error_;
+    ++op_;  // the activation: the down projection, the next op, may take what it quantized
+    const kernels::ActivationQuant q = quantize_for_next(gate, n_rows * width);
+    ok(act == Glu::Silu ? kernels::silu_mul_rows(y, n_rows, width, gate, stream_, q)
+                        : kernels::gelu_mul_rows(y, n_rows, width, gate, stream_, q),
+       act == Glu::Silu ? "silu_mul" : "gelu_mul");
+    return error_;
+}
+
 Status CudaOps::attention(const model::AttentionParams& p, const Batch&, float* q, float* k, const float* v,
                           float* out) {
     ++op_;

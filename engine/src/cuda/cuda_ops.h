@@ -116,6 +116,8 @@ public:
     Status matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) override;
     Status matmuls(std::span<const model::Weight> w, const float* x, int64_t n_rows,
                    std::span<float* const> y) override;
+    Status gated_matmuls(std::span<const model::Weight> w, Glu act, const float* x, int64_t n_rows, float* gate,
+                         float* up) override;
     Status attention(const model::AttentionParams& params, const Batch& batch, float* q, float* k, const float* v,
                      float* out) override;
     void silu_mul(float* gate, const float* up, int64_t n) override;
@@ -168,6 +170,7 @@ private:
     cudaStream_t stream_;
     kernels::MatmulWorkspace matmul_ws_;
     DeviceBuffer matmul_scratch_, attention_scratch_;
+    DeviceBuffer stacked_scratch_;  // gated_matmuls' whole gate/up product
     DeviceKvCache& cache_;
     std::unordered_map<const void*, kernels::DeviceMatrix> matrices_;
     std::unordered_map<const float*, const float*> vectors_;

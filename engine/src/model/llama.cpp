@@ -147,9 +147,7 @@ Status Llama::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
         // Feed-forward block (SwiGLU).
         ops.add_rms_norm(x, h, L.ffn_norm.data(), eps, n, n_embd_, h);
         const Weight gate_up[] = {L.ffn_gate, L.ffn_up};
-        float* const gate_up_out[] = {gate, up};
-        FOLIO_RETURN_IF_ERROR(ops.matmuls(gate_up, h, n, gate_up_out));
-        ops.silu_mul(gate, up, n * n_ff_);
+        FOLIO_RETURN_IF_ERROR(ops.gated_matmuls(gate_up, Ops::Glu::Silu, h, n, gate, up));
         FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_down, gate, n, h));
         if (l + 1 < n_layer_) ops.add_rms_norm(x, h, layers_[static_cast<size_t>(l) + 1].attn_norm.data(), eps, n, n_embd_, h);
     }

@@ -122,6 +122,22 @@ public:
     virtual void silu_mul(float* gate, const float* up, int64_t n) = 0;
     // gate[i] = gelu_tanh(gate[i]) * up[i]   (GeGLU)
     virtual void gelu_mul(float* gate, const float* up, int64_t n) = 0;
+    // A gated feed-forward's input side: gate [n_rows][out_features] =
+    // act(x · w[0]ᵀ) * (x · w[1]ᵀ), w = {gate, up} (one matmuls() group); up
+    // is scratch of the same size. By default matmuls() then silu_mul() or
+    // gelu_mul(); a backend whose stacked product needs a split pass to fill
+    // gate and up (CUDA's cuBLAS products) applies act to the product as it is.
+    enum class Glu { Silu, Gelu };
+    virtual Status gated_matmuls(std::span<const Weight> w, Glu act, const float* x, int64_t n_rows, float* gate,
+                                 float* up) {
+        if (w.size() != 2) return make_error("gated_matmuls: " + std::to_string(w.size()) + " weights, not gate and up");
+        float* const out[] = {gate, up};
+        if (Status s = matmuls(w, x, n_rows, out); !s) return s;
+        const int64_t n = n_rows * w[0].out_features;
+        if (act == Glu::Silu) silu_mul(gate, up, n);
+        else gelu_mul(gate, up, n);
+        return {};
+    }
     // x[i] += y[i]
     virtual void add(float* x, const float* y, int64_t n) = 0;
     // x[r][c] += bias[c]

@@ -36,6 +36,15 @@ cudaError_t add_rms_norm(float* x, const float* y, const float* w, float eps, in
 cudaError_t silu_mul(float* gate, const float* up, int64_t n, cudaStream_t s, const ActivationQuant& q = {});
 // gate = gelu_tanh(gate) * up   (GeGLU)
 cudaError_t gelu_mul(float* gate, const float* up, int64_t n, cudaStream_t s, const ActivationQuant& q = {});
+// The same from a stacked gate/up product: each of n_rows rows of `stacked`
+// holds `width` gate values, then `width` up values; out [n_rows][width] =
+// silu (gelu_tanh) of the gate half times the up half, bit for bit what
+// splitting the halves and silu_mul (gelu_mul) give. width % 4 == 0 and
+// 16-byte aligned pointers, else cudaErrorInvalidValue.
+cudaError_t silu_mul_rows(const float* stacked, int64_t n_rows, int64_t width, float* out, cudaStream_t s,
+                          const ActivationQuant& q = {});
+cudaError_t gelu_mul_rows(const float* stacked, int64_t n_rows, int64_t width, float* out, cudaStream_t s,
+                          const ActivationQuant& q = {});
 // x += y
 cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t s);
 // x[r][c] += bias[c]

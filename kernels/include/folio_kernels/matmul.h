@@ -122,6 +122,10 @@ cudaError_t matmul(const DeviceMatrix& w, const float* x, int64_t n, float* y, c
 // workspace and splits it from there. matmul() is the one-part case.
 cudaError_t matmul_parts(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& parts,
                          const MatmulWorkspace& ws, cudaStream_t s);
+// Whether matmul_parts splits a y it computed whole (a cuBLAS product): then
+// a consumer of all the parts does better to read matmul()'s y as it is
+// (elementwise.h: silu_mul_rows reads a stacked gate/up product).
+bool matmul_parts_split(WeightType t, int64_t n);
 // Workspace bytes of matmul_parts with more than one part:
 // matmul_workspace_bytes plus, for cuBLAS products, the whole y.
 size_t matmul_parts_workspace_bytes(WeightType t, int64_t n, int64_t rows, int64_t cols);
