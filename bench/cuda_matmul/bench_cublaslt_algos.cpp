@@ -16,16 +16,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include "../cuda_check.h"
+
 namespace {
 
-#define CHECK(call)                                                                                    \
-    do {                                                                                               \
-        const cudaError_t e_ = (call);                                                                 \
-        if (e_ != cudaSuccess) {                                                                       \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                              \
-        }                                                                                              \
-    } while (0)
 #define CHECK_BLAS(call)                                                                  \
     do {                                                                                  \
         const cublasStatus_t s_ = (call);                                                 \

@@ -16,20 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "../cuda_check.h"
 #include "folio_kernels/matmul.h"
 
 namespace fk = folio::kernels;
 
 namespace {
 
-#define CHECK(call)                                                                          \
-    do {                                                                                     \
-        const cudaError_t e_ = (call);                                                       \
-        if (e_ != cudaSuccess) {                                                             \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                    \
-        }                                                                                    \
-    } while (0)
 
 struct Shape {
     const char* name;
