@@ -539,7 +539,8 @@ cudaError_t launch(const Args& a, dim3 grid, cudaStream_t s) {
             return e;
         raised.fetch_or(bit, std::memory_order_release);
     }
-    return detail::launch_overlapped_smem(detail::kPdlAttention, attention_mma_kernel<D, R, C, kDecode>, grid, dim3(Cf::kThreads), bytes, s, a);
+    return detail::launch_overlapped_smem(detail::kPdlAttention, attention_mma_kernel<D, R, C, kDecode>, grid,
+                                          dim3(Cf::kThreads), bytes, s, a);
 }
 
 // Prefill blocks: PR row groups of 16 rows, PC warps each.
@@ -555,8 +556,8 @@ cudaError_t launch_for_dim(Args a, const AttentionBatch& b, cudaStream_t s) {
         if (cudaError_t e = launch<D, PR, PC, false>(a, dim3(tiles, seq_heads), s); e != cudaSuccess) return e;
     }
     if (a.chunks_per_block < a.n_chunks) {
-        return detail::launch_overlapped(detail::kPdlAttention, merge_chunks_kernel, dim3(static_cast<unsigned>(b.n_seqs),
-                                         static_cast<unsigned>(a.n_head)), dim3(kMergeThreads), s, a, D);
+        const dim3 grid(static_cast<unsigned>(b.n_seqs), static_cast<unsigned>(a.n_head));
+        return detail::launch_overlapped(detail::kPdlAttention, merge_chunks_kernel, grid, dim3(kMergeThreads), s, a, D);
     }
     return cudaSuccess;
 }

@@ -93,8 +93,8 @@ cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, 
     const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(kv.head_dim));
     const int items = (n_head + 2 * kv.n_head_kv) * (kv.head_dim / 2);
     const dim3 grid(static_cast<unsigned>(b.n_tokens), static_cast<unsigned>((items + kRopeThreads - 1) / kRopeThreads));
-    return detail::launch_overlapped(detail::kPdlRope, rope_store_kv_kernel, grid, dim3(kRopeThreads), s, q, k, v, n_head, kv.n_head_kv,
-                                     kv.head_dim, kv.block_size, static_cast<__half*>(kv.k),
+    return detail::launch_overlapped(detail::kPdlRope, rope_store_kv_kernel, grid, dim3(kRopeThreads), s, q, k, v,
+                                     n_head, kv.n_head_kv, kv.head_dim, kv.block_size, static_cast<__half*>(kv.k),
                                      static_cast<__half*>(kv.v), b.positions, b.slot_mapping, rope.scale, theta_scale,
                                      rope.split_half);
 }

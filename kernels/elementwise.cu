@@ -170,7 +170,8 @@ template <typename F>
 cudaError_t launch_binary(float* a, const float* b, int64_t n, F f, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     const bool vec = n % 4 == 0 && aligned16(a) && (!b || aligned16(b));
-    return detail::launch_overlapped(detail::kPdlOther, binary_kernel<F>, dim3(grid_for(n, 4)), dim3(kThreads), s, a, b, n, f, vec);
+    return detail::launch_overlapped(detail::kPdlOther, binary_kernel<F>, dim3(grid_for(n, 4)), dim3(kThreads), s, a,
+                                     b, n, f, vec);
 }
 
 __global__ void __launch_bounds__(kThreads) add_bias_kernel(float* x, const float* bias, int64_t n, int64_t dim) {
@@ -197,8 +198,9 @@ cudaError_t launch_norm(float* x, const float* y, const float* w, float eps, int
     const bool fuse = q.format != ActivationFormat::None && vec && dim % 32 == 0;
     if (q.format != ActivationFormat::None && !q.workspace) return cudaErrorInvalidValue;
     const ActivationBlocks blocks = fuse ? detail::activation_blocks(q, n_rows * dim) : ActivationBlocks{};
-    FOLIO_CUDA_TRY(detail::launch_overlapped(detail::kPdlNorm, rms_norm_kernel<AddY>, dim3(static_cast<unsigned>(n_rows)),
-                                             dim3(norm_threads(dim, vec)), s, x, y, w, eps, dim, out, vec, blocks));
+    FOLIO_CUDA_TRY(detail::launch_overlapped(detail::kPdlNorm, rms_norm_kernel<AddY>,
+                                             dim3(static_cast<unsigned>(n_rows)), dim3(norm_threads(dim, vec)), s, x,
+                                             y, w, eps, dim, out, vec, blocks));
     if (q.format == ActivationFormat::None || fuse) return cudaSuccess;
     return detail::quantize_activations(out, n_rows * dim, q, s);
 }
@@ -273,8 +275,8 @@ cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t s) { return la
 
 cudaError_t add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim, cudaStream_t s) {
     if (n_rows <= 0 || dim <= 0) return cudaSuccess;
-    return detail::launch_overlapped(detail::kPdlOther, add_bias_kernel, dim3(grid_for(n_rows * dim)), dim3(kThreads), s, x, bias,
-                                     n_rows * dim, dim);
+    return detail::launch_overlapped(detail::kPdlOther, add_bias_kernel, dim3(grid_for(n_rows * dim)),
+                                     dim3(kThreads), s, x, bias, n_rows * dim, dim);
 }
 
 cudaError_t scale(float* x, float v, int64_t n, cudaStream_t s) {
@@ -290,8 +292,8 @@ cudaError_t gather_rows_f32(const float* x, const int32_t* rows, int64_t n_rows,
                             cudaStream_t s) {
     if (n_rows <= 0 || dim <= 0) return cudaSuccess;
     if (n_rows > 0x7fffffff) return cudaErrorInvalidValue;
-    return detail::launch_overlapped(detail::kPdlOther, gather_rows_kernel, dim3(static_cast<unsigned>(n_rows)), dim3(kThreads), s, x,
-                                     rows, dim, out);
+    return detail::launch_overlapped(detail::kPdlOther, gather_rows_kernel, dim3(static_cast<unsigned>(n_rows)),
+                                     dim3(kThreads), s, x, rows, dim, out);
 }
 
 }  // namespace folio::kernels

@@ -128,13 +128,13 @@ cudaError_t launch_matvec(const DeviceMatrix& w, const float* x, int64_t j0, con
     const auto* wp = static_cast<const uint8_t*>(w.data);
     // Few rows (k, v projections): fewer warps, so more bytes in flight per lane (measured).
     if (vec && w.rows <= 2048)
-        return launch_overlapped(kPdlMatmul, matvec_float<T, NT, true, 16>, dim3(grid), dim3(kWarpsPerBlock * 32), s, wp,
-                                 w.rows, w.cols, x, j0, y);
+        return launch_overlapped(kPdlMatmul, matvec_float<T, NT, true, 16>, dim3(grid), dim3(kWarpsPerBlock * 32), s,
+                                 wp, w.rows, w.cols, x, j0, y);
     if (vec)
-        return launch_overlapped(kPdlMatmul, matvec_float<T, NT, true>, dim3(grid), dim3(kWarpsPerBlock * 32), s, wp, w.rows,
-                                 w.cols, x, j0, y);
-    return launch_overlapped(kPdlMatmul, matvec_float<T, NT, false>, dim3(grid), dim3(kWarpsPerBlock * 32), s, wp, w.rows,
-                             w.cols, x, j0, y);
+        return launch_overlapped(kPdlMatmul, matvec_float<T, NT, true>, dim3(grid), dim3(kWarpsPerBlock * 32), s, wp,
+                                 w.rows, w.cols, x, j0, y);
+    return launch_overlapped(kPdlMatmul, matvec_float<T, NT, false>, dim3(grid), dim3(kWarpsPerBlock * 32), s, wp,
+                             w.rows, w.cols, x, j0, y);
 }
 
 template <WeightType T>

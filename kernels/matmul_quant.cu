@@ -555,11 +555,11 @@ cudaError_t quantize_activations(const float* x, int64_t count, const Activation
     constexpr int kThreads = 256;
     switch (q.format) {
         case ActivationFormat::Q8_0:
-            return launch_overlapped(kPdlMatmul, quantize_q8_blocks<false>, dim3(blocks_for(blocks, kThreads)), dim3(kThreads), s, x,
-                                     blocks, out.qs, out.meta);
+            return launch_overlapped(kPdlMatmul, quantize_q8_blocks<false>, dim3(blocks_for(blocks, kThreads)),
+                                     dim3(kThreads), s, x, blocks, out.qs, out.meta);
         case ActivationFormat::Q8_1:
-            return launch_overlapped(kPdlMatmul, quantize_q8_blocks<true>, dim3(blocks_for(blocks, kThreads)), dim3(kThreads), s, x,
-                                     blocks, out.qs, out.meta);
+            return launch_overlapped(kPdlMatmul, quantize_q8_blocks<true>, dim3(blocks_for(blocks, kThreads)),
+                                     dim3(kThreads), s, x, blocks, out.qs, out.meta);
         default: return cudaErrorInvalidValue;
     }
 }

@@ -30,6 +30,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double ms_per_step(double total_s, uint64_t steps) {
+    return steps ? 1e3 * total_s / static_cast<double>(steps) : 0.0;
+}
+
 // One mode over all repetitions: samples are pooled, times and tokens summed.
 struct ModeResult {
     std::string mode;
@@ -47,9 +51,6 @@ struct ModeResult {
     double decode_step_s = 0, decode_forward_s = 0, decode_gap_s = 0;
     int failures = 0;
     double throughput() const { return seconds > 0 ? static_cast<double>(output_tokens) / seconds : 0.0; }
-    double per_decode_step_ms(double total_s) const {
-        return decode_steps ? 1e3 * total_s / static_cast<double>(decode_steps) : 0.0;
-    }
     double kv_holding() const { return kv_time > 0 ? kv_weighted / kv_time : 0.0; }
 };
 
@@ -184,10 +185,9 @@ Status run_mode(LoadedModel& m, const EngineConfig& base, const SamplingParams& 
                      "folio bench: %s: %llu decode-only steps, %.3f ms each: %.3f in the backend's forward, %.3f "
                      "on the host around it, then %.3f until the next step\n",
                      mode.c_str(), static_cast<unsigned long long>(t.decode_steps),
-                     1e3 * t.decode_step_s / static_cast<double>(t.decode_steps),
-                     1e3 * t.decode_forward_s / static_cast<double>(t.decode_steps),
-                     1e3 * (t.decode_step_s - t.decode_forward_s) / static_cast<double>(t.decode_steps),
-                     1e3 * t.decode_gap_s / static_cast<double>(t.decode_steps));
+                     ms_per_step(t.decode_step_s, t.decode_steps), ms_per_step(t.decode_forward_s, t.decode_steps),
+                     ms_per_step(t.decode_step_s - t.decode_forward_s, t.decode_steps),
+                     ms_per_step(t.decode_gap_s, t.decode_steps));
     return {};
 }
 
@@ -327,8 +327,9 @@ int run_bench_workload(const Args& args) {
                         r.kv_holding(), static_cast<unsigned long long>(r.preemptions),
                         static_cast<unsigned long long>(r.swapped_out_blocks),
                         static_cast<unsigned long long>(r.whole_rows),
-                        static_cast<unsigned long long>(r.decode_steps), r.per_decode_step_ms(r.decode_step_s),
-                        r.per_decode_step_ms(r.decode_forward_s), r.per_decode_step_ms(r.decode_gap_s), r.failures);
+                        static_cast<unsigned long long>(r.decode_steps), ms_per_step(r.decode_step_s, r.decode_steps),
+                        ms_per_step(r.decode_forward_s, r.decode_steps), ms_per_step(r.decode_gap_s, r.decode_steps),
+                        r.failures);
         }
         std::printf("]}\n");
     } else {

@@ -130,7 +130,8 @@ public:
     enum class Glu { Silu, Gelu };
     virtual Status gated_matmuls(std::span<const Weight> w, Glu act, const float* x, int64_t n_rows, float* gate,
                                  float* up) {
-        if (w.size() != 2) return make_error("gated_matmuls: " + std::to_string(w.size()) + " weights, not gate and up");
+        if (w.size() != 2)
+            return make_error("gated_matmuls: " + std::to_string(w.size()) + " weights, not gate and up");
         float* const out[] = {gate, up};
         if (Status s = matmuls(w, x, n_rows, out); !s) return s;
         const int64_t n = n_rows * w[0].out_features;
