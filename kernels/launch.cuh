@@ -13,9 +13,8 @@
 // them. Batch-1 decode of the 8B shape: F16 205 -> 211 tok/s, Q4_0 476 -> 489
 // (bench/results/cuda-pdl-2026-11-30.txt). cuBLAS kernels take no part: the
 // kernel after one starts when it has finished, as in a plain launch. Nor do
-// the kernels at a step's edges (embedding gather, argmax / top-k), the
-// split after a cuBLAS product, or the CUDA-core attention cross-check: they
-// launch plainly, which is always safe.
+// the kernels at a step's edges (embedding gather, argmax / top-k) or the
+// CUDA-core attention cross-check: they launch plainly, which is always safe.
 //
 // Without sm_90 both calls compile to nothing and the launch attribute is
 // ignored. FOLIO_CUDA_PDL (a mask of PdlKind, 0 = none) chooses which kinds

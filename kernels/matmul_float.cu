@@ -215,26 +215,16 @@ size_t float_workspace_bytes(WeightType t, int64_t n, int64_t cols) {
 // the alternative, not taken: cuBLAS picks its kernel by shape, so the parts'
 // bits could differ from matmul()'s, and narrow parts (K, V: a quarter of Q)
 // make GEMMs too small to fill the GPU. The split moves 8 bytes per output
-// element (n x rows). That was meant to be a few percent of a prefill GEMM,
-// but without the gate/up split (the gated activation now reads that
-// product in place: CudaOps::gated_matmuls) the 8B shape's pp512 step went
-// from 20.0 to 15.4 ms, so this kernel (one column a thread, a block per 256
-// columns of a row) moved 3.7 GB in ~4.6 ms, ~0.8 TB/s
-// (bench/results/cuda-glu-rows-2026-11-30.txt). Q, K and V still take it:
-// ~1 ms of pp512 at that rate, the next thing to mend.
+// element (n x rows): Q, K and V at pp512 of the 8B shape, 25 MB a layer.
+// (Gate and up are not split: the gated activation reads that product in
+// place, CudaOps::gated_matmuls.)
 cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y,
                          const MatmulWorkspace& ws, cudaStream_t s) {
     if (n > kFloatMatvecMaxRows) {
         if (y.count == 1) return cublas_matmul(w, x, n, y.dst[0], ws, s);
         auto* stacked = reinterpret_cast<float*>(static_cast<uint8_t*>(ws.data) + float_workspace_bytes(w.type, n, w.cols));
         FOLIO_CUDA_TRY(cublas_matmul(w, x, n, stacked, ws, s));
-        constexpr int64_t kSplitRows = 65535;  // split_columns' launch limit
-        for (int64_t r = 0; r < n; r += kSplitRows) {
-            SplitParts chunk = y;
-            for (int i = 0; i < y.count; ++i) chunk.dst[i] += r * y.width[i];
-            FOLIO_CUDA_TRY(split_columns(stacked + r * w.rows, n - r < kSplitRows ? n - r : kSplitRows, chunk, s));
-        }
-        return cudaSuccess;
+        return split_columns(stacked, n, y, s);
     }
     switch (w.type) {
         case WeightType::F32: return launch_matvec<WeightType::F32, 1>(w, x, 0, y, s);

@@ -472,12 +472,14 @@ private slots:
     // matmul_parts puts each part's rows where matmul() and then split_columns()
     // put them, bit for bit: every element written, nothing around the parts.
     // Widths that are not multiples of a block's 4 rows put part boundaries
-    // inside a block; F32 / F16 / BF16 with n > 1 take the cuBLAS-then-split path.
+    // inside a block; F32 / F16 / BF16 with n > 1 take the cuBLAS-then-split
+    // path, a column at a time for those widths and four at a time for
+    // {256, 64, 64} (Q, K, V's proportions).
     void partsMatchMatmulThenSplit() {
         if (!gpu_) QSKIP("no CUDA GPU");
         QVERIFY(cublas_ != nullptr);
         const int64_t cols = 512;
-        const std::vector<std::vector<int64_t>> splits = {{130, 67}, {61, 3, 70}};
+        const std::vector<std::vector<int64_t>> splits = {{130, 67}, {61, 3, 70}, {256, 64, 64}};
         std::string report;
         uint32_t seed = 700;
         for (const TensorType t : kAllTypes) {
