@@ -16,6 +16,7 @@ namespace {
 
 constexpr int kRopeThreads = 256;
 constexpr int kMaxHeadDim = 256;
+static_assert(kMaxHeadDim / 2 <= kRopeThreads, "a block's threads compute all of a row's angles");
 
 // Cache element (slot, kv head, d) of the [n_blocks][n_head_kv][block_size][head_dim] layout.
 __device__ __forceinline__ int64_t cache_index(int64_t slot, int head, int d, int block_size, int n_head_kv,
@@ -36,25 +37,32 @@ __device__ __forceinline__ void rope_angle(int32_t position, float scale, float 
 
 // Items of a row, in order: the query pairs (n_head * half), the key pairs
 // (n_head_kv * half), the value pairs (n_head_kv * half). blockIdx.x is the
-// row, blockIdx.y the run of kRopeThreads items.
+// row, blockIdx.y the run of kRopeThreads items. The row's angles are computed
+// once a block, by its first `half` threads, into shared memory: each of them
+// is a loop of up to half - 1 dependent multiplies and a sine and cosine,
+// which every rotated pair used to redo (16.3 us a prefill layer of 512 rows
+// for the 8B shape; bench/results/cuda-split-2026-11-30.txt).
 __global__ void __launch_bounds__(kRopeThreads)
     rope_store_kv_kernel(float* q, const float* k, const float* v, int n_head, int n_head_kv, int head_dim,
                          int block_size, __half* k_cache, __half* v_cache, const int32_t* positions,
                          const int64_t* slot_mapping, float scale, float theta_scale,
                          bool split_half) {
+    __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2];
     detail::allow_later_grids();
     detail::wait_for_earlier_grids();
     const int64_t row = blockIdx.x;
     const int half = head_dim / 2;
     const int q_items = n_head * half, kv_items = n_head_kv * half;
-    const int item = blockIdx.y * kRopeThreads + threadIdx.x;
+    const int first = blockIdx.y * kRopeThreads, item = first + threadIdx.x;
+    if (first < q_items + kv_items && static_cast<int>(threadIdx.x) < half)
+        rope_angle(positions[row], scale, theta_scale, threadIdx.x, cos_s[threadIdx.x], sin_s[threadIdx.x]);
+    __syncthreads();
     if (item >= q_items + 2 * kv_items) return;
     const int a_step = split_half ? 1 : 2, b_offset = split_half ? half : 1;
     if (item < q_items) {
         const int head = item / half, i = item % half;
         float* x = q + row * int64_t{n_head} * head_dim + head * head_dim;
-        float c, s;
-        rope_angle(positions[row], scale, theta_scale, i, c, s);
+        const float c = cos_s[i], s = sin_s[i];
         const int a = i * a_step, b = a + b_offset;
         const float x0 = x[a], x1 = x[b];
         x[a] = x0 * c - x1 * s;
@@ -67,8 +75,7 @@ __global__ void __launch_bounds__(kRopeThreads)
     if (item < q_items + kv_items) {
         const int head = (item - q_items) / half, i = (item - q_items) % half;
         const float* x = k + row * kv_dim + head * head_dim;
-        float c, s;
-        rope_angle(positions[row], scale, theta_scale, i, c, s);
+        const float c = cos_s[i], s = sin_s[i];
         const int a = i * a_step, b = a + b_offset;
         const float x0 = x[a], x1 = x[b];
         k_cache[cache_index(slot, head, a, block_size, n_head_kv, head_dim)] = __float2half_rn(x0 * c - x1 * s);

@@ -210,6 +210,8 @@ struct DeviceBatch {
         // (A decode-only batch keeps its bound of 1: that picks the decode tiles.)
         const int max_n_query = *std::max_element(hb.n_query.begin(), hb.n_query.end());
         b.max_n_query = max_n_query + (slack && max_n_query > 1 ? 1 : 0);
+        // The lower bound tight (a prefill-only batch skips the decode kernel), or with slack not known.
+        b.min_n_query = slack ? 0 : *std::min_element(hb.n_query.begin(), hb.n_query.end());
         kv.k = k_cache.ptr;
         kv.v = v_cache.ptr;
         kv.n_blocks = hb.n_blocks;

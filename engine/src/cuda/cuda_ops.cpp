@@ -1,6 +1,7 @@
 #include "cuda/cuda_ops.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -84,11 +85,12 @@ Status CudaOps::begin_step(const Batch& batch, std::span<const int32_t> row_sequ
     const auto n = static_cast<size_t>(batch.n_tokens());
     const auto n_seqs = batch.sequences.size();
     size_t max_blocks = 1;
-    int32_t max_len = 0, max_query = 0;
+    int32_t max_len = 0, max_query = 0, min_query = batch.sequences.empty() ? 0 : INT32_MAX;
     for (const BatchSequence& s : batch.sequences) {
         max_blocks = std::max(max_blocks, s.block_table.size());
         max_len = std::max(max_len, s.seq_len);
         max_query = std::max(max_query, s.n_query);
+        min_query = std::min(min_query, s.n_query);
     }
     if (layout.for_graph) {
         max_blocks = static_cast<size_t>(layout.max_blocks);
@@ -144,6 +146,7 @@ Status CudaOps::begin_step(const Batch& batch, std::span<const int32_t> row_sequ
     meta_.max_blocks = static_cast<int32_t>(max_blocks);
     meta_.max_seq_len = max_len;
     meta_.max_n_query = max_query;
+    meta_.min_n_query = min_query;
     return {};
 }
 

@@ -36,6 +36,7 @@ struct AttentionBatch {
     int32_t n_tokens = 0, n_seqs = 0, max_blocks = 0;
     int32_t max_seq_len = 0;  // host-side upper bound of seq_len (grid sizing)
     int32_t max_n_query = 0;  // host-side upper bound of n_query
+    int32_t min_n_query = 0;  // host-side lower bound of n_query (0: not known)
 };
 
 struct RopeParams {
