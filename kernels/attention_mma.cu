@@ -118,10 +118,13 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int gq = lane / 4, tq = lane % 4;  // fragment row and column pair of this lane
     const int rg = warp / C, cg = warp % C;
-    const int seq = blockIdx.y / a.n_head_kv, kv_head = blockIdx.y % a.n_head_kv;
+    // Decode: blockIdx.x is the group of chunks, y the (sequence, KV head). Prefill: x is the (sequence, KV
+    // head) and y counts the row tiles from the last, so that the blocks with the most keys (causal) start first.
+    const int seq_head = kDecode ? blockIdx.y : blockIdx.x;
+    const int seq = seq_head / a.n_head_kv, kv_head = seq_head % a.n_head_kv;
     const int n_query = a.n_query[seq];
     if (is_decode_sequence(n_query, a.group) != kDecode) return;  // the other kernel's sequence
-    const int t0 = kDecode ? 0 : blockIdx.x * a.tokens_per_tile;
+    const int t0 = kDecode ? 0 : static_cast<int>(gridDim.y - 1 - blockIdx.y) * a.tokens_per_tile;
     if (t0 >= n_query) return;
     const int row0 = a.query_start[seq] + t0;
     const int n_active = min(kDecode ? n_query : a.tokens_per_tile, n_query - t0) * a.group;
@@ -557,7 +560,11 @@ cudaError_t launch_for_dim(Args a, const AttentionBatch& b, cudaStream_t s) {
     if (!is_decode_sequence(max_n_query, a.group)) {  // some sequence may have more rows
         a.tokens_per_tile = 16 * PR / a.group;
         const unsigned tiles = static_cast<unsigned>((max_n_query + a.tokens_per_tile - 1) / a.tokens_per_tile);
-        if (cudaError_t e = launch<D, PR, PC, false>(a, dim3(tiles, seq_heads), s); e != cudaSuccess) return e;
+        // Longest first: the GPU starts blocks in order (x fastest), and a causal tile's work grows with
+        // its index; in tile order the longest tiles of the last heads started last, behind the short ones
+        // (8B pp512: 53 us a layer before).
+        if (tiles > 65535) return cudaErrorInvalidValue;  // grid y
+        if (cudaError_t e = launch<D, PR, PC, false>(a, dim3(seq_heads, tiles), s); e != cudaSuccess) return e;
     }
     if (some_decode && a.chunks_per_block < a.n_chunks) {
         const dim3 grid(static_cast<unsigned>(b.n_seqs), static_cast<unsigned>(a.n_head));
