@@ -113,8 +113,10 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
     int* key_hi = key_lo + kRows;
     __shared__ int tile_lo, tile_hi;
 
+    // Until the queries are read, this kernel reads only the step's batch (positions, sequences), which
+    // no kernel writes: that happens before the wait, while RoPE (or the split before it) finishes. A
+    // block that leaves early waits first all the same, so that this grid ends after the one before.
     detail::allow_later_grids();
-    detail::wait_for_earlier_grids();
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int gq = lane / 4, tq = lane % 4;  // fragment row and column pair of this lane
     const int rg = warp / C, cg = warp % C;
@@ -123,9 +125,11 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
     const int seq_head = kDecode ? blockIdx.y : blockIdx.x;
     const int seq = seq_head / a.n_head_kv, kv_head = seq_head % a.n_head_kv;
     const int n_query = a.n_query[seq];
-    if (is_decode_sequence(n_query, a.group) != kDecode) return;  // the other kernel's sequence
     const int t0 = kDecode ? 0 : static_cast<int>(gridDim.y - 1 - blockIdx.y) * a.tokens_per_tile;
-    if (t0 >= n_query) return;
+    if (is_decode_sequence(n_query, a.group) != kDecode || t0 >= n_query) {  // the other kernel's sequence, or no rows
+        detail::wait_for_earlier_grids();
+        return;
+    }
     const int row0 = a.query_start[seq] + t0;
     const int n_active = min(kDecode ? n_query : a.tokens_per_tile, n_query - t0) * a.group;
     // Decode: this block's group of chunks_per_block chunks. Prefill: all keys.
@@ -151,6 +155,7 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
     }
     __syncthreads();
     const int lo_all = tile_lo, hi_all = tile_hi;
+    detail::wait_for_earlier_grids();
     if (hi_all < lo_all) return;  // no row has a key here
 
     // Queries as half (the CPU backend rounds them too); missing rows are zeros.

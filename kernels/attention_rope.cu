@@ -49,14 +49,17 @@ __global__ void __launch_bounds__(kRopeThreads)
                          bool split_half) {
     __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2];
     detail::allow_later_grids();
-    detail::wait_for_earlier_grids();
+    // The angles and the slot come from the step's batch, which no kernel writes: they are read
+    // before the wait, while the projection before this kernel finishes.
     const int64_t row = blockIdx.x;
     const int half = head_dim / 2;
     const int q_items = n_head * half, kv_items = n_head_kv * half;
     const int first = blockIdx.y * kRopeThreads, item = first + threadIdx.x;
     if (first < q_items + kv_items && static_cast<int>(threadIdx.x) < half)
         rope_angle(positions[row], scale, theta_scale, threadIdx.x, cos_s[threadIdx.x], sin_s[threadIdx.x]);
+    const int64_t slot = slot_mapping[row];
     __syncthreads();
+    detail::wait_for_earlier_grids();
     if (item >= q_items + 2 * kv_items) return;
     const int a_step = split_half ? 1 : 2, b_offset = split_half ? half : 1;
     if (item < q_items) {
@@ -69,7 +72,6 @@ __global__ void __launch_bounds__(kRopeThreads)
         x[b] = x0 * s + x1 * c;
         return;
     }
-    const int64_t slot = slot_mapping[row];
     if (slot < 0) return;  // a padding row: nothing to store
     const int64_t kv_dim = int64_t{n_head_kv} * head_dim;
     if (item < q_items + kv_items) {

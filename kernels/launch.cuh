@@ -4,7 +4,9 @@
 // kernel has called allow_later_grids(). It must call wait_for_earlier_grids()
 // before it reads anything the earlier kernels write or writes anything they
 // read; before that it may only read data no kernel of the step writes (the
-// weights). The wait returns when the kernel before has finished and its
+// weights, the step's batch: positions, slots, sequences, block tables). Every
+// block must wait before it ends, even one with nothing to do, or the grid
+// could end before the one before it. The wait returns when the kernel before has finished and its
 // writes are visible; as that kernel waited in turn, every earlier one has
 // finished too. So each kernel of a step calls allow_later_grids() as soon as
 // it starts (SwiGLU after its stores: kernels/elementwise.cu says why), and a
