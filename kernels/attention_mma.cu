@@ -560,8 +560,9 @@ cudaError_t launch_for_dim(Args a, const AttentionBatch& b, cudaStream_t s) {
     // Without a decode sequence (a prefill: 4.5 us a layer for the two empty launches) neither the decode
     // kernel nor the merge of its partials runs.
     const bool some_decode = b.min_n_query <= 0 || is_decode_sequence(b.min_n_query, a.group);
-    if (some_decode)
-        if (cudaError_t e = launch<D, 1, 4, true>(a, dim3(groups, seq_heads), s); e != cudaSuccess) return e;
+    if (cudaError_t e = some_decode ? launch<D, 1, 4, true>(a, dim3(groups, seq_heads), s) : cudaSuccess;
+        e != cudaSuccess)
+        return e;
     if (!is_decode_sequence(max_n_query, a.group)) {  // some sequence may have more rows
         a.tokens_per_tile = 16 * PR / a.group;
         const unsigned tiles = static_cast<unsigned>((max_n_query + a.tokens_per_tile - 1) / a.tokens_per_tile);

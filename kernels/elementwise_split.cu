@@ -7,6 +7,7 @@
 
 #include "folio_kernels/elementwise.h"
 #include "launch.cuh"
+#include "matmul_layout.cuh"
 
 namespace folio::kernels {
 namespace {
@@ -21,20 +22,9 @@ __global__ void split_columns_kernel(const float* __restrict__ src, int64_t n_ro
     const int64_t row_units = cols / V, units = n_rows * row_units;
     for (int64_t u = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; u < units; u += int64_t{gridDim.x} * blockDim.x) {
         const int64_t row = u / row_units;
-        int64_t c = (u - row * row_units) * V;
-        const Vec value = *reinterpret_cast<const Vec*>(src + row * cols + c);
-        // The part holding column c; unrolled so that parts is indexed by constants only.
-        float* dst = parts.dst[0];
-        int64_t width = parts.width[0];
-#pragma unroll
-        for (int p = 1; p < kMaxSplitParts; ++p) {
-            if (p < parts.count && c >= width) {
-                c -= width;
-                dst = parts.dst[p];
-                width = parts.width[p];
-            }
-        }
-        *reinterpret_cast<Vec*>(dst + row * width + c) = value;
+        const int64_t c = (u - row * row_units) * V;
+        const detail::RowOutput out = detail::row_output(parts, c);  // column c's part, as a matmul's row's
+        *reinterpret_cast<Vec*>(out.at + row * out.stride) = *reinterpret_cast<const Vec*>(src + row * cols + c);
     }
 }
 
@@ -51,7 +41,7 @@ cudaError_t split_columns(const float* src, int64_t n_rows, const SplitParts& pa
         vec4 = vec4 && parts.width[p] % 4 == 0 && reinterpret_cast<uintptr_t>(parts.dst[p]) % 16 == 0;
     }
     constexpr int kThreads = 256;
-    constexpr int64_t kMaxBlocks = 132 * 16;  // a few waves of the H200's SMs; the loop does the rest
+    constexpr int64_t kMaxBlocks = 132 * 16;  // a few waves on an H200 (132 SMs); the loop does the rest
     const int64_t units = n_rows * (vec4 ? cols / 4 : cols);
     const int64_t blocks = (units + kThreads - 1) / kThreads;
     const dim3 grid(static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks));

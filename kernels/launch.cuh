@@ -6,9 +6,9 @@
 // read; before that it may only read data no kernel of the step writes (the
 // weights, the step's batch: positions, slots, sequences, block tables). Every
 // block must wait before it ends, even one with nothing to do, or the grid
-// could end before the one before it. The wait returns when the kernel before has finished and its
-// writes are visible; as that kernel waited in turn, every earlier one has
-// finished too. So each kernel of a step calls allow_later_grids() as soon as
+// could end before the one before it. The wait returns when the kernel before
+// has finished and its writes are visible; as that kernel waited in turn,
+// every earlier one has finished too. So each kernel of a step calls allow_later_grids() as soon as
 // it starts (SwiGLU after its stores: kernels/elementwise.cu says why), and a
 // matmul loads its first weights before it waits: the weight stream of the
 // next matrix overlaps the tail of the last one and the small kernels between
