@@ -22,8 +22,10 @@
 
 #include <cuda_fp16.h>
 
+#include "activation_quant.cuh"
 #include "attention_common.cuh"
 #include "folio_kernels/attention.h"
+#include "folio_kernels/check.h"
 
 namespace folio::kernels {
 using namespace attention_detail;
@@ -407,7 +409,8 @@ size_t attention_workspace_bytes(const AttentionBatch& b, int n_head, int head_d
 }
 
 cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const AttentionBatch& b, const AttentionParams& p,
-                            float* out, void* workspace, size_t workspace_bytes, cudaStream_t s) {
+                            float* out, void* workspace, size_t workspace_bytes, cudaStream_t s,
+                            const ActivationQuant& act) {
     if (b.n_tokens <= 0 || b.n_seqs <= 0) return cudaSuccess;
     const int d = kv.head_dim;
     if ((d != 64 && d != 128 && d != 256) || kv.n_head_kv <= 0 || p.n_head <= 0 || p.n_head % kv.n_head_kv != 0 ||
@@ -436,13 +439,22 @@ cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const Attent
     a.scale = p.scale;
     a.softcap = p.softcap;
 
+    if (act.format != ActivationFormat::None && !act.workspace) return cudaErrorInvalidValue;
+    const bool fused_act = act.format == ActivationFormat::F16 || act.format == ActivationFormat::BF16;
+    const int64_t out_count = int64_t{b.n_tokens} * p.n_head * d;
     if (!use_simt_kernel()) {
         if (needed > 0) {
             const size_t values = needed / sizeof(float);
             a.part_o = static_cast<float*>(workspace);
             a.part_ml = a.part_o + values / static_cast<size_t>(d + 2) * static_cast<size_t>(d);
         }
-        return launch_attention_mma(a, d, b, s);
+        if (fused_act) {
+            a.out_act = act.workspace;
+            a.out_act_bf16 = act.format == ActivationFormat::BF16;
+        }
+        FOLIO_CUDA_TRY(launch_attention_mma(a, d, b, s));
+        return fused_act || act.format == ActivationFormat::None ? cudaSuccess
+                                                                 : detail::quantize_activations(out, out_count, act, s);
     }
 
     // The CUDA-core kernel (a cross-check; its split plan depends on the batch, so it is not batch-invariant).
@@ -456,11 +468,14 @@ cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const Attent
     cudaError_t e = d == 64    ? launch_for_dim<64>(a, b, split.n, s)
                     : d == 128 ? launch_for_dim<128>(a, b, split.n, s)
                                : launch_for_dim<256>(a, b, split.n, s);
-    if (e != cudaSuccess || split.n == 1) return e;
-    merge_splits_kernel<<<dim3(static_cast<unsigned>(b.n_tokens), static_cast<unsigned>(p.n_head)), std::min(d, 256), 0,
-                          s>>>(a.part_o, a.part_ml, b.positions, b.n_tokens, p.n_head, d, split.keys_per_split,
-                               split.n, out);
-    return cudaGetLastError();
+    if (e == cudaSuccess && split.n > 1) {
+        merge_splits_kernel<<<dim3(static_cast<unsigned>(b.n_tokens), static_cast<unsigned>(p.n_head)),
+                              std::min(d, 256), 0, s>>>(a.part_o, a.part_ml, b.positions, b.n_tokens, p.n_head, d,
+                                                        split.keys_per_split, split.n, out);
+        e = cudaGetLastError();
+    }
+    if (e != cudaSuccess || act.format == ActivationFormat::None) return e;
+    return detail::quantize_activations(out, out_count, act, s);
 }
 
 }  // namespace folio::kernels

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -28,6 +29,8 @@ struct Args {
     // token row when part_by_row, else seq * kDecodeTokens + the row's index in its sequence.
     float* part_o;
     float* part_ml;
+    void* out_act;     // out again as F16 (out_act_bf16: BF16) for the next matmul, or null
+    bool out_act_bf16;
     int n_head, n_head_kv, group, tokens_per_tile, block_size, max_blocks, n_tokens;
     int keys_per_split, n_splits, window;  // CUDA-core kernel's split plan
     int n_chunks;                          // tensor-core kernel: kChunkKeys-key chunks of the longest sequence
@@ -48,6 +51,24 @@ struct Args {
 //  - every sum, product and exponential is an explicitly rounded operation
 //    (no contraction that could differ between the kernels' instantiations).
 constexpr int kChunkKeys = 128;
+
+// Output element pair (d, d + 1) at flat index i (even): out, and out_act's copy when asked for.
+inline __device__ void store_out2(const Args& a, int64_t i, float x, float y) {
+    *reinterpret_cast<float2*>(a.out + i) = make_float2(x, y);
+    if (!a.out_act) return;
+    if (a.out_act_bf16)
+        reinterpret_cast<__nv_bfloat162*>(a.out_act)[i / 2] = __floats2bfloat162_rn(x, y);
+    else
+        reinterpret_cast<__half2*>(a.out_act)[i / 2] = __floats2half2_rn(x, y);
+}
+inline __device__ void store_out(const Args& a, int64_t i, float x) {
+    a.out[i] = x;
+    if (!a.out_act) return;
+    if (a.out_act_bf16)
+        static_cast<__nv_bfloat16*>(a.out_act)[i] = __float2bfloat16_rn(x);
+    else
+        static_cast<__half*>(a.out_act)[i] = __float2half_rn(x);
+}
 // A key tile's probability sum is ((g0 + g1) + (g2 + g3)), g_k a lane's sum
 // over the k-th quarter of the tile's n8 score tiles in order: the decode
 // kernel's four warps each take one quarter.

@@ -449,11 +449,11 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
         if (m >= n_active || !in_block[r] || m_state[r] == -INFINITY) continue;
         const int64_t row = row0 + m / a.group;
         const int head = kv_head * a.group + m % a.group;
-        float* out_row = a.out + (row * a.n_head + head) * D + cg * Cf::kWarpCols + 2 * tq;
+        const int64_t at = (row * a.n_head + head) * D + cg * Cf::kWarpCols + 2 * tq;
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt)
-            *reinterpret_cast<float2*>(out_row + dt * 8) =
-                make_float2(__fdiv_rn(o_state[dt][2 * r], l_state[r]), __fdiv_rn(o_state[dt][2 * r + 1], l_state[r]));
+            store_out2(a, at + dt * 8, __fdiv_rn(o_state[dt][2 * r], l_state[r]),
+                       __fdiv_rn(o_state[dt][2 * r + 1], l_state[r]));
     }
 }
 
@@ -520,7 +520,7 @@ __global__ void __launch_bounds__(kMergeThreads) merge_chunks_kernel(const Args 
         }
         for (int i = 0; i < 2; ++i) {
             const int d = tid + kMergeThreads * i;
-            if (d < head_dim) a.out[(row * a.n_head + head) * head_dim + d] = __fdiv_rn(o_state[i], l_state);
+            if (d < head_dim) store_out(a, (row * a.n_head + head) * head_dim + d, __fdiv_rn(o_state[i], l_state));
         }
     }
 }

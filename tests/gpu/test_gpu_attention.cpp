@@ -69,6 +69,12 @@ uint16_t float_to_half(float f) {
 
 float round_half(float f) { return half_to_float(float_to_half(f)); }
 
+uint16_t float_to_bf16(float f) {  // round to nearest even (finite inputs)
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
 constexpr uint16_t kHalfNaN = 0x7e00;
 
 double rel_error(const std::vector<float>& out, const std::vector<double>& ref, size_t* non_finite) {
@@ -267,6 +273,38 @@ std::vector<double> reference_attention(const HostBatch& hb, const Shape& sh, fl
     return out;
 }
 
+// The same attention asked to write its output again as F16 (and as BF16) for the next matmul
+// (ActivationQuant): the F32 output is unchanged and the copy is each value rounded to nearest even.
+std::string check_output_copy(const float* dq, const DeviceBatch& db, const fk::AttentionParams& p,
+                              const std::vector<float>& out, DeviceArray<unsigned char>& ws, const char* name) {
+    for (const fk::ActivationFormat format : {fk::ActivationFormat::F16, fk::ActivationFormat::BF16}) {
+        const bool bf16 = format == fk::ActivationFormat::BF16;
+        DeviceArray<float> dout(out.size());
+        DeviceArray<uint16_t> copy(out.size());
+        if (std::string e = cuda_error(dout.status != cudaSuccess ? dout.status : copy.status, "alloc"); !e.empty())
+            return e;
+        if (std::string e = cuda_error(copy.poison(), "poison"); !e.empty()) return e;
+        const fk::ActivationQuant act{format, copy.ptr};
+        if (std::string e = cuda_error(fk::paged_attention(dq, db.kv, db.b, p, dout.ptr, ws.ptr, ws.count, nullptr, act),
+                                       "paged_attention with a copy");
+            !e.empty())
+            return std::string(name) + ": " + e;
+        std::vector<float> again;
+        std::vector<uint16_t> got;
+        if (std::string e = cuda_error(dout.download(again), "download"); !e.empty()) return e;
+        if (std::string e = cuda_error(copy.download(got), "download"); !e.empty()) return e;
+        if (std::memcmp(again.data(), out.data(), out.size() * sizeof(float)) != 0)
+            return std::string(name) + ": the output changes when a copy is asked for";
+        for (size_t i = 0; i < out.size(); ++i) {
+            const uint16_t want = bf16 ? float_to_bf16(out[i]) : float_to_half(out[i]);
+            if (got[i] != want)
+                return std::string(name) + (bf16 ? ": BF16" : ": F16") + " copy of element " + std::to_string(i) +
+                       " is " + std::to_string(got[i]) + ", not " + std::to_string(want);
+        }
+    }
+    return {};
+}
+
 // One attention check: random batch and queries, poisoned output and workspace.
 std::string check_attention(std::mt19937& rng, const Shape& sh, const std::vector<SeqSpec>& seqs, double* error,
                             const char* name) {
@@ -298,7 +336,8 @@ std::string check_attention(std::mt19937& rng, const Shape& sh, const std::vecto
     std::vector<float> out;
     if (std::string e = cuda_error(dout.download(out), "download"); !e.empty()) return e;
     const std::vector<double> ref = reference_attention(hb, sh, scale, q);
-    return check_close(name, out, ref, 2e-3, error);
+    if (std::string e = check_close(name, out, ref, 2e-3, error); !e.empty()) return e;
+    return check_output_copy(dq.ptr, db, p, out, ws, name);
 }
 
 // ---- batch invariance -----------------------------------------------------------

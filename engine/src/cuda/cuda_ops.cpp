@@ -303,7 +303,10 @@ Status CudaOps::attention(const model::AttentionParams& p, const Batch&, float* 
     ap.scale = p.scale;
     ap.sliding_window = static_cast<int32_t>(p.sliding_window);
     ap.softcap = p.logit_softcap;
-    ok(kernels::paged_attention(q, kv, meta_, ap, out, attention_scratch_.data(), attention_scratch_.size(), stream_),
+    // The O projection, the next op, may take the output in its own form (F16 for cuBLAS) from here.
+    const kernels::ActivationQuant act = quantize_for_next(out, int64_t{meta_.n_tokens} * p.n_head * p.head_dim);
+    ok(kernels::paged_attention(q, kv, meta_, ap, out, attention_scratch_.data(), attention_scratch_.size(), stream_,
+                                act),
        "paged attention");
     return error_;
 }

@@ -15,6 +15,8 @@
 
 #include <cuda_runtime.h>
 
+#include "folio_kernels/elementwise.h"
+
 namespace folio::kernels {
 
 // One layer's paged KV cache: K and V each [n_blocks][n_head_kv][block_size][head_dim] IEEE half.
@@ -72,7 +74,12 @@ size_t attention_workspace_bytes(const AttentionBatch& b, int n_head, int head_d
 // results are folded in order; a decode row's chunks run on separate blocks and a merge kernel folds them.)
 // Tensor cores (mma.sync, half operands, F32 accumulation); FOLIO_ATTENTION_KERNEL=simt in the environment selects
 // the CUDA-core kernel instead, as a cross-check (that one is not batch-invariant).
+// With act.format set, out is also written in the form the next matmul reads (elementwise.h ActivationQuant):
+// F16 / BF16 by the kernel that writes out, in the same pass (the O projection's cuBLAS GEMM then converts
+// nothing: 6.5 us a layer of the 8B shape's pp512); Q8_0 / Q8_1, or under the CUDA-core kernel, by a launch
+// after it.
 cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const AttentionBatch& b, const AttentionParams& p,
-                            float* out, void* workspace, size_t workspace_bytes, cudaStream_t s);
+                            float* out, void* workspace, size_t workspace_bytes, cudaStream_t s,
+                            const ActivationQuant& act = {});
 
 }  // namespace folio::kernels
