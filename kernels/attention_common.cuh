@@ -39,19 +39,6 @@ struct Args {
     float scale, softcap;
 };
 
-// Batch invariance (tensor-core kernel). A row's result depends only on its
-// own query, keys, position, window and softcap, never on the rest of the
-// batch or on the host-side bounds:
-//  - keys are cut into chunks at fixed multiples of kChunkKeys; within a chunk,
-//    key tiles start at multiples of the tile size and the online softmax runs
-//    over them in order (a tile with no key of the row is an exact no-op);
-//  - a chunk's partial (max, sum, unnormalised output) is folded into the
-//    row's state in chunk order with fold_step / fold_value, whether that
-//    happens in registers (prefill kernel) or in the merge kernel (decode);
-//  - every sum, product and exponential is an explicitly rounded operation
-//    (no contraction that could differ between the kernels' instantiations).
-constexpr int kChunkKeys = 128;
-
 // Output element pair (d, d + 1) at flat index i (even): out, and out_act's copy when asked for.
 inline __device__ void store_out2(const Args& a, int64_t i, float x, float y) {
     *reinterpret_cast<float2*>(a.out + i) = make_float2(x, y);
@@ -69,6 +56,20 @@ inline __device__ void store_out(const Args& a, int64_t i, float x) {
     else
         static_cast<__half*>(a.out_act)[i] = __float2half_rn(x);
 }
+
+// Batch invariance (tensor-core kernel). A row's result depends only on its
+// own query, keys, position, window and softcap, never on the rest of the
+// batch or on the host-side bounds:
+//  - keys are cut into chunks at fixed multiples of kChunkKeys; within a chunk,
+//    key tiles start at multiples of the tile size and the online softmax runs
+//    over them in order (a tile with no key of the row is an exact no-op);
+//  - a chunk's partial (max, sum, unnormalised output) is folded into the
+//    row's state in chunk order with fold_step / fold_value, whether that
+//    happens in registers (prefill kernel) or in the merge kernel (decode);
+//  - every sum, product and exponential is an explicitly rounded operation
+//    (no contraction that could differ between the kernels' instantiations).
+constexpr int kChunkKeys = 128;
+
 // A key tile's probability sum is ((g0 + g1) + (g2 + g3)), g_k a lane's sum
 // over the k-th quarter of the tile's n8 score tiles in order: the decode
 // kernel's four warps each take one quarter.
