@@ -1,6 +1,6 @@
-// The CUDA attention and element-wise kernels against plain double-precision
-// references written here: random inputs (never zeros), NaN-poisoned outputs
-// and unused cache slots, batches mixing decode rows and prefill chunks of
+// The CUDA attention kernels (RoPE + KV write, paged attention) against
+// plain double-precision references written here: random inputs (never
+// zeros), NaN-poisoned outputs and unused cache slots, batches mixing decode rows and prefill chunks of
 // several sequences over shuffled block tables, GQA, sliding window, softcap,
 // head_dim 64/128/256, long prefixes (split-K), a CUDA-graph replay, and
 // batch invariance (a row's bits alone and inside mixed batches, memcmp).
@@ -21,7 +21,6 @@
 #include <cuda_runtime.h>
 
 #include "folio_kernels/attention.h"
-#include "folio_kernels/elementwise.h"
 #include "folio_test.h"
 #include "gpu_test_support.h"
 
@@ -76,39 +75,6 @@ uint16_t float_to_bf16(float f) {  // round to nearest even (finite inputs)
 }
 
 constexpr uint16_t kHalfNaN = 0x7e00;
-
-double rel_error(const std::vector<float>& out, const std::vector<double>& ref, size_t* non_finite) {
-    double num = 0, den = 0;
-    *non_finite = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-        if (!std::isfinite(out[i])) ++*non_finite;
-        num += (out[i] - ref[i]) * (out[i] - ref[i]);
-        den += ref[i] * ref[i];
-    }
-    return std::sqrt(num / std::max(den, 1e-300));
-}
-
-std::string check_close(const char* what, const std::vector<float>& out, const std::vector<double>& ref,
-                        double tolerance, double* error_out = nullptr) {
-    size_t bad = 0;
-    const double err = rel_error(out, ref, &bad);
-    if (error_out) *error_out = err;
-    if (bad || !(err <= tolerance))
-        return std::string(what) + ": rel error " + std::to_string(err) + " (tolerance " +
-               std::to_string(tolerance) + "), " + std::to_string(bad) + " non-finite of " +
-               std::to_string(out.size());
-    return {};
-}
-
-std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo, float hi) {
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::vector<float> v(n);
-    for (auto& x : v) {
-        do x = dist(rng);
-        while (x == 0.0f);
-    }
-    return v;
-}
 
 // ---- a paged batch -------------------------------------------------------------
 
@@ -455,112 +421,6 @@ class TestGpuAttention : public QObject {
 #endif
 
 private slots:
-    void elementwise_kernels_match_reference() {
-        if (!have_gpu()) QSKIP("no CUDA GPU");
-        std::mt19937 rng(11);
-        for (const int64_t dim : {int64_t{576}, int64_t{2048}, int64_t{33}}) {
-            const int64_t rows = 7;
-            const size_t n = static_cast<size_t>(rows * dim);
-            const auto x = random_floats(rng, n, -2, 2), y = random_floats(rng, n, -2, 2);
-            const auto w = random_floats(rng, static_cast<size_t>(dim), 0.5f, 1.5f);
-            const float eps = 1e-6f;
-            std::vector<double> ref(n), ref_sum(n), ref_add(n);
-            for (int64_t r = 0; r < rows; ++r) {
-                double ss = 0, ss_sum = 0;
-                for (int64_t c = 0; c < dim; ++c) {
-                    const size_t i = static_cast<size_t>(r * dim + c);
-                    ss += double{x[i]} * x[i];
-                    ref_add[i] = double{x[i]} + y[i];
-                    ss_sum += ref_add[i] * ref_add[i];
-                }
-                const double inv = 1 / std::sqrt(ss / dim + eps), inv_sum = 1 / std::sqrt(ss_sum / dim + eps);
-                for (int64_t c = 0; c < dim; ++c) {
-                    const size_t i = static_cast<size_t>(r * dim + c);
-                    ref[i] = x[i] * inv * w[static_cast<size_t>(c)];
-                    ref_sum[i] = ref_add[i] * inv_sum * w[static_cast<size_t>(c)];
-                }
-            }
-            DeviceArray<float> dx(x), dy(y), dw(w), dout(n);
-            QVERIFY(dx.status == cudaSuccess && dout.status == cudaSuccess);
-            std::vector<float> out;
-            QVERIFY(dout.poison() == cudaSuccess);
-            QVERIFY(fk::rms_norm(dx.ptr, dw.ptr, eps, rows, dim, dout.ptr, nullptr) == cudaSuccess);
-            QVERIFY(dout.download(out) == cudaSuccess);
-            std::string e = check_close("rms_norm", out, ref, 1e-5);
-            QVERIFY2(e.empty(), e.c_str());
-            // In place.
-            QVERIFY(fk::rms_norm(dx.ptr, dw.ptr, eps, rows, dim, dx.ptr, nullptr) == cudaSuccess);
-            QVERIFY(dx.download(out) == cudaSuccess);
-            e = check_close("rms_norm in place", out, ref, 1e-5);
-            QVERIFY2(e.empty(), e.c_str());
-            // x + y, then its norm.
-            DeviceArray<float> dx2(x);
-            QVERIFY(dout.poison() == cudaSuccess);
-            QVERIFY(fk::add_rms_norm(dx2.ptr, dy.ptr, dw.ptr, eps, rows, dim, dout.ptr, nullptr) == cudaSuccess);
-            QVERIFY(dout.download(out) == cudaSuccess);
-            e = check_close("add_rms_norm out", out, ref_sum, 1e-5);
-            QVERIFY2(e.empty(), e.c_str());
-            QVERIFY(dx2.download(out) == cudaSuccess);
-            e = check_close("add_rms_norm x", out, ref_add, 1e-6);
-            QVERIFY2(e.empty(), e.c_str());
-            // Bias, and gather of rows in a shuffled order with repeats.
-            DeviceArray<float> dx3(x);
-            QVERIFY(fk::add_bias(dx3.ptr, dw.ptr, rows, dim, nullptr) == cudaSuccess);
-            QVERIFY(dx3.download(out) == cudaSuccess);
-            std::vector<double> ref_bias(n);
-            for (size_t i = 0; i < n; ++i) ref_bias[i] = double{x[i]} + w[i % static_cast<size_t>(dim)];
-            e = check_close("add_bias", out, ref_bias, 1e-6);
-            QVERIFY2(e.empty(), e.c_str());
-            const std::vector<int32_t> rows_wanted = {5, 0, 6, 5, 2};
-            DeviceArray<int32_t> drows(rows_wanted);
-            DeviceArray<float> dgather(rows_wanted.size() * static_cast<size_t>(dim));
-            QVERIFY(dgather.poison() == cudaSuccess);
-            QVERIFY(fk::gather_rows_f32(dy.ptr, drows.ptr, static_cast<int64_t>(rows_wanted.size()), dim,
-                                        dgather.ptr, nullptr) == cudaSuccess);
-            QVERIFY(dgather.download(out) == cudaSuccess);
-            std::vector<double> ref_gather;
-            for (int32_t r : rows_wanted)
-                for (int64_t c = 0; c < dim; ++c) ref_gather.push_back(y[static_cast<size_t>(r * dim + c)]);
-            e = check_close("gather_rows_f32", out, ref_gather, 0.0);
-            QVERIFY2(e.empty(), e.c_str());
-        }
-        for (const int64_t n : {int64_t{100003}, int64_t{4096}}) {
-            const auto g = random_floats(rng, static_cast<size_t>(n), -6, 6);
-            const auto u = random_floats(rng, static_cast<size_t>(n), -2, 2);
-            std::vector<double> silu(g.size()), gelu(g.size()), sum(g.size()), scaled(g.size()), capped(g.size());
-            for (size_t i = 0; i < g.size(); ++i) {
-                const double x = g[i];
-                silu[i] = x / (1 + std::exp(-x)) * u[i];
-                gelu[i] = 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) * u[i];
-                sum[i] = x + u[i];
-                scaled[i] = x * 0.37;
-                capped[i] = 3.0 * std::tanh(x / 3.0);
-            }
-            std::vector<float> out;
-            DeviceArray<float> du(u);
-            struct Case {
-                const char* name;
-                const std::vector<double>* ref;
-            };
-            for (const Case& c : {Case{"silu_mul", &silu}, Case{"gelu_mul", &gelu}, Case{"add", &sum},
-                                  Case{"scale", &scaled}, Case{"softcap", &capped}}) {
-                DeviceArray<float> dg(g);
-                QVERIFY(dg.status == cudaSuccess);
-                cudaError_t err = cudaSuccess;
-                const std::string name = c.name;
-                if (name == "silu_mul") err = fk::silu_mul(dg.ptr, du.ptr, n, nullptr);
-                if (name == "gelu_mul") err = fk::gelu_mul(dg.ptr, du.ptr, n, nullptr);
-                if (name == "add") err = fk::add(dg.ptr, du.ptr, n, nullptr);
-                if (name == "scale") err = fk::scale(dg.ptr, 0.37f, n, nullptr);
-                if (name == "softcap") err = fk::softcap(dg.ptr, 3.0f, n, nullptr);
-                QVERIFY2(err == cudaSuccess, cuda_error(err, c.name).c_str());
-                QVERIFY(dg.download(out) == cudaSuccess);
-                const std::string e = check_close(c.name, out, *c.ref, 1e-6);
-                QVERIFY2(e.empty(), e.c_str());
-            }
-        }
-    }
-
     void rope_store_kv_rotates_and_fills_the_slots() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
         std::mt19937 rng(12);
