@@ -448,12 +448,10 @@ cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const Attent
             a.part_o = static_cast<float*>(workspace);
             a.part_ml = a.part_o + values / static_cast<size_t>(d + 2) * static_cast<size_t>(d);
         }
-        if (fused_act) {
-            a.out_act = act.workspace;
-            a.out_act_bf16 = act.format == ActivationFormat::BF16;
-        }
+        const bool in_kernel = fused_act || q8_in_kernel(d);
+        if (in_kernel && act.format != ActivationFormat::None) a.act = detail::activation_blocks(act, out_count);
         FOLIO_CUDA_TRY(launch_attention_mma(a, d, b, s));
-        return fused_act || act.format == ActivationFormat::None ? cudaSuccess
+        return in_kernel || act.format == ActivationFormat::None ? cudaSuccess
                                                                  : detail::quantize_activations(out, out_count, act, s);
     }
 

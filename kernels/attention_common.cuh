@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "activation_quant.cuh"
 #include "folio_kernels/attention.h"
 
 namespace folio::kernels::attention_detail {
@@ -29,8 +30,9 @@ struct Args {
     // token row when part_by_row, else seq * kDecodeTokens + the row's index in its sequence.
     float* part_o;
     float* part_ml;
-    void* out_act;     // out again as F16 (out_act_bf16: BF16) for the next matmul, or null
-    bool out_act_bf16;
+    // out again in the form the next matmul reads (format 0: none). F16 / BF16 by every kernel that
+    // writes out; Q8_0 / Q8_1 only by the tensor-core kernels, where q8_in_kernel() says so.
+    detail::ActivationBlocks act;
     int n_head, n_head_kv, group, tokens_per_tile, block_size, max_blocks, n_tokens;
     int keys_per_split, n_splits, window;  // CUDA-core kernel's split plan
     int n_chunks;                          // tensor-core kernel: kChunkKeys-key chunks of the longest sequence
@@ -39,22 +41,25 @@ struct Args {
     float scale, softcap;
 };
 
-// Output element pair (d, d + 1) at flat index i (even): out, and out_act's copy when asked for.
+// Output element pair (d, d + 1) at flat index i (even): out, and its F16 / BF16 copy when asked for
+// (the Q8 forms are written a block at a time: quantize_quad_block, quantize_warp_block).
 inline __device__ void store_out2(const Args& a, int64_t i, float x, float y) {
     *reinterpret_cast<float2*>(a.out + i) = make_float2(x, y);
-    if (!a.out_act) return;
-    if (a.out_act_bf16)
-        reinterpret_cast<__nv_bfloat162*>(a.out_act)[i / 2] = __floats2bfloat162_rn(x, y);
-    else
-        reinterpret_cast<__half2*>(a.out_act)[i / 2] = __floats2half2_rn(x, y);
+    if (a.act.format == static_cast<int>(ActivationFormat::BF16))
+        reinterpret_cast<__nv_bfloat162*>(a.act.qs)[i / 2] = __floats2bfloat162_rn(x, y);
+    else if (a.act.format == static_cast<int>(ActivationFormat::F16))
+        reinterpret_cast<__half2*>(a.act.qs)[i / 2] = __floats2half2_rn(x, y);
 }
 inline __device__ void store_out(const Args& a, int64_t i, float x) {
     a.out[i] = x;
-    if (!a.out_act) return;
-    if (a.out_act_bf16)
-        static_cast<__nv_bfloat16*>(a.out_act)[i] = __float2bfloat16_rn(x);
-    else
-        static_cast<__half*>(a.out_act)[i] = __float2half_rn(x);
+    if (a.act.format == static_cast<int>(ActivationFormat::BF16))
+        reinterpret_cast<__nv_bfloat16*>(a.act.qs)[i] = __float2bfloat16_rn(x);
+    else if (a.act.format == static_cast<int>(ActivationFormat::F16))
+        reinterpret_cast<__half*>(a.act.qs)[i] = __float2half_rn(x);
+}
+inline __device__ bool act_is_q8(const Args& a) {
+    return a.act.format == static_cast<int>(ActivationFormat::Q8_0) ||
+           a.act.format == static_cast<int>(ActivationFormat::Q8_1);
 }
 
 // Batch invariance (tensor-core kernel). A row's result depends only on its
@@ -132,5 +137,9 @@ size_t attention_mma_workspace_bytes(const AttentionBatch& b, int n_head, int he
 // KV head) unless every sequence is a decode one, and the merge of decode
 // rows that span several chunks. a.part_o / a.part_ml point into the workspace.
 cudaError_t launch_attention_mma(Args a, int head_dim, const AttentionBatch& b, cudaStream_t s);
+
+// Whether the tensor-core kernels write a Q8 copy of their output themselves at this head size: each
+// warp's output columns must be whole blocks of 32 (the decode kernel's warps have head_dim / 4).
+constexpr bool q8_in_kernel(int head_dim) { return head_dim % 128 == 0; }
 
 }  // namespace folio::kernels::attention_detail

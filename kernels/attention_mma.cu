@@ -449,11 +449,24 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
         if (m >= n_active || !in_block[r] || m_state[r] == -INFINITY) continue;
         const int64_t row = row0 + m / a.group;
         const int head = kv_head * a.group + m % a.group;
-        const int64_t at = (row * a.n_head + head) * D + cg * Cf::kWarpCols + 2 * tq;
+        const int64_t first = (row * a.n_head + head) * D + cg * Cf::kWarpCols;  // this warp's first column
+        float x[DT][2];
 #pragma unroll
-        for (int dt = 0; dt < DT; ++dt)
-            store_out2(a, at + dt * 8, __fdiv_rn(o_state[dt][2 * r], l_state[r]),
-                       __fdiv_rn(o_state[dt][2 * r + 1], l_state[r]));
+        for (int dt = 0; dt < DT; ++dt) {
+            x[dt][0] = __fdiv_rn(o_state[dt][2 * r], l_state[r]);
+            x[dt][1] = __fdiv_rn(o_state[dt][2 * r + 1], l_state[r]);
+            store_out2(a, first + dt * 8 + 2 * tq, x[dt][0], x[dt][1]);
+        }
+        if constexpr (Cf::kWarpCols % 32 == 0) {  // the quad's row, a block of 32 (four n8 tiles) at a time
+            if (act_is_q8(a)) {
+#pragma unroll
+                for (int b = 0; b < DT / 4; ++b) {
+                    const float v[8] = {x[4 * b][0],     x[4 * b][1],     x[4 * b + 1][0], x[4 * b + 1][1],
+                                        x[4 * b + 2][0], x[4 * b + 2][1], x[4 * b + 3][0], x[4 * b + 3][1]};
+                    detail::quantize_quad_block(v, first + 32 * b, a.act);
+                }
+            }
+        }
     }
 }
 
@@ -519,8 +532,12 @@ __global__ void __launch_bounds__(kMergeThreads) merge_chunks_kernel(const Args 
             __syncthreads();  // the segment's weights are read before the next one's are written
         }
         for (int i = 0; i < 2; ++i) {
-            const int d = tid + kMergeThreads * i;
-            if (d < head_dim) store_out(a, (row * a.n_head + head) * head_dim + d, __fdiv_rn(o_state[i], l_state));
+            const int d = tid + kMergeThreads * i;  // whole warps: head_dim is a multiple of 32
+            if (d >= head_dim) break;
+            const int64_t at = (row * a.n_head + head) * head_dim + d;
+            const float x = __fdiv_rn(o_state[i], l_state);
+            store_out(a, at, x);
+            if (act_is_q8(a)) detail::quantize_warp_block(x, at - lane, a.act);
         }
     }
 }

@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include "folio_kernels/attention.h"
+#include "folio_kernels/matmul.h"
 #include "folio_test.h"
 #include "gpu_test_support.h"
 
@@ -239,14 +240,51 @@ std::vector<double> reference_attention(const HostBatch& hb, const Shape& sh, fl
     return out;
 }
 
-// The same attention asked to write its output again as F16 (and as BF16) for the next matmul
-// (ActivationQuant): the F32 output is unchanged and the copy is each value rounded to nearest even.
+// The next matmul's copy of `out` in `format`, as the GPU must write it (elementwise.h ActivationQuant):
+// F16 / BF16 each value rounded to nearest even; Q8_0 / Q8_1 the int8 quants, then per block of 32 a
+// float2 {d, s} at the next 256-byte boundary: d = amax / 127 (stored rounded to half), q = round_even(x
+// * (1 / d)), s = the sum of the quants (Q8_0) or half(d * that sum) (Q8_1).
+std::vector<unsigned char> expected_copy(fk::ActivationFormat format, const std::vector<float>& out) {
+    const size_t n = out.size();
+    // Bytes no kernel writes (the alignment padding) keep DeviceArray::poison()'s 0xff.
+    std::vector<unsigned char> want(fk::activation_workspace_bytes(format, static_cast<int64_t>(n)), 0xff);
+    if (format == fk::ActivationFormat::F16 || format == fk::ActivationFormat::BF16) {
+        for (size_t i = 0; i < n; ++i) {
+            const uint16_t h = format == fk::ActivationFormat::BF16 ? float_to_bf16(out[i]) : float_to_half(out[i]);
+            std::memcpy(want.data() + 2 * i, &h, 2);
+        }
+        return want;
+    }
+    const size_t meta_at = (n + 255) / 256 * 256;
+    for (size_t b = 0; b < n / 32; ++b) {
+        float amax = 0.0f;
+        for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(out[32 * b + i]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (size_t i = 0; i < 32; ++i) {
+            const int q = static_cast<int>(std::nearbyint(out[32 * b + i] * id));
+            want[32 * b + i] = static_cast<unsigned char>(static_cast<int8_t>(q));
+            sum += q;
+        }
+        const float meta[2] = {round_half(d), format == fk::ActivationFormat::Q8_1
+                                                  ? round_half(d * static_cast<float>(sum))
+                                                  : static_cast<float>(sum)};
+        std::memcpy(want.data() + meta_at + 8 * b, meta, 8);
+    }
+    return want;
+}
+
+// The same attention asked to write its output again in each form a matmul reads (ActivationQuant): the
+// F32 output is unchanged and the copy is expected_copy's, bit for bit, wherever a row has an output.
 std::string check_output_copy(const float* dq, const DeviceBatch& db, const fk::AttentionParams& p,
                               const std::vector<float>& out, DeviceArray<unsigned char>& ws, const char* name) {
-    for (const fk::ActivationFormat format : {fk::ActivationFormat::F16, fk::ActivationFormat::BF16}) {
-        const bool bf16 = format == fk::ActivationFormat::BF16;
+    for (const fk::ActivationFormat format : {fk::ActivationFormat::F16, fk::ActivationFormat::BF16,
+                                              fk::ActivationFormat::Q8_0, fk::ActivationFormat::Q8_1}) {
+        const std::vector<unsigned char> want = expected_copy(format, out);
+        const std::string what = std::string(name) + " (format " + std::to_string(static_cast<int>(format)) + ")";
         DeviceArray<float> dout(out.size());
-        DeviceArray<uint16_t> copy(out.size());
+        DeviceArray<unsigned char> copy(want.size());
         if (std::string e = cuda_error(dout.status != cudaSuccess ? dout.status : copy.status, "alloc"); !e.empty())
             return e;
         if (std::string e = cuda_error(copy.poison(), "poison"); !e.empty()) return e;
@@ -254,19 +292,17 @@ std::string check_output_copy(const float* dq, const DeviceBatch& db, const fk::
         if (std::string e = cuda_error(fk::paged_attention(dq, db.kv, db.b, p, dout.ptr, ws.ptr, ws.count, nullptr, act),
                                        "paged_attention with a copy");
             !e.empty())
-            return std::string(name) + ": " + e;
+            return what + ": " + e;
         std::vector<float> again;
-        std::vector<uint16_t> got;
+        std::vector<unsigned char> got;
         if (std::string e = cuda_error(dout.download(again), "download"); !e.empty()) return e;
         if (std::string e = cuda_error(copy.download(got), "download"); !e.empty()) return e;
         if (std::memcmp(again.data(), out.data(), out.size() * sizeof(float)) != 0)
-            return std::string(name) + ": the output changes when a copy is asked for";
-        for (size_t i = 0; i < out.size(); ++i) {
-            const uint16_t want = bf16 ? float_to_bf16(out[i]) : float_to_half(out[i]);
-            if (got[i] != want)
-                return std::string(name) + (bf16 ? ": BF16" : ": F16") + " copy of element " + std::to_string(i) +
-                       " is " + std::to_string(got[i]) + ", not " + std::to_string(want);
-        }
+            return what + ": the output changes when a copy is asked for";
+        for (size_t i = 0; i < want.size(); ++i)
+            if (got[i] != want[i])
+                return what + ": byte " + std::to_string(i) + " of " + std::to_string(want.size()) + " is " +
+                       std::to_string(got[i]) + ", not " + std::to_string(want[i]);
     }
     return {};
 }

@@ -76,8 +76,9 @@ size_t attention_workspace_bytes(const AttentionBatch& b, int n_head, int head_d
 // the CUDA-core kernel instead, as a cross-check (that one is not batch-invariant).
 // With act.format set, out is also written in the form the next matmul reads (elementwise.h ActivationQuant):
 // F16 / BF16 by the kernel that writes out, in the same pass (the O projection's cuBLAS GEMM then converts
-// nothing: 6.5 us a layer of the 8B shape's pp512); Q8_0 / Q8_1, or under the CUDA-core kernel, by a launch
-// after it.
+// nothing: 6.5 us a layer of the 8B shape's pp512); Q8_0 / Q8_1 the same way at head_dim 128 and 256 (a
+// launch fewer in each layer of a quantized model's decode step), by a launch after it at head_dim 64 and
+// under the CUDA-core kernel.
 cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const AttentionBatch& b, const AttentionParams& p,
                             float* out, void* workspace, size_t workspace_bytes, cudaStream_t s,
                             const ActivationQuant& act = {});
