@@ -30,8 +30,8 @@ struct Args {
     // token row when part_by_row, else seq * kDecodeTokens + the row's index in its sequence.
     float* part_o;
     float* part_ml;
-    // out again in the form the next matmul reads (format 0: none). F16 / BF16 by every kernel that
-    // writes out; Q8_0 / Q8_1 only by the tensor-core kernels, where q8_in_kernel() says so.
+    // out again in the form the next matmul reads (qs null: none). F16 / BF16 by every kernel that
+    // writes out; Q8_0 / Q8_1 only by the tensor-core kernels' kQ8 instances (q8_in_kernel()).
     detail::ActivationBlocks act;
     int n_head, n_head_kv, group, tokens_per_tile, block_size, max_blocks, n_tokens;
     int keys_per_split, n_splits, window;  // CUDA-core kernel's split plan
@@ -41,25 +41,26 @@ struct Args {
     float scale, softcap;
 };
 
-// Output element pair (d, d + 1) at flat index i (even): out, and its F16 / BF16 copy when asked for
-// (the Q8 forms are written a block at a time: quantize_quad_block, quantize_warp_block).
+// Output element pair (d, d + 1) at flat index i (even): out, and its F16 / BF16 copy when asked for.
+// The Q8 forms are written a block at a time (quantize_quad_block, quantize_warp_block) by the kernels'
+// kQ8 instances, which leave the copy to them here.
+template <bool kQ8 = false>
 inline __device__ void store_out2(const Args& a, int64_t i, float x, float y) {
     *reinterpret_cast<float2*>(a.out + i) = make_float2(x, y);
+    if (kQ8 || !a.act.qs) return;
     if (a.act.format == static_cast<int>(ActivationFormat::BF16))
         reinterpret_cast<__nv_bfloat162*>(a.act.qs)[i / 2] = __floats2bfloat162_rn(x, y);
-    else if (a.act.format == static_cast<int>(ActivationFormat::F16))
+    else
         reinterpret_cast<__half2*>(a.act.qs)[i / 2] = __floats2half2_rn(x, y);
 }
+template <bool kQ8 = false>
 inline __device__ void store_out(const Args& a, int64_t i, float x) {
     a.out[i] = x;
+    if (kQ8 || !a.act.qs) return;
     if (a.act.format == static_cast<int>(ActivationFormat::BF16))
         reinterpret_cast<__nv_bfloat16*>(a.act.qs)[i] = __float2bfloat16_rn(x);
-    else if (a.act.format == static_cast<int>(ActivationFormat::F16))
+    else
         reinterpret_cast<__half*>(a.act.qs)[i] = __float2half_rn(x);
-}
-inline __device__ bool act_is_q8(const Args& a) {
-    return a.act.format == static_cast<int>(ActivationFormat::Q8_0) ||
-           a.act.format == static_cast<int>(ActivationFormat::Q8_1);
 }
 
 // Batch invariance (tensor-core kernel). A row's result depends only on its

@@ -95,7 +95,7 @@ __device__ __forceinline__ void load_q_fragment(uint32_t (&qa)[4], const __half*
 }
 
 // At head_dim <= 128: three decode blocks an SM, two 8-warp prefill blocks (as shared memory allows).
-template <int D, int R, int C, bool kDecode>
+template <int D, int R, int C, bool kDecode, bool kQ8>
 __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C == 8 ? 2 : 1)
     attention_mma_kernel(const Args a) {
     using Cf = Config<D, R, C, kDecode>;
@@ -455,16 +455,15 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
         for (int dt = 0; dt < DT; ++dt) {
             x[dt][0] = __fdiv_rn(o_state[dt][2 * r], l_state[r]);
             x[dt][1] = __fdiv_rn(o_state[dt][2 * r + 1], l_state[r]);
-            store_out2(a, first + dt * 8 + 2 * tq, x[dt][0], x[dt][1]);
+            store_out2<kQ8>(a, first + dt * 8 + 2 * tq, x[dt][0], x[dt][1]);
         }
-        if constexpr (Cf::kWarpCols % 32 == 0) {  // the quad's row, a block of 32 (four n8 tiles) at a time
-            if (act_is_q8(a)) {
+        if constexpr (kQ8) {  // the quad's row, a block of 32 (four n8 tiles) at a time
+            static_assert(Cf::kWarpCols % 32 == 0, "a warp's columns are whole blocks");
 #pragma unroll
-                for (int b = 0; b < DT / 4; ++b) {
-                    const float v[8] = {x[4 * b][0],     x[4 * b][1],     x[4 * b + 1][0], x[4 * b + 1][1],
-                                        x[4 * b + 2][0], x[4 * b + 2][1], x[4 * b + 3][0], x[4 * b + 3][1]};
-                    detail::quantize_quad_block(v, first + 32 * b, a.act);
-                }
+            for (int b = 0; b < DT / 4; ++b) {
+                const float v[8] = {x[4 * b][0],     x[4 * b][1],     x[4 * b + 1][0], x[4 * b + 1][1],
+                                    x[4 * b + 2][0], x[4 * b + 2][1], x[4 * b + 3][0], x[4 * b + 3][1]};
+                detail::quantize_quad_block(v, first + 32 * b, a.act);
             }
         }
     }
@@ -476,6 +475,7 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
 // parallel (the running maxima are a prefix maximum, which is exact in any
 // order); then each thread runs the fold of its columns.
 constexpr int kMergeThreads = 128;
+template <bool kQ8>
 __global__ void __launch_bounds__(kMergeThreads) merge_chunks_kernel(const Args a, int head_dim) {
     __shared__ float max_s[kMergeThreads], a_s[kMergeThreads], b_s[kMergeThreads], l_s[kMergeThreads];
     __shared__ float warp_max_s[kMergeThreads / 32];
@@ -536,13 +536,13 @@ __global__ void __launch_bounds__(kMergeThreads) merge_chunks_kernel(const Args 
             if (d >= head_dim) break;
             const int64_t at = (row * a.n_head + head) * head_dim + d;
             const float x = __fdiv_rn(o_state[i], l_state);
-            store_out(a, at, x);
-            if (act_is_q8(a)) detail::quantize_warp_block(x, at - lane, a.act);
+            store_out<kQ8>(a, at, x);
+            if constexpr (kQ8) detail::quantize_warp_block(x, at - lane, a.act);
         }
     }
 }
 
-template <int D, int R, int C, bool kDecode>
+template <int D, int R, int C, bool kDecode, bool kQ8>
 cudaError_t launch(const Args& a, dim3 grid, cudaStream_t s) {
     using Cf = Config<D, R, C, kDecode>;
     constexpr size_t bytes = Cf::smem_bytes();
@@ -553,31 +553,31 @@ cudaError_t launch(const Args& a, dim3 grid, cudaStream_t s) {
     if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
     const uint64_t bit = uint64_t{1} << (device & 63);
     if (!(raised.load(std::memory_order_acquire) & bit)) {
-        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode>,
+        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode, kQ8>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
             e != cudaSuccess)
             return e;
-        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode>,
+        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode, kQ8>,
                                                  cudaFuncAttributePreferredSharedMemoryCarveout,
                                                  cudaSharedmemCarveoutMaxShared);
             e != cudaSuccess)
             return e;
         raised.fetch_or(bit, std::memory_order_release);
     }
-    return detail::launch_overlapped_smem(detail::kPdlAttention, attention_mma_kernel<D, R, C, kDecode>, grid,
+    return detail::launch_overlapped_smem(detail::kPdlAttention, attention_mma_kernel<D, R, C, kDecode, kQ8>, grid,
                                           dim3(Cf::kThreads), bytes, s, a);
 }
 
 // Prefill blocks: PR row groups of 16 rows, PC warps each.
-template <int D, int PR, int PC>
-cudaError_t launch_for_dim(Args a, const AttentionBatch& b, cudaStream_t s) {
+template <int D, int PR, int PC, bool kQ8>
+cudaError_t launch_kernels(Args a, const AttentionBatch& b, cudaStream_t s) {
     const int max_n_query = std::max(1, b.max_n_query);
     const unsigned seq_heads = static_cast<unsigned>(b.n_seqs * a.n_head_kv);
     const unsigned groups = static_cast<unsigned>((a.n_chunks + a.chunks_per_block - 1) / a.chunks_per_block);
     // Without a decode sequence (a prefill: 4.5 us a layer for the two empty launches) neither the decode
     // kernel nor the merge of its partials runs.
     const bool some_decode = b.min_n_query <= 0 || is_decode_sequence(b.min_n_query, a.group);
-    if (cudaError_t e = some_decode ? launch<D, 1, 4, true>(a, dim3(groups, seq_heads), s) : cudaSuccess;
+    if (cudaError_t e = some_decode ? launch<D, 1, 4, true, kQ8>(a, dim3(groups, seq_heads), s) : cudaSuccess;
         e != cudaSuccess)
         return e;
     if (!is_decode_sequence(max_n_query, a.group)) {  // some sequence may have more rows
@@ -587,13 +587,24 @@ cudaError_t launch_for_dim(Args a, const AttentionBatch& b, cudaStream_t s) {
         // its index; in tile order the longest tiles of the last heads started last, behind the short ones
         // (8B pp512: 53 us a layer before).
         if (tiles > 65535) return cudaErrorInvalidValue;  // grid y
-        if (cudaError_t e = launch<D, PR, PC, false>(a, dim3(seq_heads, tiles), s); e != cudaSuccess) return e;
+        if (cudaError_t e = launch<D, PR, PC, false, kQ8>(a, dim3(seq_heads, tiles), s); e != cudaSuccess) return e;
     }
     if (some_decode && a.chunks_per_block < a.n_chunks) {
         const dim3 grid(static_cast<unsigned>(b.n_seqs), static_cast<unsigned>(a.n_head));
-        return detail::launch_overlapped(detail::kPdlAttention, merge_chunks_kernel, grid, dim3(kMergeThreads), s, a, D);
+        return detail::launch_overlapped(detail::kPdlAttention, merge_chunks_kernel<kQ8>, grid, dim3(kMergeThreads), s, a, D);
     }
     return cudaSuccess;
+}
+
+// The kQ8 instances write the Q8 copy of the output (only at the head sizes q8_in_kernel() allows).
+template <int D, int PR, int PC>
+cudaError_t launch_for_dim(const Args& a, const AttentionBatch& b, cudaStream_t s) {
+    const bool q8 = a.act.format == static_cast<int>(ActivationFormat::Q8_0) ||
+                    a.act.format == static_cast<int>(ActivationFormat::Q8_1);
+    if constexpr (q8_in_kernel(D)) {
+        if (q8) return launch_kernels<D, PR, PC, true>(a, b, s);
+    }
+    return q8 ? cudaErrorInvalidValue : launch_kernels<D, PR, PC, false>(a, b, s);
 }
 
 }  // namespace
