@@ -1,6 +1,6 @@
 // Internal to the kernels: a matmul's activation rows in the form its weights
 // read them (Q8_0 / Q8_1 blocks, or F16 / BF16 for cuBLAS), written by the
-// kernel that produces them (a norm, a gated activation) while the values are
+// kernel that produces them (a norm, a gated activation, attention) while the values are
 // in registers, bit for bit as the matmul's own quantize kernel
 // (quantize_block32 in matmul_quant.cu: d = amax / 127, q = round_even(x *
 // (1 / d)), d and s rounded to half) or conversion (round to nearest even) does.
@@ -80,7 +80,8 @@ __device__ __forceinline__ void quantize_four(const float4& v, int64_t first, co
     const float x[4] = {v.x, v.y, v.z, v.w};
     int q[4];
     quantize_shared_block<4, 8>(x, q, first / kQK, out);
-    *reinterpret_cast<int*>(out.qs + first) = (q[0] & 0xff) | ((q[1] & 0xff) << 8) | ((q[2] & 0xff) << 16) | (q[3] << 24);
+    *reinterpret_cast<int*>(out.qs + first) =
+        (q[0] & 0xff) | ((q[1] & 0xff) << 8) | ((q[2] & 0xff) << 16) | (q[3] << 24);
 }
 
 // A block of 32 in the layout of an mma.sync accumulator row: the four lanes

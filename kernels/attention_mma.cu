@@ -591,7 +591,8 @@ cudaError_t launch_kernels(Args a, const AttentionBatch& b, cudaStream_t s) {
     }
     if (some_decode && a.chunks_per_block < a.n_chunks) {
         const dim3 grid(static_cast<unsigned>(b.n_seqs), static_cast<unsigned>(a.n_head));
-        return detail::launch_overlapped(detail::kPdlAttention, merge_chunks_kernel<kQ8>, grid, dim3(kMergeThreads), s, a, D);
+        return detail::launch_overlapped(detail::kPdlAttention, merge_chunks_kernel<kQ8>, grid, dim3(kMergeThreads), s,
+                                         a, D);
     }
     return cudaSuccess;
 }
