@@ -475,7 +475,7 @@ private slots:
             std::fill(hb.v_cache.begin(), hb.v_cache.end(), kHalfNaN);
             DeviceBatch db(hb, sh, 0);
             QVERIFY(db.status() == cudaSuccess);
-            const int D = c.head_dim, half = D / 2;
+            const int D = c.head_dim, half_dim = D / 2;
             const size_t q_size = static_cast<size_t>(hb.n_tokens) * c.n_head * D;
             const size_t kv_size = static_cast<size_t>(hb.n_tokens) * c.n_head_kv * D;
             const auto q = random_floats(rng, q_size, -2, 2), k = random_floats(rng, kv_size, -2, 2),
@@ -495,10 +495,10 @@ private slots:
             auto rotate = [&](const float* x, int n_heads, int pos, std::vector<double>& y) {
                 y.assign(static_cast<size_t>(n_heads) * D, 0.0);
                 float theta = static_cast<float>(pos) / c.scale;
-                for (int i = 0; i < half; ++i, theta *= theta_scale) {
+                for (int i = 0; i < half_dim; ++i, theta *= theta_scale) {
                     const double cs = std::cos(static_cast<double>(theta)), sn = std::sin(static_cast<double>(theta));
                     for (int h = 0; h < n_heads; ++h) {
-                        const int a = c.split_half ? i : 2 * i, b = c.split_half ? i + half : 2 * i + 1;
+                        const int a = c.split_half ? i : 2 * i, b = c.split_half ? i + half_dim : 2 * i + 1;
                         const double x0 = x[h * D + a], x1 = x[h * D + b];
                         y[static_cast<size_t>(h * D + a)] = x0 * cs - x1 * sn;
                         y[static_cast<size_t>(h * D + b)] = x0 * sn + x1 * cs;
