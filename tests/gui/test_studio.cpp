@@ -44,6 +44,10 @@ const ChatMessageRecord& last_message(ChatController* chats, const QString& id) 
 }
 
 const char* kLongPrompt = "Count from 1 to 300, separated by commas.";
+// SmolLM2 Q4_1's greedy reply to this runs to max_tokens; its greedy count to 300 stops at 20 (122 tokens),
+// which a fast 2-core machine finishes in 0.8 s, before the first partial save (a second after the first
+// token), so a test killing the app mid-reply would find nothing saved.
+const char* kGreedyLongPrompt = "Write a very long story about a dragon.";
 
 }  // namespace
 
@@ -256,7 +260,7 @@ private slots:
             // A greedy first chat: the --chat one copies its settings, so the reply is long and predictable.
             ChatSession seed = ChatSession::create("Greedy");
             seed.sampling.temperature = 0;
-            seed.sampling.max_tokens = 400;
+            seed.sampling.max_tokens = 1000;
             QVERIFY(SessionStore(data.path() + "/sessions.json").save({seed}));
         }
         QProcess app;
@@ -265,7 +269,7 @@ private slots:
         env.insert("QT_QPA_PLATFORM", "offscreen");
         app.setProcessEnvironment(env);
         app.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-        app.start(FOLIO_STUDIO_EXE, {QString::fromStdString(model), "--chat", kLongPrompt});
+        app.start(FOLIO_STUDIO_EXE, {QString::fromStdString(model), "--chat", kGreedyLongPrompt});
         QVERIFY2(app.waitForStarted(10000), qPrintable(app.errorString()));
         // Wait until a partial reply is on disk, then kill the app mid-reply.
         const QString file = data.path() + "/sessions.json";
@@ -299,7 +303,7 @@ private slots:
         for (const ChatSession& s : window.chats()->sessions())
             if (s.messages.size() == 2) restored = &s;
         QVERIFY2(restored != nullptr, "the killed app's chat is not there");
-        QCOMPARE(restored->messages[0].content, QString(kLongPrompt));
+        QCOMPARE(restored->messages[0].content, QString(kGreedyLongPrompt));
         QVERIFY(restored->messages[1].content.startsWith(partial.left(10)));
         QCOMPARE(restored->messages[1].finish_reason, QString("interrupted"));
         window.sessionList()->setCurrentSession(restored->id);
