@@ -8,11 +8,11 @@
 // block must wait before it ends, even one with nothing to do, or the grid
 // could end before the one before it. The wait returns when the kernel before
 // has finished and its writes are visible; as that kernel waited in turn,
-// every earlier one has finished too. So each kernel of a step calls allow_later_grids() as soon as
-// it starts (SwiGLU after its stores: kernels/elementwise.cu says why), and a
-// matmul loads its first weights before it waits: the weight stream of the
-// next matrix overlaps the tail of the last one and the small kernels between
-// them. Batch-1 decode of the 8B shape: F16 205 -> 211 tok/s, Q4_0 476 -> 489
+// every earlier one has finished too. So each kernel of a step calls
+// allow_later_grids() as soon as it starts (SwiGLU after its stores:
+// kernels/elementwise.cu says why), and a matmul loads its first weights
+// before it waits: the weight stream of the next matrix overlaps the tail of
+// the last one and the small kernels between them. Batch-1 decode of the 8B shape: F16 205 -> 211 tok/s, Q4_0 476 -> 489
 // (bench/results/cuda-pdl-2026-11-30.txt). cuBLAS kernels take no part: the
 // kernel after one starts when it has finished, as in a plain launch. Nor do
 // the kernels at a step's edges (embedding gather, argmax / top-k) or the

@@ -59,8 +59,9 @@ inline double rel_error(const std::vector<float>& out, const std::vector<double>
     return std::sqrt(num / std::max(den, 1e-300));
 }
 
+// "" when out is within `tolerance` (relative L2) of ref and all finite, else what failed.
 inline std::string check_close(const char* what, const std::vector<float>& out, const std::vector<double>& ref,
-                        double tolerance, double* error_out = nullptr) {
+                               double tolerance, double* error_out = nullptr) {
     size_t bad = 0;
     const double err = rel_error(out, ref, &bad);
     if (error_out) *error_out = err;
