@@ -19,6 +19,8 @@ std::vector<FlagSpec> model_flags() {
         {"", "--device", "DEV", "cpu, cuda or cuda:N (default cpu; cuda without a usable GPU falls back to cpu)"},
         {"", "--load-format", "F", "auto (a file or folder) or dummy: -m names a shape, weights are random"},
         {"", "--dummy-type", "T", "weight type of a dummy model: f16, bf16, f32, q4_0, q8_0, q4_k, ... (default f16)"},
+        {"", "--f32-activations", "", "CPU: quantized weights meet F32 activations (each block dequantized), as in an "
+                                      "F32 copy of the model, not 8-bit ones; slower, the reference precision"},
     };
 }
 
@@ -132,6 +134,7 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     auto loaded = std::make_unique<LoadedModel>(LoadedModel{std::move(*model), std::move(*tokenizer), nullptr, nullptr});
     options.n_threads = static_cast<int>(*threads);
     options.cuda_graphs = !args.has("--no-cuda-graphs");
+    options.f32_activations = args.has("--f32-activations");
     if (args.has("--swap-space")) {
         auto swap = get_float(args, "--swap-space", 0.0f, 0.0f, 1024.0f);
         if (!swap) return swap.error();

@@ -2,6 +2,7 @@
 // count, each output is bit for bit the row-by-row dot product of the same
 // quantized activation, and a row's result does not depend on the rows that
 // share its batch; bad shapes and types are errors, not crashes.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "cpu/matmul.h"
+#include "folio/dequant.h"
 #include "folio_test.h"
 #include "quant_reference.h"
 
@@ -213,6 +215,66 @@ private slots:
         const WeightMatrix both[] = {a.matrix, b.matrix};
         float* const outs[] = {ya.data(), yb.data()};
         QVERIFY(!matmul_many(both, x.data(), 1, outs, pool, scratch).ok());
+    }
+
+    // F32 activations: each output is bit for bit what the dequantized
+    // (F32) weights give through matmul(), for every type and ISA, alone and
+    // fused, for decode and prefill row counts and any thread count; and the
+    // same arguments are refused as by matmul_many().
+    void f32_activations_match_dequantized_weights() {
+        ThreadPool pools[] = {ThreadPool(1), ThreadPool(3)};
+        ScratchBuffer scratch;
+        for (Isa isa : isas())
+            for (int64_t n_rows : {1, 5, 70}) {
+                const int64_t in = 512;
+                std::vector<Weights> quantized;
+                std::vector<std::vector<float>> dequantized;
+                std::vector<WeightMatrix> matrices;
+                for (TensorType type : kWeightTypes) {
+                    const int64_t out = 19 + static_cast<int64_t>(matrices.size());
+                    quantized.push_back(random_weights(type, out, in, 300 + static_cast<uint32_t>(type)));
+                    matrices.push_back(quantized.back().matrix);
+                    dequantized.emplace_back(static_cast<size_t>(out * in));
+                    QVERIFY(folio::dequantize(type, quantized.back().bytes.data(), quantized.back().bytes.size(),
+                                              dequantized.back().data(), out * in)
+                                .ok());
+                }
+                const std::vector<float> x = random_activations(n_rows, in, 500 + static_cast<uint32_t>(n_rows));
+                for (ThreadPool& pool : pools)
+                    for (size_t first = 0; first < matrices.size(); first += 3) {  // fused in threes
+                        const size_t count = std::min<size_t>(3, matrices.size() - first);
+                        std::vector<std::vector<float>> ys(count);
+                        std::vector<float*> outs;
+                        for (size_t i = 0; i < count; ++i) {
+                            ys[i].assign(static_cast<size_t>(n_rows * matrices[first + i].out_features), NAN);
+                            outs.push_back(ys[i].data());
+                        }
+                        const folio::Status status = matmul_many_f32(std::span(matrices).subspan(first, count),
+                                                                     x.data(), n_rows, outs, pool, scratch, isa);
+                        QVERIFY2(status.ok(), (status.ok() ? "" : status.error().message).c_str());
+                        for (size_t i = 0; i < count; ++i) {
+                            const TensorType type = matrices[first + i].type;
+                            const WeightMatrix f32{TensorType::F32,
+                                                   reinterpret_cast<const std::byte*>(dequantized[first + i].data()),
+                                                   in, matrices[first + i].out_features};
+                            std::vector<float> want(ys[i].size(), NAN);
+                            QVERIFY(matmul(f32, x.data(), n_rows, want.data(), pool, scratch, isa).ok());
+                            for (size_t e = 0; e < want.size(); ++e)
+                                QVERIFY2(same_bits(ys[i][e], want[e]),
+                                         (describe(type, isa, n_rows, pool.size()) + " F32 activations, output " +
+                                          std::to_string(e) + ": " + exact(ys[i][e]) + " vs " + exact(want[e]))
+                                             .c_str());
+                        }
+                    }
+            }
+        // The same checks as matmul_many: different widths, an unknown type.
+        const Weights a = random_weights(TensorType::Q8_0, 8, 64, 1), b = random_weights(TensorType::Q8_0, 8, 96, 2);
+        std::vector<float> x(96), ya(8), yb(8);
+        const WeightMatrix both[] = {a.matrix, b.matrix};
+        float* const outs[] = {ya.data(), yb.data()};
+        QVERIFY(!matmul_many_f32(both, x.data(), 1, outs, pools[0], scratch, best_isa()).ok());
+        const WeightMatrix unknown[] = {{static_cast<TensorType>(99), a.bytes.data(), 64, 8}};
+        QVERIFY(!matmul_many_f32(unknown, x.data(), 1, std::span(outs, 1), pools[0], scratch, best_isa()).ok());
     }
 
     void rejects_bad_shapes_and_types() {

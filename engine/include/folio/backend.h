@@ -31,6 +31,9 @@ struct BackendOptions {
                                              // (a GPU's; the CPU's KV is host memory already): -1 = the
                                              // backend's default, 0 = none (preemption recomputes)
     bool cuda_graphs = true;                 // CUDA: replay decode steps from captured graphs
+    bool f32_activations = false;            // CPU: quantized weights meet F32 activations (each block
+                                             // dequantized), as in an F32 copy of the model, not Q8
+                                             // ones: the reference precision of a quantized file
 };
 
 // What a GPU reports about itself now (NVML); valid = false on the CPU or

@@ -1,11 +1,13 @@
 #include "cpu/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <span>
 #include <string>
 
 #include "cpu/fp16.h"
 #include "cpu/quant_blocks.h"
+#include "folio/dequant.h"
 
 namespace folio::cpu {
 namespace {
@@ -30,6 +32,36 @@ void write_scales(ActivationType type, const std::byte* row, int64_t nb, float* 
             out[1] = 0.0f;
         }
     }
+}
+
+// The arguments of matmul_many / matmul_many_f32, checked; kernels[i] gets
+// the kernels of ws[i].
+Status check_arguments(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows_x,
+                       std::span<float* const> ys, Isa isa, const DotKernels* (&kernels)[kMaxFused]) {
+    if (ws.empty() || ws.size() != ys.size() || ws.size() > kMaxFused)
+        return make_error("matmul: " + std::to_string(ws.size()) + " weights for " + std::to_string(ys.size()) +
+                          " outputs (1 to " + std::to_string(kMaxFused) + ")");
+    for (size_t i = 0; i < ws.size(); ++i) {
+        const WeightMatrix& w = ws[i];
+        if (!tensor_type_traits(static_cast<uint32_t>(w.type)))
+            return make_error("matmul: unknown weight type id " + std::to_string(static_cast<uint32_t>(w.type)));
+        kernels[i] = dot_kernels(w.type, isa);
+        if (!kernels[i])
+            return make_error("matmul: no CPU kernel for " + type_name(w.type) + " weights on " + isa_name(isa) +
+                              " (convert the model to a supported type)");
+        if (w.in_features <= 0 || w.out_features <= 0 || n_rows_x < 0)
+            return make_error("matmul: bad shape " + std::to_string(w.out_features) + "x" +
+                              std::to_string(w.in_features) + " with " + std::to_string(n_rows_x) + " input rows");
+        if (w.in_features % kernels[i]->block_elems != 0)
+            return make_error("matmul: " + type_name(w.type) + " weight rows of " + std::to_string(w.in_features) +
+                              " elements are not a whole number of " + std::to_string(kernels[i]->block_elems) +
+                              "-element blocks");
+        if (w.in_features != ws[0].in_features)
+            return make_error("matmul: weights of one input differ in input features (" +
+                              std::to_string(w.in_features) + " vs " + std::to_string(ws[0].in_features) + ")");
+        if (n_rows_x > 0 && (!w.data || !x || !ys[i])) return make_error("matmul: null weight, input or output pointer");
+    }
+    return {};
 }
 
 }  // namespace
@@ -57,30 +89,8 @@ Status matmul_many(std::span<const WeightMatrix> ws, const float* x, int64_t n_r
 
 Status matmul_many(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows_x, std::span<float* const> ys,
                    ThreadPool& pool, ScratchBuffer& scratch, Isa isa) {
-    if (ws.empty() || ws.size() != ys.size() || ws.size() > kMaxFused)
-        return make_error("matmul: " + std::to_string(ws.size()) + " weights for " + std::to_string(ys.size()) +
-                          " outputs (1 to " + std::to_string(kMaxFused) + ")");
     const DotKernels* kernels[kMaxFused];
-    for (size_t i = 0; i < ws.size(); ++i) {
-        const WeightMatrix& w = ws[i];
-        if (!tensor_type_traits(static_cast<uint32_t>(w.type)))
-            return make_error("matmul: unknown weight type id " + std::to_string(static_cast<uint32_t>(w.type)));
-        kernels[i] = dot_kernels(w.type, isa);
-        if (!kernels[i])
-            return make_error("matmul: no CPU kernel for " + type_name(w.type) + " weights on " + isa_name(isa) +
-                              " (convert the model to a supported type)");
-        if (w.in_features <= 0 || w.out_features <= 0 || n_rows_x < 0)
-            return make_error("matmul: bad shape " + std::to_string(w.out_features) + "x" +
-                              std::to_string(w.in_features) + " with " + std::to_string(n_rows_x) + " input rows");
-        if (w.in_features % kernels[i]->block_elems != 0)
-            return make_error("matmul: " + type_name(w.type) + " weight rows of " + std::to_string(w.in_features) +
-                              " elements are not a whole number of " + std::to_string(kernels[i]->block_elems) +
-                              "-element blocks");
-        if (w.in_features != ws[0].in_features)
-            return make_error("matmul: weights of one input differ in input features (" +
-                              std::to_string(w.in_features) + " vs " + std::to_string(ws[0].in_features) + ")");
-        if (n_rows_x > 0 && (!w.data || !x || !ys[i])) return make_error("matmul: null weight, input or output pointer");
-    }
+    if (Status s = check_arguments(ws, x, n_rows_x, ys, isa, kernels); !s) return s;
     if (n_rows_x == 0) return {};
     // Weights that pair with different activation formats cannot share the
     // quantized rows: one pass each.
@@ -171,6 +181,48 @@ Status matmul_many(std::span<const WeightMatrix> ws, const float* x, int64_t n_r
         }
     };
     pool.parallel_for(n_tasks, run_task);
+    return {};
+}
+
+Status matmul_many_f32(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows_x,
+                       std::span<float* const> ys, ThreadPool& pool, ScratchBuffer& scratch, Isa isa) {
+    const DotKernels* kernels[kMaxFused];
+    if (Status s = check_arguments(ws, x, n_rows_x, ys, isa, kernels); !s) return s;
+    if (n_rows_x == 0) return {};
+    const DotKernels* f32 = dot_kernels(TensorType::F32, isa);
+    const int64_t in = ws[0].in_features;
+    const size_t in_bytes = static_cast<size_t>(in) * sizeof(float);
+
+    // Tasks are (weight, chunk of its rows); a task dequantizes its rows into
+    // its thread's part of the scratch, then multiplies them by every
+    // activation row with the F32 weights' tile.
+    const int64_t threads = pool.size();
+    int64_t chunk = kWeightRowsPerPrefillTask;
+    for (const WeightMatrix& w : ws)
+        if (n_rows_x == 1) chunk = std::max(chunk, std::clamp<int64_t>(w.out_features / (threads * 8), 8, 256));
+    std::byte* buffer = scratch.reserve(static_cast<size_t>(threads * chunk) * in_bytes);
+    if (!buffer) return make_error("matmul: out of memory for the dequantized weight rows");
+    int64_t first_task[kMaxFused + 1] = {0};
+    for (size_t i = 0; i < ws.size(); ++i)
+        first_task[i + 1] = first_task[i] + (ws[i].out_features + chunk - 1) / chunk;
+    std::atomic<bool> failed{false};
+    pool.parallel_for(first_task[ws.size()], [&](int64_t task, int thread) {
+        size_t i = 0;
+        while (task >= first_task[i + 1]) ++i;
+        const WeightMatrix& w = ws[i];
+        const int64_t r0 = (task - first_task[i]) * chunk, r1 = std::min(w.out_features, r0 + chunk);
+        const size_t row_bytes = weight_row_bytes(w.type, in);
+        auto* rows = reinterpret_cast<float*>(buffer + static_cast<size_t>(thread * chunk) * in_bytes);
+        for (int64_t r = r0; r < r1; ++r)
+            if (!dequantize(w.type, w.data + static_cast<size_t>(r) * row_bytes, row_bytes, rows + (r - r0) * in, in))
+                failed = true;
+        for (int64_t c = 0; c < n_rows_x; c += kTileActRows) {
+            const int n_a = static_cast<int>(std::min<int64_t>(kTileActRows, n_rows_x - c));
+            f32->tile(in, rows, in_bytes, static_cast<int>(r1 - r0), x + c * in, in_bytes, nullptr, n_a,
+                      ys[i] + c * w.out_features + r0, static_cast<size_t>(w.out_features));
+        }
+    });
+    if (failed) return make_error("matmul: cannot dequantize " + type_name(ws[0].type) + " weight rows");
     return {};
 }
 

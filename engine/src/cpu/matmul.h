@@ -47,4 +47,13 @@ Status matmul_many(std::span<const WeightMatrix> ws, const float* x, int64_t n_r
 Status matmul_many(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows_x, std::span<float* const> ys,
                    ThreadPool& pool, ScratchBuffer& scratch, Isa isa);
 
+// matmul_many() in F32: every weight block dequantized (dequantize(), as
+// gguf-py does it) and multiplied by the F32 activations with the F32
+// weights' tile, so each y is bit-identical to what an F32 copy of the
+// weights gives, where matmul_many() quantizes the activations (Q8_0 / Q8_1 /
+// Q8_K) for the integer kernels. The reference precision of a quantized
+// model (--f32-activations); several times slower.
+Status matmul_many_f32(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows_x,
+                       std::span<float* const> ys, ThreadPool& pool, ScratchBuffer& scratch, Isa isa);
+
 }  // namespace folio::cpu

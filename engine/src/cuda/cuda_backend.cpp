@@ -548,6 +548,7 @@ std::string describe_cuda_devices() { return scan_devices().description; }
 Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& model, const BackendOptions& options) {
     auto device = parse_device(options.device);
     if (!device) return device.error();
+    if (options.f32_activations) return make_error("F32 activations (--f32-activations) are a CPU backend option");
     const int count = cuda_device_count();
     if (count == 0) return make_error(describe_cuda_devices());
     if (*device >= count)

@@ -18,11 +18,11 @@ namespace {
 class CpuBackend final : public Backend {
 public:
     CpuBackend(std::unique_ptr<model::Architecture> arch, uint32_t block_size, uint32_t n_blocks,
-               uint32_t max_context, int n_threads)
-        : arch_(std::move(arch)), max_context_(max_context) {
+               uint32_t max_context, int n_threads, bool f32_activations)
+        : arch_(std::move(arch)), max_context_(max_context), f32_activations_(f32_activations) {
         const model::KvShape kv = arch_->kv_shape();
         cache_.allocate(kv.n_layer, kv.n_head_kv, kv.head_dim, block_size, n_blocks);
-        ops_ = std::make_unique<cpu::CpuOps>(n_threads, cache_, max_context);
+        ops_ = std::make_unique<cpu::CpuOps>(n_threads, cache_, max_context, f32_activations);
     }
 
     Status forward(const Batch& batch, std::span<float> logits) override {
@@ -54,12 +54,13 @@ public:
     int n_threads() const override { return ops_->pool().size(); }
     std::string name() const override {
         return std::string("cpu (") + cpu::isa_name(cpu::best_isa()) + ", " + std::to_string(n_threads()) +
-               " threads)";
+               " threads" + (f32_activations_ ? ", F32 activations)" : ")");
     }
 
 private:
     std::unique_ptr<model::Architecture> arch_;
     uint32_t max_context_;
+    bool f32_activations_;
     cpu::KvCache cache_;
     std::unique_ptr<cpu::CpuOps> ops_;
     std::vector<int32_t> row_sequence_;
@@ -102,7 +103,8 @@ Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& mode
     }
     if (n_blocks == 0) n_blocks = (max_context + options.block_size - 1) / options.block_size;
     return std::unique_ptr<Backend>(
-        std::make_unique<CpuBackend>(std::move(*arch), options.block_size, n_blocks, max_context, options.n_threads));
+        std::make_unique<CpuBackend>(std::move(*arch), options.block_size, n_blocks, max_context, options.n_threads,
+                                     options.f32_activations));
 }
 
 }  // namespace folio

@@ -31,7 +31,8 @@ uint64_t KvCache::bytes() const {
            sizeof(uint16_t);
 }
 
-CpuOps::CpuOps(int n_threads, KvCache& cache, uint32_t max_context) : pool_(n_threads), cache_(cache) {
+CpuOps::CpuOps(int n_threads, KvCache& cache, uint32_t max_context, bool f32_activations)
+    : pool_(n_threads), cache_(cache), f32_activations_(f32_activations) {
     scores_.resize(static_cast<size_t>(pool_.size()));
     q_scratch_.resize(static_cast<size_t>(pool_.size()));
     for (auto& s : scores_) s.resize(static_cast<size_t>(vec::kMaxQueries) * max_context);
@@ -87,14 +88,16 @@ void CpuOps::rms_norm(const float* x, const float* weight, float eps, int64_t n_
 }
 
 Status CpuOps::matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) {
-    return cpu::matmul(WeightMatrix{w.type, w.data, w.in_features, w.out_features}, x, n_rows, y, pool_, scratch_);
+    return matmuls(std::span(&w, 1), x, n_rows, std::span(&y, 1));
 }
 
 Status CpuOps::matmuls(std::span<const model::Weight> w, const float* x, int64_t n_rows, std::span<float* const> y) {
     if (w.size() > kMaxFused || w.size() != y.size()) return Ops::matmuls(w, x, n_rows, y);
     WeightMatrix matrices[kMaxFused];
     for (size_t i = 0; i < w.size(); ++i) matrices[i] = {w[i].type, w[i].data, w[i].in_features, w[i].out_features};
-    return cpu::matmul_many(std::span(matrices, w.size()), x, n_rows, y, pool_, scratch_);
+    const std::span<const WeightMatrix> ws(matrices, w.size());
+    if (f32_activations_) return cpu::matmul_many_f32(ws, x, n_rows, y, pool_, scratch_, best_isa());
+    return cpu::matmul_many(ws, x, n_rows, y, pool_, scratch_);
 }
 
 void CpuOps::rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions,

@@ -33,7 +33,9 @@ struct KvCache {
 
 class CpuOps final : public model::Ops {
 public:
-    CpuOps(int n_threads, KvCache& cache, uint32_t max_context);
+    // f32_activations: products of quantized weights in F32 (cpu::matmul_many_f32)
+    // instead of with quantized activations.
+    CpuOps(int n_threads, KvCache& cache, uint32_t max_context, bool f32_activations = false);
 
     // The sequence each batch row belongs to; set by the backend before a step.
     void set_row_sequences(const std::vector<int32_t>* row_sequence) { row_sequence_ = row_sequence; }
@@ -78,6 +80,7 @@ private:
     ThreadPool pool_;
     ScratchBuffer scratch_;
     KvCache& cache_;
+    bool f32_activations_;
     const std::vector<int32_t>* row_sequence_ = nullptr;
     std::vector<std::vector<float>> scores_;  // per thread: a query block's attention scores
     std::vector<std::vector<float>> q_scratch_;  // per thread: a query block rounded to half
