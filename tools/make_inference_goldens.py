@@ -15,6 +15,13 @@ and the F32 GGUF of the HF folder from tools/hf_folder_to_gguf.py):
         models/gemma-3-270m-q4_k_m.gguf:gemma3:tests/data/inference/gemma3_q4_k_m.json \
         models/SmolLM2-135M-Instruct-hf.F32.gguf:smollm2:tests/data/inference/smollm2_hf_f32.json
 
+and, for the Gemma file's dequantized F32 copy (tools/dequantize_gguf.py; the
+first spec only supplies the prompt ids, its output is not kept):
+
+    .venv/bin/python tools/make_inference_goldens.py \
+        models/gemma-3-270m-q4_k_m.gguf:gemma3:/tmp/gemma3_q4_k_m.regen.json \
+        models/gemma-3-270m-q4_k_m.F32.gguf:gemma3:tests/data/inference/gemma3_q4_k_m_f32.json
+
 The first DETERMINISM_PROMPTS prompts of each model run twice, in fresh
 contexts; the script fails unless both runs give bit-identical logits (all of
 them twice would double a run that already takes minutes on 2 busy cores). The HF-form run takes its prompt ids from the

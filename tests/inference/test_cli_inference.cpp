@@ -44,6 +44,19 @@ private slots:
         QVERIFY(r.err.find("tok/s") != std::string::npos);
     }
 
+    // --f32-activations reaches the backend: Gemma's 4-bit file then continues
+    // as llama.cpp does its dequantized F32 copy (gemma3_q4_k_m_f32.json,
+    // prompt "capital"), where the default 8-bit activations part from it
+    // after "France." (" It is the capital of the country ...").
+    void runWithF32Activations() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kGemma3);
+        auto r = run_folio("run -m " + shell_quote(path) +
+                           " -p 'The capital of France is' -n 12 --temp 0 -t 2 --f32-activations");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        QVERIFY2(r.err.find("F32 activations") != std::string::npos, r.err.c_str());
+        QVERIFY2(r.out.rfind(" the capital of the country of France. It is the largest", 0) == 0, r.out.c_str());
+    }
+
     void runChatOnGemmaUsesTheBuiltInTemplate() {
         FOLIO_REQUIRE_MODEL(path, folio_test::kGemma3);
         auto r = run_folio("run -m " + shell_quote(path) + " -p 'What is the capital of France?' -n 4 --temp 0 --chat");

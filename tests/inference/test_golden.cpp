@@ -25,6 +25,12 @@
 //   - greedy tokens equal at >= 90 % of steps, and a differing step only
 //     where llama.cpp's own margin there is below twice its self-deviation
 //     on that prompt (a real near-tie).
+// Token identity itself is held where neither side quantizes activations:
+// the HF folder (F32) and the quantized files run with F32 activations
+// (BackendOptions::f32_activations, each weight block dequantized), against
+// llama.cpp on the files' dequantized F32 copies (tools/dequantize_gguf.py;
+// SmolLM2's is the HF folder's file). There at least 8 of the 10 greedy
+// continuations must be identical throughout, besides the bounds above.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -47,6 +53,9 @@ constexpr double kMinLogprobTolerance = 0.05;
 constexpr double kMeanFraction = 1.0 / 7.5;
 constexpr double kMinGreedyAgreement = 0.9;
 constexpr double kPerplexityTolerance = 0.005;  // relative
+constexpr int kMinIdenticalPrompts = 8;  // F32 activations: continuations identical token for token
+
+enum class Activations { Quantized, F32 };
 
 double logsumexp(const float* row, int32_t n) {
     const float max = *std::max_element(row, row + n);
@@ -79,11 +88,19 @@ private slots:
     }
     void smollm2Folder() {
         FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2Folder);
-        check_golden(path, "inference/smollm2_hf_f32.json");
+        check_golden(path, "inference/smollm2_hf_f32.json", Activations::F32);  // F32 weights: a no-op
     }
     void gemma3() {
         FOLIO_REQUIRE_MODEL(path, folio_test::kGemma3);
         check_golden(path, "inference/gemma3_q4_k_m.json");
+    }
+    void smollm2F32Activations() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
+        check_golden(path, "inference/smollm2_hf_f32.json", Activations::F32);
+    }
+    void gemma3F32Activations() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kGemma3);
+        check_golden(path, "inference/gemma3_q4_k_m_f32.json", Activations::F32);
     }
     void perplexitySmollm2() {
         FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
@@ -99,7 +116,9 @@ private slots:
     }
 
 private:
-    void check_golden(const std::string& model_path, const std::string& golden_file) {
+    // model_path run with the given activations against golden_file.
+    void check_golden(const std::string& model_path, const std::string& golden_file,
+                      Activations activations = Activations::Quantized) {
         nlohmann::json golden;
         if (!read_json(folio_test::data_path(golden_file), golden)) QSKIP("golden file not there yet");
         auto model = folio::load_model_description(model_path);
@@ -107,6 +126,7 @@ private:
         folio::BackendOptions options;
         options.n_threads = 2;
         options.max_context = golden.value("n_ctx", 512u);
+        options.f32_activations = activations == Activations::F32;
         auto backend = folio::create_cpu_backend(*model, options);
         QVERIFY2(backend, backend ? "" : backend.error().message.c_str());
         const int32_t n_vocab = (*backend)->n_vocab();
@@ -121,7 +141,7 @@ private:
         const double kMeanLogprobTolerance = kMeanFraction * kLogprobTolerance;
         double worst = 0, sum_diff = 0;
         int64_t n_diff = 0, steps = 0;
-        int mismatches = 0, unexplained = 0;
+        int mismatches = 0, unexplained = 0, identical_prompts = 0;
         std::string report;
         for (const auto& p : golden.at("prompts")) {
             const auto prompt = p.at("prompt_ids").get<std::vector<int32_t>>();
@@ -136,6 +156,7 @@ private:
             folio::SequenceRunner seq(**backend, 512);
             std::vector<float> rows, logits;
             QVERIFY(seq.append(prompt, rows, true));
+            const int mismatches_before = mismatches;
             for (size_t i = 0; i < reference.size(); ++i) {
                 const int32_t ours = argmax(rows.data() + rows.size() - static_cast<size_t>(n_vocab), n_vocab);
                 ++steps;
@@ -151,6 +172,7 @@ private:
                 QVERIFY(seq.append(one, logits));
                 rows.insert(rows.end(), logits.begin(), logits.end());
             }
+            if (mismatches == mismatches_before) ++identical_prompts;
             QCOMPARE(rows.size(), top_ids.size() * static_cast<size_t>(n_vocab));
             double prompt_worst = 0;
             for (size_t r = 0; r < top_ids.size(); ++r) {
@@ -168,14 +190,21 @@ private:
             worst = std::max(worst, prompt_worst);
         }
         const double mean = sum_diff / static_cast<double>(std::max<int64_t>(1, n_diff));
-        std::fprintf(stderr, "%s: |logprob diff| worst %.4f (tolerance %.3f), mean %.4f (tolerance %.3f); greedy %lld/%lld steps equal\n  %s\n",
-                     golden_file.c_str(), worst, kLogprobTolerance, mean, kMeanLogprobTolerance,
-                     static_cast<long long>(steps - mismatches), static_cast<long long>(steps), report.c_str());
+        const size_t n_prompts = golden.at("prompts").size();
+        std::fprintf(stderr,
+                     "%s%s: |logprob diff| worst %.4f (tolerance %.3f), mean %.4f (tolerance %.3f); greedy %lld/%lld "
+                     "steps equal, %d/%zu continuations identical\n  %s\n",
+                     golden_file.c_str(), activations == Activations::F32 ? " (F32 activations)" : "", worst,
+                     kLogprobTolerance, mean, kMeanLogprobTolerance, static_cast<long long>(steps - mismatches),
+                     static_cast<long long>(steps), identical_prompts, n_prompts, report.c_str());
         QVERIFY2(worst <= kLogprobTolerance, "logits differ from llama.cpp beyond the tolerance");
         QVERIFY2(mean <= kMeanLogprobTolerance, "logits differ from llama.cpp on average: a systematic error");
         QVERIFY2(unexplained == 0, ("greedy token differs where llama.cpp is not near a tie: " + report).c_str());
         QVERIFY2(static_cast<double>(steps - mismatches) >= kMinGreedyAgreement * static_cast<double>(steps),
                  ("greedy continuation differs too often: " + report).c_str());
+        if (activations == Activations::F32)
+            QVERIFY2(identical_prompts >= kMinIdenticalPrompts,
+                     ("fewer than 8 greedy continuations identical to llama.cpp's: " + report).c_str());
     }
 
     void check_perplexity(const std::string& model_path, const std::string& reference_file) {
