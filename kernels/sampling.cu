@@ -299,6 +299,152 @@ __global__ void __launch_bounds__(kSumThreads)
     }
 }
 
+// ---- draws by temperature alone ---------------------------------------------------
+//
+// Sampler::sample_full, step for step: the weights are sampler_weight's
+// (the host's floats), and the two double sums run in the host's order
+// (softmax_math.h): the total as eight lanes (lane j sums the weights of
+// columns 8b + j in order of b), added lane 0 first, then the columns past
+// the last whole block of eight; the walk as cumulative sums over blocks of
+// eight (each block summed from 0.0, column by column), then column by
+// column from the block holding the target. Those are long chains of
+// dependent adds (~16 K for 128 K columns); the rows run in parallel, one
+// block each.
+
+constexpr int kDrawThreads = 256;
+constexpr int kDrawLanes = 8;                              // sampling_math::kLanes
+constexpr int kChunkBlocks = kDrawThreads;                 // blocks of eight a chunk: one a thread
+constexpr int kChunkCols = kChunkBlocks * kDrawLanes;
+constexpr int kUnroll = 8;                                 // loads a chain thread has ahead
+
+__global__ void __launch_bounds__(kDrawThreads)
+    draw_rows_kernel(const float* x, int64_t n_cols, const float* temperatures, const double* uniforms,
+                     int32_t* out) {
+    __shared__ float warp_best[kDrawThreads / 32];
+    __shared__ int64_t warp_at[kDrawThreads / 32];
+    __shared__ float weights[kChunkCols];       // pass 1: a chunk's weights
+    __shared__ double block_sums[kChunkBlocks];  // pass 2: a chunk's blocks of eight, each summed from 0.0
+    __shared__ double lane_totals[kDrawLanes];
+    __shared__ int64_t found;                    // pass 2: the block holding the target, -1 before
+    const int64_t r = blockIdx.x;
+    const float* row = x + r * n_cols;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    // The row's largest value and its first column (argmax_rows' answer):
+    // the draw's maximum, and the token of a greedy row or of a row without
+    // a number above -inf (the host returns argmax there too).
+    float best = -INFINITY;
+    int64_t at = LLONG_MAX;
+    for (int64_t i = tid; i < n_cols; i += kDrawThreads) {
+        const float v = row[i];
+        if (beats(v, i, best, at)) best = v, at = i;
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+        const float v = __shfl_down_sync(0xffffffffu, best, offset);
+        const int64_t i = __shfl_down_sync(0xffffffffu, at, offset);
+        if (beats(v, i, best, at)) best = v, at = i;
+    }
+    if (lane == 0) warp_best[warp] = best, warp_at[warp] = at;
+    __syncthreads();
+    best = warp_best[0], at = warp_at[0];
+    for (int w = 1; w < kDrawThreads / 32; ++w)
+        if (beats(warp_best[w], warp_at[w], best, at)) best = warp_best[w], at = warp_at[w];
+    const float t = temperatures[r];
+    if (t == 0.0f || best == -INFINITY) {
+        if (tid == 0) out[r] = at == LLONG_MAX ? 0 : static_cast<int32_t>(at);
+        return;
+    }
+    const float max = fminf(best, FLT_MAX);
+    const int64_t n_blocks = n_cols / kDrawLanes, full = n_blocks * kDrawLanes;
+
+    // Pass 1, the total: a chunk's weights into shared memory (a block of
+    // eight a thread), then threads 0..7 add their lane's columns in order.
+    double lane_sum = 0.0;
+    for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks) {
+        if (c0 + tid < n_blocks) {
+#pragma unroll
+            for (int j = 0; j < kDrawLanes; ++j)
+                weights[tid * kDrawLanes + j] = sampler_weight(row[(c0 + tid) * kDrawLanes + j], max, t);
+        }
+        __syncthreads();
+        if (tid < kDrawLanes) {  // eight loads ahead of the adds: the chain waits on the adds alone
+            const int n = static_cast<int>(n_blocks - c0 < kChunkBlocks ? n_blocks - c0 : kChunkBlocks);
+            int k = 0;
+            for (; k + kUnroll <= n; k += kUnroll) {
+                float v[kUnroll];
+#pragma unroll
+                for (int u = 0; u < kUnroll; ++u) v[u] = weights[(k + u) * kDrawLanes + tid];
+#pragma unroll
+                for (int u = 0; u < kUnroll; ++u) lane_sum = __dadd_rn(lane_sum, static_cast<double>(v[u]));
+            }
+            for (; k < n; ++k) lane_sum = __dadd_rn(lane_sum, static_cast<double>(weights[k * kDrawLanes + tid]));
+        }
+        __syncthreads();  // the weights are read before the next chunk's are written
+    }
+    if (tid < kDrawLanes) lane_totals[tid] = lane_sum;
+    if (tid == 0) found = -1;
+    __syncthreads();
+    double total = 0.0;
+    for (int j = 0; j < kDrawLanes; ++j) total = __dadd_rn(total, lane_totals[j]);
+    for (int64_t i = full; i < n_cols; ++i) total = __dadd_rn(total, static_cast<double>(sampler_weight(row[i], max, t)));
+    const double target = __dmul_rn(uniforms[r], total);
+
+    // Pass 2, the walk: a chunk's block sums, then thread 0 carries the
+    // cumulative sum over them until a block holds the target.
+    double cumulative = 0.0;
+    for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks) {
+        if (c0 + tid < n_blocks) {
+            double sum = 0.0;
+#pragma unroll
+            for (int j = 0; j < kDrawLanes; ++j)
+                sum = __dadd_rn(sum, static_cast<double>(sampler_weight(row[(c0 + tid) * kDrawLanes + j], max, t)));
+            block_sums[tid] = sum;
+        }
+        __syncthreads();
+        if (tid == 0) {
+            const int n = static_cast<int>(n_blocks - c0 < kChunkBlocks ? n_blocks - c0 : kChunkBlocks);
+            int hit = -1, k = 0;
+            for (; k + kUnroll <= n && hit < 0; k += kUnroll) {
+                double v[kUnroll];
+#pragma unroll
+                for (int u = 0; u < kUnroll; ++u) v[u] = block_sums[k + u];
+#pragma unroll
+                for (int u = 0; u < kUnroll; ++u) {
+                    if (hit >= 0) break;
+                    const double next = __dadd_rn(cumulative, v[u]);
+                    if (target < next) hit = k + u;
+                    else cumulative = next;
+                }
+            }
+            for (; k < n && hit < 0; ++k) {
+                const double next = __dadd_rn(cumulative, block_sums[k]);
+                if (target < next) hit = k;
+                else cumulative = next;
+            }
+            if (hit >= 0) found = c0 + hit;
+        }
+        __syncthreads();
+        if (found >= 0) break;
+    }
+    if (tid != 0) return;
+    // Column by column from the block holding the target (or past the last
+    // whole block), as the host does.
+    for (int64_t i = found >= 0 ? found * kDrawLanes : full; i < n_cols; ++i) {
+        const float w = sampler_weight(row[i], max, t);
+        cumulative = __dadd_rn(cumulative, static_cast<double>(w));
+        if (w > 0.0f && target < cumulative) {
+            out[r] = static_cast<int32_t>(i);
+            return;
+        }
+    }
+    // Rounding left the target at the very top: the last token that can be drawn.
+    for (int64_t last = n_cols; last-- > 0;)
+        if (sampler_weight(row[last], max, t) > 0.0f) {
+            out[r] = static_cast<int32_t>(last);
+            return;
+        }
+    out[r] = 0;
+}
+
 }  // namespace
 
 cudaError_t argmax_rows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* out, cudaStream_t s) {
@@ -346,6 +492,14 @@ cudaError_t softmax_sums(const float* x, int64_t n_rows, int64_t n_cols, const f
     if (n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0 || max_stride < 0) return cudaErrorInvalidValue;
     softmax_sums_kernel<<<static_cast<unsigned>(n_rows), kSumThreads, 0, s>>>(x, n_cols, row_max, max_stride,
                                                                              temperatures, softmax_sums, log_normalizers);
+    return cudaGetLastError();
+}
+
+cudaError_t draw_rows(const float* x, int64_t n_rows, int64_t n_cols, const float* temperatures,
+                      const double* uniforms, int32_t* out, cudaStream_t s) {
+    if (n_rows == 0) return cudaSuccess;
+    if (n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0 || n_cols > 0x7fffffff) return cudaErrorInvalidValue;
+    draw_rows_kernel<<<static_cast<unsigned>(n_rows), kDrawThreads, 0, s>>>(x, n_cols, temperatures, uniforms, out);
     return cudaGetLastError();
 }
 

@@ -63,6 +63,23 @@ public:
     }
     bool chooses_tokens = false;
     uint64_t argmax_steps = 0;
+    // As a GPU backend does for draws at a plain temperature (or greedy):
+    // each row's token drawn here with the uniform value its Sampler took,
+    // when `draws_tokens` is set.
+    bool can_draw() const override { return draws_tokens; }
+    folio::Status forward_draw(const folio::Batch& batch, const folio::RowDraws& draws,
+                               std::span<int32_t> ids) override {
+        ++draw_steps;
+        const auto vocab = static_cast<size_t>(n_vocab_);
+        std::vector<float> logits(batch.logits_rows.size() * vocab);
+        if (folio::Status s = forward(batch, logits); !s) return s;
+        for (size_t i = 0; i < batch.logits_rows.size(); ++i)
+            ids[i] = folio::draw_by_temperature(std::span<const float>(logits.data() + i * vocab, vocab),
+                                                draws.temperatures[i], draws.uniforms[i]);
+        return {};
+    }
+    bool draws_tokens = false;
+    uint64_t draw_steps = 0;
     // As a GPU backend does for top-k sampling: each row's k best entries,
     // selected here, when `selects_top_k` is set.
     // With RowSums asked for, the sums too; the step's rows stay readable

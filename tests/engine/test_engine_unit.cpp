@@ -182,6 +182,53 @@ private slots:
         QVERIFY2(logprobs < greedy, "steps reporting logprobs must go through the Sampler");
     }
 
+    // Draws at a plain temperature on a backend that draws itself (a GPU's
+    // draw_rows) give the tokens the Sampler draws from whole rows: seeded
+    // requests at several temperatures, greedy ones in the same steps; a
+    // step with any other request (top-k, n = 2 forking at its first token)
+    // goes through the Sampler, and the uniform values stay in step.
+    void temperatureDrawsByTheBackendMatchTheSampler() {
+        auto run = [&](bool backend_draws, bool with_top_k, uint64_t& draw_steps, uint64_t& whole_rows) {
+            FakeBackend backend(267, kEos, 96);
+            backend.draws_tokens = backend_draws;
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
+            EngineCollector c;
+            std::vector<folio::Submission> batch;
+            for (int i = 0; i < 8; ++i) {
+                folio::GenerationRequest r;
+                r.prompt = "drawn prompt " + std::to_string(i);
+                r.sampling.temperature = i == 2 ? 0.0f : 0.4f + 0.3f * static_cast<float>(i);
+                r.sampling.top_k = with_top_k && i == 7 ? 5 : 0;
+                r.sampling.top_p = 1.0f;
+                r.sampling.min_p = 0.0f;
+                r.sampling.seed = 300 + static_cast<uint64_t>(i);
+                r.n = i == 4 ? 2 : 1;
+                r.max_tokens = 10 + 2 * i;  // ends apart: later steps have fewer rows
+                batch.push_back({r, c.callback(i)});
+            }
+            (*engine)->submit(std::move(batch));
+            (*engine)->wait_idle();
+            draw_steps = backend.draw_steps;
+            whole_rows = (*engine)->metrics().sampled_whole_rows_total;
+            std::vector<std::vector<int32_t>> out;
+            for (int i = 0; i < 8; ++i) out.push_back(c.get(i).tokens);
+            out.push_back(c.get(4 + 1000).tokens);
+            return out;
+        };
+        uint64_t host_steps = 0, host_rows = 0, device_steps = 0, device_rows = 0;
+        const auto want = run(false, false, host_steps, host_rows);
+        QCOMPARE(run(true, false, device_steps, device_rows), want);
+        QVERIFY2(host_steps == 0 && device_steps > 0, "temperature draws should be made by the backend");
+        QVERIFY2(device_rows < host_rows, "only the n = 2 fork's first step should need whole rows");
+        bool sampled = false;  // the draws are really random
+        for (int i = 0; i < 8; ++i) sampled |= i != 2 && want[static_cast<size_t>(i)] != want[2];
+        QVERIFY(sampled);
+        uint64_t mixed_steps = 0, mixed_rows = 0;
+        const auto mixed_want = run(false, true, host_steps, host_rows);
+        QCOMPARE(run(true, true, mixed_steps, mixed_rows), mixed_want);
+        QVERIFY2(mixed_steps < device_steps, "steps with a top-k request must go through the Sampler");
+    }
+
     // Sampling on a backend that selects each row's best entries itself (a
     // GPU) draws exactly the tokens the Sampler draws from whole rows: seeds,
     // mixed top_k / top_p / min_p, a greedy request in the same steps, n = 3

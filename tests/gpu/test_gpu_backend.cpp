@@ -109,6 +109,31 @@ Agreement compare_logits(const std::vector<float>& cpu, const std::vector<float>
     return a;
 }
 
+// A backend with whole rows only (no top-k, no draws): the Sampler selects.
+    class WholeRows final : public folio::Backend {
+    public:
+        explicit WholeRows(folio::Backend& b) : b_(b) {}
+        folio::Status forward(const folio::Batch& batch, std::span<float> logits) override {
+            return b_.forward(batch, logits);
+        }
+        bool can_argmax() const override { return b_.can_argmax(); }
+        folio::Status forward_argmax(const folio::Batch& batch, std::span<int32_t> ids) override {
+            return b_.forward_argmax(batch, ids);
+        }
+        folio::Status copy_blocks(std::span<const folio::BlockCopy> c) override { return b_.copy_blocks(c); }
+        int32_t n_vocab() const override { return b_.n_vocab(); }
+        uint32_t block_size() const override { return b_.block_size(); }
+        uint32_t n_blocks() const override { return b_.n_blocks(); }
+        uint32_t max_context() const override { return b_.max_context(); }
+        uint64_t kv_cache_bytes() const override { return b_.kv_cache_bytes(); }
+        uint64_t kv_bytes_per_block() const override { return b_.kv_bytes_per_block(); }
+        int n_threads() const override { return b_.n_threads(); }
+        std::string name() const override { return b_.name(); }
+
+    private:
+        folio::Backend& b_;
+    };
+
 }  // namespace
 
 class GpuBackendTest : public QObject {
@@ -364,30 +389,6 @@ private slots:
         QVERIFY(model);
         auto tokenizer = folio::Tokenizer::create(model->tokenizer);
         QVERIFY(tokenizer);
-        // The same backend with whole rows only: the Sampler selects.
-        class WholeRows final : public folio::Backend {
-        public:
-            explicit WholeRows(folio::Backend& b) : b_(b) {}
-            folio::Status forward(const folio::Batch& batch, std::span<float> logits) override {
-                return b_.forward(batch, logits);
-            }
-            bool can_argmax() const override { return b_.can_argmax(); }
-            folio::Status forward_argmax(const folio::Batch& batch, std::span<int32_t> ids) override {
-                return b_.forward_argmax(batch, ids);
-            }
-            folio::Status copy_blocks(std::span<const folio::BlockCopy> c) override { return b_.copy_blocks(c); }
-            int32_t n_vocab() const override { return b_.n_vocab(); }
-            uint32_t block_size() const override { return b_.block_size(); }
-            uint32_t n_blocks() const override { return b_.n_blocks(); }
-            uint32_t max_context() const override { return b_.max_context(); }
-            uint64_t kv_cache_bytes() const override { return b_.kv_cache_bytes(); }
-            uint64_t kv_bytes_per_block() const override { return b_.kv_bytes_per_block(); }
-            int n_threads() const override { return b_.n_threads(); }
-            std::string name() const override { return b_.name(); }
-
-        private:
-            folio::Backend& b_;
-        };
         auto backend = folio::create_backend(*model, options_for("cuda", 512));
         QVERIFY2(backend, backend ? "" : backend.error().message.c_str());
         QVERIFY((*backend)->max_top_k(24) >= 40);
@@ -455,6 +456,55 @@ private slots:
                                 " logprob entries";
         std::fprintf(stderr, "%s\n", msg.c_str());
         QVERIFY2(differ == 0 && logprobs_differ == 0 && n_logprobs > 0, msg.c_str());
+    }
+
+    // Sampling at a plain temperature (the OpenAI default) draws on the GPU
+    // (Backend::forward_draw) the tokens the Sampler draws from whole rows:
+    // 48 seeded requests, temperature alone or greedy, some ending early.
+    void temperatureSamplingOnTheGpuDrawsTheSamplersTokens() {
+        REQUIRE_GPU();
+        std::string path;
+        auto model = smollm2_or_its_shape(path);
+        QVERIFY(model);
+        auto tokenizer = folio::Tokenizer::create(model->tokenizer);
+        QVERIFY(tokenizer);
+        auto backend = folio::create_backend(*model, options_for("cuda", 512));
+        QVERIFY2(backend, backend ? "" : backend.error().message.c_str());
+        QVERIFY((*backend)->can_draw());
+        auto run = [&](folio::Backend& b, uint64_t& whole_rows) {
+            auto engine = folio::Engine::start(*model, *tokenizer, b, folio::EngineConfig{});
+            EngineCollector c;
+            std::vector<folio::Submission> batch;
+            for (int i = 0; i < 48; ++i) {
+                folio::GenerationRequest r;
+                r.prompt = std::string("Tale ") + std::to_string(i) + ": the dragon";
+                r.sampling.temperature = i % 7 == 3 ? 0.0f : 0.5f + 0.25f * static_cast<float>(i % 5);
+                r.sampling.top_k = 0;
+                r.sampling.top_p = 1.0f;
+                r.sampling.min_p = 0.0f;
+                r.sampling.seed = 7000 + static_cast<uint64_t>(i);
+                r.max_tokens = 8 + i % 3 * 8;
+                r.ignore_eos = true;
+                batch.push_back({r, c.callback(i)});
+            }
+            (*engine)->submit(std::move(batch));
+            (*engine)->wait_idle();
+            whole_rows = (*engine)->metrics().sampled_whole_rows_total;
+            std::vector<std::vector<int32_t>> out;
+            for (int i = 0; i < 48; ++i) out.push_back(c.get(i).tokens);
+            return out;
+        };
+        WholeRows whole(**backend);
+        uint64_t want_whole = 0, got_whole = 0;
+        const auto want = run(whole, want_whole);
+        const auto got = run(**backend, got_whole);
+        int differ = 0;
+        for (size_t i = 0; i < want.size(); ++i) differ += want[i].empty() || got[i] != want[i];
+        const std::string msg = std::to_string(differ) + " of 48 continuations differ between GPU draws and whole rows; "
+                                "whole rows drawn: " + std::to_string(got_whole) + " (GPU) and " +
+                                std::to_string(want_whole) + " (host)";
+        std::fprintf(stderr, "%s\n", msg.c_str());
+        QVERIFY2(differ == 0 && got_whole == 0 && want_whole > 0, msg.c_str());
     }
 
 private:

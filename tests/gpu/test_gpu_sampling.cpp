@@ -364,6 +364,67 @@ private slots:
         QCOMPARE(code(fk::softmax_sums(nullptr, -1, 10, nullptr, 1, nullptr, nullptr, nullptr, nullptr)),
                  code(cudaErrorInvalidValue));
     }
+
+    // draw_rows picks the token the Sampler draws from the whole row at a
+    // plain temperature, given the uniform value that Sampler would use: for
+    // vocabularies with and without a partial last block of eight, flat and
+    // peaked rows, special values, a row with no number above -inf, greedy
+    // rows, and 24 draws per row (so targets land all over the row).
+    void draws_match_the_samplers_whole_row_draws() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(31);
+        int checked = 0;
+        for (const int64_t cols : {int64_t{5}, int64_t{1003}, int64_t{49152}, int64_t{128256}}) {
+            const int64_t rows = 8;
+            std::vector<float> x;
+            for (int64_t r = 0; r < rows; ++r) {
+                const auto row = normal_floats(rng, static_cast<size_t>(cols), r == 2 ? 0.01f : 1.0f + 2.0f * r);
+                x.insert(x.end(), row.begin(), row.end());
+            }
+            x[1] = kInf;                                      // row 0: +inf weighs 1
+            x[static_cast<size_t>(cols + 3)] = std::nanf("");  // row 1: NaN weighs 0
+            x[static_cast<size_t>(3 * cols)] = -kInf;
+            for (int64_t c = 0; c < cols; ++c)  // row 7: nothing above -inf
+                x[static_cast<size_t>(7 * cols + c)] = c % 3 ? -kInf : std::nanf("");
+            for (int draw = 0; draw < 24; ++draw) {
+                std::vector<float> temperatures;
+                std::vector<double> uniforms;
+                std::vector<int32_t> want;
+                for (int64_t r = 0; r < rows; ++r) {
+                    folio::SamplingParams params;
+                    params.temperature = r == 5 ? 0.0f : 0.2f + 0.45f * static_cast<float>(r % 5);
+                    params.top_k = 0;
+                    params.top_p = 1.0f;
+                    params.min_p = 0.0f;
+                    params.seed = 500 + static_cast<uint64_t>(100 * r + draw);
+                    auto host = folio::Sampler::create(params), device = folio::Sampler::create(params);
+                    QVERIFY(host && device);
+                    QVERIFY(r == 5 || device->draws_by_temperature_alone());
+                    const std::span<const float> row(x.data() + r * cols, static_cast<size_t>(cols));
+                    want.push_back(host->sample(row, {}));
+                    temperatures.push_back(params.temperature);
+                    uniforms.push_back(r == 5 ? 0.0 : device->take_uniform());
+                }
+                DeviceArray<float> dx(x), dtemps(temperatures);
+                DeviceArray<double> duniforms(uniforms);
+                DeviceArray<int32_t> dout(static_cast<size_t>(rows));
+                QCOMPARE(code(fk::draw_rows(dx.ptr, rows, cols, dtemps.ptr, duniforms.ptr, dout.ptr, nullptr)),
+                         code(cudaSuccess));
+                std::vector<int32_t> got;
+                QCOMPARE(code(dout.download(got)), code(cudaSuccess));
+                for (int64_t r = 0; r < rows; ++r, ++checked) {
+                    char what[160];
+                    std::snprintf(what, sizeof what, "%lld columns, row %lld, draw %d: GPU %d, Sampler %d",
+                                  static_cast<long long>(cols), static_cast<long long>(r), draw,
+                                  got[static_cast<size_t>(r)], want[static_cast<size_t>(r)]);
+                    QVERIFY2(got[static_cast<size_t>(r)] == want[static_cast<size_t>(r)], what);
+                }
+            }
+        }
+        std::fprintf(stderr, "%d draws equal to the Sampler's\n", checked);
+        QCOMPARE(code(fk::draw_rows(nullptr, -1, 64, nullptr, nullptr, nullptr, nullptr)), code(cudaErrorInvalidValue));
+        QCOMPARE(code(fk::draw_rows(nullptr, 2, 0, nullptr, nullptr, nullptr, nullptr)), code(cudaErrorInvalidValue));
+    }
 };
 
 FOLIO_TEST_MAIN(TestGpuSampling)

@@ -56,4 +56,14 @@ struct RowSums {
     bool empty() const { return temperatures.empty(); }
 };
 
+// Draws by temperature alone made where the logits are (a GPU), so a step's
+// rows need not leave it: per logits row the temperature (0: greedy, the
+// argmax) and the uniform value in [0, 1) the row's Sampler drew for it
+// (Sampler::take_uniform); the token is the one Sampler::sample would draw
+// from the whole row with that value, bit for bit.
+struct RowDraws {
+    std::span<const float> temperatures;
+    std::span<const double> uniforms;
+};
+
 }  // namespace folio

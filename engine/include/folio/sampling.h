@@ -116,6 +116,15 @@ struct RowSum {
 // logits are, and the reference for it.
 RowSum row_sums(std::span<const float> logits, float temperature);
 
+// The token Sampler::sample draws from a whole row by temperature alone when
+// its uniform value is u (in [0, 1)): the weights e^((v - max) / temperature)
+// through the Sampler's exp, summed in its fixed double order, and the first
+// token whose cumulative weight passes u times the total; temperature 0, or
+// a row without a number above -inf, gives the argmax. What a backend's
+// forward_draw computes where the logits are (kernels::draw_rows), and the
+// reference for it.
+int32_t draw_by_temperature(std::span<const float> logits, float temperature, double u);
+
 class Sampler {
 public:
     // Fails when params.validate() does.
@@ -152,6 +161,14 @@ public:
     int32_t candidates_needed(size_t n_recent) const;
     // Whether sample_top_k needs the row's RowSum (top-p without top-k, logprobs).
     bool needs_row_sums() const;
+    // Whether sample() draws by temperature alone (no top-k, top-p, min-p,
+    // penalties or logprobs): a draw a GPU can make where the logits are
+    // (Backend::forward_draw) with the uniform value take_uniform() gives,
+    // the one sample() would have drawn. (Only a row without a number above
+    // -inf differs: sample() takes no value for it; the token is its argmax
+    // either way.)
+    bool draws_by_temperature_alone() const;
+    double take_uniform() { return uniform(); }
 
     const SamplingParams& params() const { return params_; }
     // The seed in use (drawn at creation when params.seed was kRandomSeed).

@@ -75,6 +75,11 @@ public:
                          const RowSums& sums) override {
         return step(batch, model::StepOutput::best_k(k, values, ids, sums));
     }
+    // Sampling at a plain temperature: each row's token comes back (kernels::draw_rows, ~0.1 ms a step).
+    bool can_draw() const override { return true; }
+    Status forward_draw(const Batch& batch, const RowDraws& draws, std::span<int32_t> ids) override {
+        return step(batch, model::StepOutput::drawn_ids(draws, ids));
+    }
     Status last_logits_rows(std::span<const size_t> rows, std::span<float> out) override {
         return ops_->last_logits_rows(rows, out);
     }

@@ -380,6 +380,36 @@ Status CudaOps::choose_tokens(const float* logits, int64_t n_rows, int64_t vocab
     return error_;
 }
 
+Status CudaOps::draw_tokens(const float* logits, int64_t n_rows, int64_t vocab, const RowDraws& draws,
+                            std::span<int32_t> ids) {
+    if (capturing_) return error_;
+    const auto rows = static_cast<size_t>(std::max<int64_t>(n_rows, 0));
+    if (ids.size() < rows || draws.temperatures.size() < rows || draws.uniforms.size() < rows)
+        return make_error("draw_tokens: " + std::to_string(rows) + " rows for too few draws or ids");
+    if (!error_) {
+        cudaStreamSynchronize(stream_);
+        return error_;
+    }
+    // Uniforms (double) first, then temperatures and ids.
+    const size_t temps_at = rows * sizeof(double), ids_at = temps_at + rows * sizeof(float);
+    if (rows > 0 && grow(draw_device_, ids_at + rows * sizeof(int32_t), "draws", InGraphs::No)) {
+        auto* base = static_cast<char*>(draw_device_.data());
+        auto* uniforms = reinterpret_cast<double*>(base);
+        auto* temperatures = reinterpret_cast<float*>(base + temps_at);
+        auto* chosen = reinterpret_cast<int32_t*>(base + ids_at);
+        if (ok(cudaMemcpyAsync(uniforms, draws.uniforms.data(), rows * sizeof(double), cudaMemcpyHostToDevice,
+                               stream_),
+               "upload") &&
+            ok(cudaMemcpyAsync(temperatures, draws.temperatures.data(), rows * sizeof(float), cudaMemcpyHostToDevice,
+                               stream_),
+               "upload") &&
+            ok(kernels::draw_rows(logits, n_rows, vocab, temperatures, uniforms, chosen, stream_), "draw"))
+            ok(cudaMemcpyAsync(ids.data(), chosen, rows * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_), "download");
+    }
+    ok(cudaStreamSynchronize(stream_), "step");
+    return error_;
+}
+
 Status CudaOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
                       std::span<int32_t> ids, const RowSums& sums) {
     if (capturing_) return error_;

@@ -131,6 +131,8 @@ public:
     Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) override;
     Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
                  std::span<int32_t> ids, const RowSums& sums) override;
+    Status draw_tokens(const float* logits, int64_t n_rows, int64_t vocab, const RowDraws& draws,
+                       std::span<int32_t> ids) override;
     // Rows of the logits the last top_k() selected from, one after the other.
     Status last_logits_rows(std::span<const size_t> rows, std::span<float> out);
 
@@ -187,6 +189,7 @@ private:
     DeviceBuffer batch_device_, graph_batch_device_;
     bool capturing_ = false;
     DeviceBuffer argmax_device_, top_k_device_;  // chosen ids / top-k entries before they go to the host
+    DeviceBuffer draw_device_;  // draw_tokens: uniforms, temperatures, then the drawn ids
     // The logits the last top_k() selected from (the Logits buffer, valid until the next step).
     const float* last_logits_ = nullptr;
     int64_t last_rows_ = 0, last_vocab_ = 0;

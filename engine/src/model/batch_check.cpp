@@ -2,6 +2,7 @@
 #include "model/batch_check.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace folio::model {
@@ -49,6 +50,19 @@ Status check_batch(const Batch& batch, const StepOutput& out, int32_t n_vocab, u
     if (out.rows(n_vocab) < static_cast<int64_t>(batch.logits_rows.size()))
         return make_error(out.chooses_tokens() ? "forward: the token id buffer is too small"
                                                : "forward: the logits buffer is too small");
+    if (out.draws_tokens()) {
+        const size_t rows = batch.logits_rows.size();
+        if (out.draws.temperatures.size() < rows || out.draws.uniforms.size() < rows)
+            return make_error("forward: " + std::to_string(rows) + " rows to draw but " +
+                              std::to_string(std::min(out.draws.temperatures.size(), out.draws.uniforms.size())) +
+                              " draws");
+        for (size_t r = 0; r < rows; ++r)
+            if (!(out.draws.temperatures[r] >= 0.0f && std::isfinite(out.draws.temperatures[r])) ||
+                !(out.draws.uniforms[r] >= 0.0 && out.draws.uniforms[r] < 1.0))
+                return make_error("forward: draw " + std::to_string(r) + " has temperature " +
+                                  std::to_string(out.draws.temperatures[r]) + " and uniform value " +
+                                  std::to_string(out.draws.uniforms[r]));
+    }
     if (out.keeps_top_k() && out.top_k > n_vocab)
         return make_error("forward: top-k of " + std::to_string(out.top_k) + " in a vocabulary of " +
                           std::to_string(n_vocab));

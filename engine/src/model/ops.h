@@ -51,21 +51,26 @@ struct AttentionParams {
 
 // What a step hands back to the host: each logits row; or only each row's
 // highest-scoring id (greedy steps); or each row's top_k best entries
-// (top-k sampling) — in the last two the logits stay in the backend's
-// memory. The caller may want fewer rows than the step computes (a batch
-// padded to a CUDA graph's size): the first rows(vocab).
+// (top-k sampling); or each row's token drawn by temperature alone
+// (RowDraws) — in the last three the logits stay in the backend's memory.
+// The caller may want fewer rows than the step computes (a batch padded to a
+// CUDA graph's size): the first rows(vocab).
 struct StepOutput {
     std::span<float> logits;        // all logits [rows][vocab], or top-k values [rows][top_k]
-    std::span<int32_t> token_ids;   // argmax ids [rows], or top-k ids [rows][top_k]
+    std::span<int32_t> token_ids;   // argmax or drawn ids [rows], or top-k ids [rows][top_k]
     int32_t top_k = 0;
     RowSums sums;                   // with top-k: sums over each whole row, when asked for
+    RowDraws draws;                 // with drawn ids: each row's temperature and uniform value
 
-    static StepOutput all_logits(std::span<float> logits) { return {logits, {}, 0, {}}; }
-    static StepOutput argmax_ids(std::span<int32_t> ids) { return {{}, ids, 0, {}}; }
+    static StepOutput all_logits(std::span<float> logits) { return {logits, {}, 0, {}, {}}; }
+    static StepOutput argmax_ids(std::span<int32_t> ids) { return {{}, ids, 0, {}, {}}; }
     static StepOutput best_k(int32_t k, std::span<float> values, std::span<int32_t> ids, const RowSums& sums) {
-        return {values, ids, k, sums};
+        return {values, ids, k, sums, {}};
     }
+    static StepOutput drawn_ids(const RowDraws& draws, std::span<int32_t> ids) { return {{}, ids, 0, {}, draws}; }
+    // Only ids come back: argmax ids, or drawn ones (draws_tokens()).
     bool chooses_tokens() const { return top_k == 0 && !token_ids.empty(); }
+    bool draws_tokens() const { return chooses_tokens() && !draws.uniforms.empty(); }
     bool keeps_top_k() const { return top_k > 0; }
     int64_t rows(int64_t vocab) const {
         if (keeps_top_k())
@@ -163,6 +168,13 @@ public:
     // `sums` is not empty, on the host once computed.
     virtual Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
                          std::span<int32_t> ids, const RowSums& sums) = 0;
+    // ids[r] = the token Sampler::sample would draw from row r by
+    // temperature alone (draws.temperatures[r], 0 = greedy) with
+    // draws.uniforms[r] as its uniform value, for n_rows rows of backend
+    // memory, on the host once computed. Backends that do not draw say so.
+    virtual Status draw_tokens(const float*, int64_t, int64_t, const RowDraws&, std::span<int32_t>) {
+        return make_error("this backend does not draw tokens itself");
+    }
 };
 
 }  // namespace folio::model

@@ -309,9 +309,12 @@ void Engine::step() {
     // top-p or min-p, logprobs; Sampler::candidates_needed) gets each row's
     // k best (k = the most any row needs), with sums over each whole row
     // where a row needs them (top-p without top-k, logprobs). A row those
-    // cannot decide is fetched whole afterwards. Anything else (temperature
-    // alone, penalties that raise logits) gets whole rows.
+    // cannot decide is fetched whole afterwards. A step whose rows are all
+    // greedy or drawn by temperature alone gets each row's token drawn there
+    // (with the uniform value its Sampler takes here). Anything else
+    // (penalties that raise logits, ...) gets whole rows.
     bool device_greedy = backend_.can_argmax();
+    bool device_draw = backend_.can_draw();
     const int32_t max_top_k = backend_.max_top_k(batch_.logits_rows.size());
     int32_t step_top_k = max_top_k > 0 ? 1 : 0;
     bool step_sums = false;
@@ -322,7 +325,9 @@ void Engine::step() {
         const SamplingParams& sp = r.params.sampling;
         row_temperatures_.push_back(sp.temperature > 0.0f ? sp.temperature : 1.0f);
         const bool greedy = sp.temperature == 0.0f && !sp.has_penalties() && sp.n_logprobs == 0;
-        if (!greedy || (r.params.n > 1 && r.first_token_s < 0)) device_greedy = false;
+        const bool forks = r.params.n > 1 && r.first_token_s < 0;  // several draws from this row
+        if (!greedy || forks) device_greedy = false;
+        if (!(greedy || r.sampler.draws_by_temperature_alone()) || forks) device_draw = false;
         if (step_top_k == 0 || greedy) continue;
         const int32_t needed = r.sampler.candidates_needed(r.history.size());
         if (needed > 0 && needed <= max_top_k && static_cast<size_t>(needed) < n_vocab) {
@@ -347,6 +352,18 @@ void Engine::step() {
         step_top_k = 0;
         chosen_ids_.resize(n_rows);
         if (status) status = backend_.forward_argmax(batch_, chosen_ids_);
+    } else if (device_draw) {
+        step_top_k = 0;
+        chosen_ids_.resize(n_rows);
+        row_uniforms_.clear();
+        for (size_t i = 0, row = 0; i < plan.sequences.size(); ++i) {
+            if (!plan.sequences[i].sample) continue;
+            Request& r = *requests_.at(plan.sequences[i].id);
+            const bool greedy = r.params.sampling.temperature == 0.0f;
+            row_temperatures_[row++] = greedy ? 0.0f : r.params.sampling.temperature;
+            row_uniforms_.push_back(greedy ? 0.0 : r.sampler.take_uniform());
+        }
+        if (status) status = backend_.forward_draw(batch_, RowDraws{row_temperatures_, row_uniforms_}, chosen_ids_);
     } else if (step_top_k > 0) {
         logits_.resize(n_rows * static_cast<size_t>(step_top_k));
         chosen_ids_.resize(logits_.size());
@@ -416,7 +433,7 @@ void Engine::step() {
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         if (!samples[i]) continue;
         Request& r = *requests_.at(plan.sequences[i].id);
-        if (device_greedy) {
+        if (device_greedy || device_draw) {
             tokens[i] = chosen_ids_[row_of[i]];
         } else if (step_top_k > 0) {
             const size_t k = static_cast<size_t>(step_top_k), at = row_of[i] * k;

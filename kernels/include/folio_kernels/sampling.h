@@ -1,6 +1,7 @@
 // Token selection on the GPU, so that a step's logits need not leave the
-// device: the id of each row's largest logit (greedy), or each row's k best
-// logits with their ids (the host samples among those few).
+// device: the id of each row's largest logit (greedy), each row's k best
+// logits with their ids (the host samples among those few), or the token a
+// draw by temperature alone picks.
 #pragma once
 
 #include <cstdint>
@@ -42,5 +43,15 @@ size_t top_k_workspace_bytes(int64_t n_rows, int64_t n_cols, int32_t k);
 // double, in another order than the host's (a last-bit difference).
 cudaError_t softmax_sums(const float* x, int64_t n_rows, int64_t n_cols, const float* row_max, int64_t max_stride,
                          const float* temperatures, double* softmax_sums, float* log_normalizers, cudaStream_t s);
+
+// The engine Sampler's draw from a whole row by temperature alone
+// (Sampler::sample_full), made where the logits are: out[r] = the token the
+// host would draw from row r of x at temperatures[r] with uniforms[r] (its
+// uniform() value, in [0, 1)), bit for bit: the same weights and the same
+// double sums in the same order. temperatures[r] == 0 (a greedy row) gives
+// argmax_rows' id, as does a row without a number above -inf. One block per
+// row; each draw is two chains of ~n_cols / 8 dependent double adds.
+cudaError_t draw_rows(const float* x, int64_t n_rows, int64_t n_cols, const float* temperatures,
+                      const double* uniforms, int32_t* out, cudaStream_t s);
 
 }  // namespace folio::kernels
