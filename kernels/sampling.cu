@@ -319,13 +319,12 @@ constexpr int kUnroll = 8;                                 // loads a chain thre
 
 __global__ void __launch_bounds__(kDrawThreads)
     draw_rows_kernel(const float* x, int64_t n_cols, const float* temperatures, const double* uniforms,
-                     int32_t* out) {
+                     double* cumulative_after, int32_t* out) {
     __shared__ float warp_best[kDrawThreads / 32];
     __shared__ int64_t warp_at[kDrawThreads / 32];
-    __shared__ float weights[kChunkCols];       // pass 1: a chunk's weights
-    __shared__ double block_sums[kChunkBlocks];  // pass 2: a chunk's blocks of eight, each summed from 0.0
+    __shared__ float weights[kChunkCols];       // a chunk's weights
+    __shared__ double block_sums[kChunkBlocks];  // a chunk's blocks of eight, each summed from 0.0
     __shared__ double lane_totals[kDrawLanes];
-    __shared__ int64_t found;                    // pass 2: the block holding the target, -1 before
     const int64_t r = blockIdx.x;
     const float* row = x + r * n_cols;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -356,18 +355,27 @@ __global__ void __launch_bounds__(kDrawThreads)
     const float max = fminf(best, FLT_MAX);
     const int64_t n_blocks = n_cols / kDrawLanes, full = n_blocks * kDrawLanes;
 
-    // Pass 1, the total: a chunk's weights into shared memory (a block of
-    // eight a thread), then threads 0..7 add their lane's columns in order.
-    double lane_sum = 0.0;
+    // One pass over the row, a chunk at a time: the chunk's weights and its
+    // blocks' sums into shared memory (a block of eight a thread); then at
+    // once threads 0..7 add their lanes' columns for the total, and thread 32
+    // carries the walk's cumulative sum over the blocks, keeping the value
+    // after each block (the walk's sums do not depend on where it stops).
+    double lane_sum = 0.0, cumulative = 0.0;
+    double* after = cumulative_after + r * n_blocks;
     for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks) {
         if (c0 + tid < n_blocks) {
+            double sum = 0.0;
 #pragma unroll
-            for (int j = 0; j < kDrawLanes; ++j)
-                weights[tid * kDrawLanes + j] = sampler_weight(row[(c0 + tid) * kDrawLanes + j], max, t);
+            for (int j = 0; j < kDrawLanes; ++j) {
+                const float w = sampler_weight(row[(c0 + tid) * kDrawLanes + j], max, t);
+                weights[tid * kDrawLanes + j] = w;
+                sum = __dadd_rn(sum, static_cast<double>(w));
+            }
+            block_sums[tid] = sum;
         }
         __syncthreads();
-        if (tid < kDrawLanes) {  // eight loads ahead of the adds: the chain waits on the adds alone
-            const int n = static_cast<int>(n_blocks - c0 < kChunkBlocks ? n_blocks - c0 : kChunkBlocks);
+        const int n = static_cast<int>(n_blocks - c0 < kChunkBlocks ? n_blocks - c0 : kChunkBlocks);
+        if (tid < kDrawLanes) {  // loads kUnroll ahead of the adds: the chain waits on the adds alone
             int k = 0;
             for (; k + kUnroll <= n; k += kUnroll) {
                 float v[kUnroll];
@@ -377,58 +385,43 @@ __global__ void __launch_bounds__(kDrawThreads)
                 for (int u = 0; u < kUnroll; ++u) lane_sum = __dadd_rn(lane_sum, static_cast<double>(v[u]));
             }
             for (; k < n; ++k) lane_sum = __dadd_rn(lane_sum, static_cast<double>(weights[k * kDrawLanes + tid]));
+        } else if (tid == 32) {
+            int k = 0;
+            for (; k + kUnroll <= n; k += kUnroll) {
+                double v[kUnroll];
+#pragma unroll
+                for (int u = 0; u < kUnroll; ++u) v[u] = block_sums[k + u];
+#pragma unroll
+                for (int u = 0; u < kUnroll; ++u) after[c0 + k + u] = cumulative = __dadd_rn(cumulative, v[u]);
+            }
+            for (; k < n; ++k) after[c0 + k] = cumulative = __dadd_rn(cumulative, block_sums[k]);
         }
-        __syncthreads();  // the weights are read before the next chunk's are written
+        __syncthreads();  // the chunk is read before the next one is written
     }
     if (tid < kDrawLanes) lane_totals[tid] = lane_sum;
-    if (tid == 0) found = -1;
     __syncthreads();
     double total = 0.0;
     for (int j = 0; j < kDrawLanes; ++j) total = __dadd_rn(total, lane_totals[j]);
     for (int64_t i = full; i < n_cols; ++i) total = __dadd_rn(total, static_cast<double>(sampler_weight(row[i], max, t)));
     const double target = __dmul_rn(uniforms[r], total);
 
-    // Pass 2, the walk: a chunk's block sums, then thread 0 carries the
-    // cumulative sum over them until a block holds the target.
-    double cumulative = 0.0;
-    for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks) {
-        if (c0 + tid < n_blocks) {
-            double sum = 0.0;
-#pragma unroll
-            for (int j = 0; j < kDrawLanes; ++j)
-                sum = __dadd_rn(sum, static_cast<double>(sampler_weight(row[(c0 + tid) * kDrawLanes + j], max, t)));
-            block_sums[tid] = sum;
+    // The block holding the target: the first whose cumulative sum after it
+    // passes the target (the sums never decrease), found by all threads.
+    int64_t first = n_blocks;
+    for (int64_t b = tid; b < n_blocks; b += kDrawThreads)
+        if (target < after[b]) {
+            first = b;
+            break;
         }
-        __syncthreads();
-        if (tid == 0) {
-            const int n = static_cast<int>(n_blocks - c0 < kChunkBlocks ? n_blocks - c0 : kChunkBlocks);
-            int hit = -1, k = 0;
-            for (; k + kUnroll <= n && hit < 0; k += kUnroll) {
-                double v[kUnroll];
-#pragma unroll
-                for (int u = 0; u < kUnroll; ++u) v[u] = block_sums[k + u];
-#pragma unroll
-                for (int u = 0; u < kUnroll; ++u) {
-                    if (hit >= 0) break;
-                    const double next = __dadd_rn(cumulative, v[u]);
-                    if (target < next) hit = k + u;
-                    else cumulative = next;
-                }
-            }
-            for (; k < n && hit < 0; ++k) {
-                const double next = __dadd_rn(cumulative, block_sums[k]);
-                if (target < next) hit = k;
-                else cumulative = next;
-            }
-            if (hit >= 0) found = c0 + hit;
-        }
-        __syncthreads();
-        if (found >= 0) break;
-    }
+    for (int offset = 16; offset > 0; offset /= 2) first = min(first, __shfl_down_sync(0xffffffffu, first, offset));
+    if (lane == 0) warp_at[warp] = first;
+    __syncthreads();
     if (tid != 0) return;
+    for (int w = 0; w < kDrawThreads / 32; ++w) first = min(first, warp_at[w]);
     // Column by column from the block holding the target (or past the last
-    // whole block), as the host does.
-    for (int64_t i = found >= 0 ? found * kDrawLanes : full; i < n_cols; ++i) {
+    // whole block), from the cumulative sum before it, as the host does.
+    cumulative = first == 0 ? 0.0 : after[first - 1];
+    for (int64_t i = first * kDrawLanes; i < n_cols; ++i) {
         const float w = sampler_weight(row[i], max, t);
         cumulative = __dadd_rn(cumulative, static_cast<double>(w));
         if (w > 0.0f && target < cumulative) {
@@ -495,11 +488,19 @@ cudaError_t softmax_sums(const float* x, int64_t n_rows, int64_t n_cols, const f
     return cudaGetLastError();
 }
 
+size_t draw_rows_workspace_bytes(int64_t n_rows, int64_t n_cols) {
+    if (n_rows <= 0 || n_cols <= 0) return 0;
+    return static_cast<size_t>(n_rows) * static_cast<size_t>(n_cols / kDrawLanes) * sizeof(double);
+}
+
 cudaError_t draw_rows(const float* x, int64_t n_rows, int64_t n_cols, const float* temperatures,
-                      const double* uniforms, int32_t* out, cudaStream_t s) {
+                      const double* uniforms, int32_t* out, void* workspace, size_t workspace_bytes, cudaStream_t s) {
     if (n_rows == 0) return cudaSuccess;
-    if (n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0 || n_cols > 0x7fffffff) return cudaErrorInvalidValue;
-    draw_rows_kernel<<<static_cast<unsigned>(n_rows), kDrawThreads, 0, s>>>(x, n_cols, temperatures, uniforms, out);
+    if (n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0 || n_cols > 0x7fffffff ||
+        workspace_bytes < draw_rows_workspace_bytes(n_rows, n_cols) || (!workspace && n_cols >= kDrawLanes))
+        return cudaErrorInvalidValue;
+    draw_rows_kernel<<<static_cast<unsigned>(n_rows), kDrawThreads, 0, s>>>(x, n_cols, temperatures, uniforms,
+                                                                           static_cast<double*>(workspace), out);
     return cudaGetLastError();
 }
 

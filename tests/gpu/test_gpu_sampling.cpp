@@ -408,7 +408,10 @@ private slots:
                 DeviceArray<float> dx(x), dtemps(temperatures);
                 DeviceArray<double> duniforms(uniforms);
                 DeviceArray<int32_t> dout(static_cast<size_t>(rows));
-                QCOMPARE(code(fk::draw_rows(dx.ptr, rows, cols, dtemps.ptr, duniforms.ptr, dout.ptr, nullptr)),
+                const size_t workspace_bytes = fk::draw_rows_workspace_bytes(rows, cols);
+                DeviceArray<char> dwork(std::max<size_t>(workspace_bytes, 1));
+                QCOMPARE(code(fk::draw_rows(dx.ptr, rows, cols, dtemps.ptr, duniforms.ptr, dout.ptr, dwork.ptr,
+                                            workspace_bytes, nullptr)),
                          code(cudaSuccess));
                 std::vector<int32_t> got;
                 QCOMPARE(code(dout.download(got)), code(cudaSuccess));
@@ -422,8 +425,13 @@ private slots:
             }
         }
         std::fprintf(stderr, "%d draws equal to the Sampler's\n", checked);
-        QCOMPARE(code(fk::draw_rows(nullptr, -1, 64, nullptr, nullptr, nullptr, nullptr)), code(cudaErrorInvalidValue));
-        QCOMPARE(code(fk::draw_rows(nullptr, 2, 0, nullptr, nullptr, nullptr, nullptr)), code(cudaErrorInvalidValue));
+        // Bad shapes, too small a workspace.
+        QCOMPARE(code(fk::draw_rows(nullptr, -1, 64, nullptr, nullptr, nullptr, nullptr, 0, nullptr)),
+                 code(cudaErrorInvalidValue));
+        QCOMPARE(code(fk::draw_rows(nullptr, 2, 0, nullptr, nullptr, nullptr, nullptr, 0, nullptr)),
+                 code(cudaErrorInvalidValue));
+        QCOMPARE(code(fk::draw_rows(nullptr, 2, 64, nullptr, nullptr, nullptr, nullptr, 0, nullptr)),
+                 code(cudaErrorInvalidValue));
     }
 };
 

@@ -390,9 +390,11 @@ Status CudaOps::draw_tokens(const float* logits, int64_t n_rows, int64_t vocab, 
         cudaStreamSynchronize(stream_);
         return error_;
     }
-    // Uniforms (double) first, then temperatures and ids.
+    // Uniforms (double) first, then temperatures and ids, then draw_rows' workspace.
     const size_t temps_at = rows * sizeof(double), ids_at = temps_at + rows * sizeof(float);
-    if (rows > 0 && grow(draw_device_, ids_at + rows * sizeof(int32_t), "draws", InGraphs::No)) {
+    const size_t workspace_at = (ids_at + rows * sizeof(int32_t) + 255) / 256 * 256;
+    const size_t workspace_bytes = kernels::draw_rows_workspace_bytes(n_rows, vocab);
+    if (rows > 0 && grow(draw_device_, workspace_at + workspace_bytes, "draws", InGraphs::No)) {
         auto* base = static_cast<char*>(draw_device_.data());
         auto* uniforms = reinterpret_cast<double*>(base);
         auto* temperatures = reinterpret_cast<float*>(base + temps_at);
@@ -403,7 +405,9 @@ Status CudaOps::draw_tokens(const float* logits, int64_t n_rows, int64_t vocab, 
             ok(cudaMemcpyAsync(temperatures, draws.temperatures.data(), rows * sizeof(float), cudaMemcpyHostToDevice,
                                stream_),
                "upload") &&
-            ok(kernels::draw_rows(logits, n_rows, vocab, temperatures, uniforms, chosen, stream_), "draw"))
+            ok(kernels::draw_rows(logits, n_rows, vocab, temperatures, uniforms, chosen, base + workspace_at,
+                                  workspace_bytes, stream_),
+               "draw"))
             ok(cudaMemcpyAsync(ids.data(), chosen, rows * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_), "download");
     }
     ok(cudaStreamSynchronize(stream_), "step");

@@ -189,7 +189,7 @@ private:
     DeviceBuffer batch_device_, graph_batch_device_;
     bool capturing_ = false;
     DeviceBuffer argmax_device_, top_k_device_;  // chosen ids / top-k entries before they go to the host
-    DeviceBuffer draw_device_;  // draw_tokens: uniforms, temperatures, then the drawn ids
+    DeviceBuffer draw_device_;  // draw_tokens: uniforms, temperatures, drawn ids, draw_rows' workspace
     // The logits the last top_k() selected from (the Logits buffer, valid until the next step).
     const float* last_logits_ = nullptr;
     int64_t last_rows_ = 0, last_vocab_ = 0;

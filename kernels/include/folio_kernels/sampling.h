@@ -50,8 +50,10 @@ cudaError_t softmax_sums(const float* x, int64_t n_rows, int64_t n_cols, const f
 // uniform() value, in [0, 1)), bit for bit: the same weights and the same
 // double sums in the same order. temperatures[r] == 0 (a greedy row) gives
 // argmax_rows' id, as does a row without a number above -inf. One block per
-// row; each draw is two chains of ~n_cols / 8 dependent double adds.
+// row; each draw is chains of ~n_cols / 8 dependent double adds. The
+// workspace holds draw_rows_workspace_bytes() (a double per 8 columns).
 cudaError_t draw_rows(const float* x, int64_t n_rows, int64_t n_cols, const float* temperatures,
-                      const double* uniforms, int32_t* out, cudaStream_t s);
+                      const double* uniforms, int32_t* out, void* workspace, size_t workspace_bytes, cudaStream_t s);
+size_t draw_rows_workspace_bytes(int64_t n_rows, int64_t n_cols);
 
 }  // namespace folio::kernels
