@@ -307,15 +307,18 @@ __global__ void __launch_bounds__(kSumThreads)
 // columns 8b + j in order of b), added lane 0 first, then the columns past
 // the last whole block of eight; the walk as cumulative sums over blocks of
 // eight (each block summed from 0.0, column by column), then column by
-// column from the block holding the target. Those are long chains of
-// dependent adds (~16 K for 128 K columns); the rows run in parallel, one
-// block each.
+// column from the block holding the target. Both are chains of dependent
+// adds (~16 K for 128 K columns), fed from shared memory a chunk of 2048
+// columns at a time, and they run side by side: the walk's cumulative sums do
+// not depend on the target, so all of them are kept (the workspace) and the
+// block holding the target is searched for afterwards by all threads. The
+// rows run in parallel, one block each (~0.2 ms a step of 64 rows of 128256).
 
 constexpr int kDrawThreads = 256;
-constexpr int kDrawLanes = 8;                              // sampling_math::kLanes
-constexpr int kChunkBlocks = kDrawThreads;                 // blocks of eight a chunk: one a thread
+constexpr int kDrawLanes = 8;               // sampling_math::kLanes
+constexpr int kChunkBlocks = kDrawThreads;  // blocks of eight a chunk: one a thread
 constexpr int kChunkCols = kChunkBlocks * kDrawLanes;
-constexpr int kUnroll = 8;                                 // loads a chain thread has ahead
+constexpr int kUnroll = 8;                  // loads a chain thread has ahead
 
 __global__ void __launch_bounds__(kDrawThreads)
     draw_rows_kernel(const float* x, int64_t n_cols, const float* temperatures, const double* uniforms,
@@ -402,7 +405,8 @@ __global__ void __launch_bounds__(kDrawThreads)
     __syncthreads();
     double total = 0.0;
     for (int j = 0; j < kDrawLanes; ++j) total = __dadd_rn(total, lane_totals[j]);
-    for (int64_t i = full; i < n_cols; ++i) total = __dadd_rn(total, static_cast<double>(sampler_weight(row[i], max, t)));
+    for (int64_t i = full; i < n_cols; ++i)
+        total = __dadd_rn(total, static_cast<double>(sampler_weight(row[i], max, t)));
     const double target = __dmul_rn(uniforms[r], total);
 
     // The block holding the target: the first whose cumulative sum after it

@@ -500,9 +500,9 @@ private slots:
         const auto got = run(**backend, got_whole);
         int differ = 0;
         for (size_t i = 0; i < want.size(); ++i) differ += want[i].empty() || got[i] != want[i];
-        const std::string msg = std::to_string(differ) + " of 48 continuations differ between GPU draws and whole rows; "
-                                "whole rows drawn: " + std::to_string(got_whole) + " (GPU) and " +
-                                std::to_string(want_whole) + " (host)";
+        const std::string msg = std::to_string(differ) +
+                                " of 48 continuations differ between GPU draws and whole rows; whole rows drawn: " +
+                                std::to_string(got_whole) + " (GPU) and " + std::to_string(want_whole) + " (host)";
         std::fprintf(stderr, "%s\n", msg.c_str());
         QVERIFY2(differ == 0 && got_whole == 0 && want_whole > 0, msg.c_str());
     }

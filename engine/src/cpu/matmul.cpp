@@ -59,7 +59,8 @@ Status check_arguments(std::span<const WeightMatrix> ws, const float* x, int64_t
         if (w.in_features != ws[0].in_features)
             return make_error("matmul: weights of one input differ in input features (" +
                               std::to_string(w.in_features) + " vs " + std::to_string(ws[0].in_features) + ")");
-        if (n_rows_x > 0 && (!w.data || !x || !ys[i])) return make_error("matmul: null weight, input or output pointer");
+        if (n_rows_x > 0 && (!w.data || !x || !ys[i]))
+            return make_error("matmul: null weight, input or output pointer");
     }
     return {};
 }

@@ -408,7 +408,8 @@ Status CudaOps::draw_tokens(const float* logits, int64_t n_rows, int64_t vocab, 
             ok(kernels::draw_rows(logits, n_rows, vocab, temperatures, uniforms, chosen, base + workspace_at,
                                   workspace_bytes, stream_),
                "draw"))
-            ok(cudaMemcpyAsync(ids.data(), chosen, rows * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_), "download");
+            ok(cudaMemcpyAsync(ids.data(), chosen, rows * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
+               "download");
     }
     ok(cudaStreamSynchronize(stream_), "step");
     return error_;
