@@ -28,23 +28,16 @@ import numpy as np
 import gguf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_folder_to_gguf import copy_metadata  # noqa: E402
+from hf_folder_to_gguf import finish, start_f32_copy  # noqa: E402
 
 
 def convert(source: str, out: str) -> None:
     reader = gguf.GGUFReader(source)
-    writer = gguf.GGUFWriter(out + ".partial", arch=str(reader.fields["general.architecture"].contents()))
-    copy_metadata(reader, writer)
+    writer = start_f32_copy(reader, out)
     for t in reader.tensors:
         w = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32, copy=False)
-        expected_shape = [int(d) for d in reversed(t.shape)]
-        w = w.reshape(expected_shape)
-        writer.add_tensor(t.name, np.ascontiguousarray(w))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    os.replace(out + ".partial", out)
+        writer.add_tensor(t.name, np.ascontiguousarray(w.reshape([int(d) for d in reversed(t.shape)])))
+    finish(writer, out)
 
 
 def main() -> int:

@@ -73,14 +73,29 @@ def copy_metadata(reader: gguf.GGUFReader, writer: gguf.GGUFWriter) -> None:
     writer.add_file_type(gguf.LlamaFileType.ALL_F32)
 
 
+def start_f32_copy(reader: gguf.GGUFReader, out: str) -> gguf.GGUFWriter:
+    """A writer of an all-F32 GGUF with reader's metadata, to out + ".partial" until finish()."""
+    writer = gguf.GGUFWriter(out + ".partial", arch=str(reader.fields["general.architecture"].contents()))
+    copy_metadata(reader, writer)
+    return writer
+
+
+def finish(writer: gguf.GGUFWriter, out: str) -> None:
+    """Writes everything added to writer, then moves the file into place: nothing half-written at out."""
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    os.replace(out + ".partial", out)
+
+
 def convert(folder: str, source: str, out: str) -> None:
     self_check_permutation()
     reader = gguf.GGUFReader(source)
     config, hf = read_folder(folder)
     check_config(config, reader)
 
-    writer = gguf.GGUFWriter(out + ".partial", arch=str(reader.fields["general.architecture"].contents()))
-    copy_metadata(reader, writer)
+    writer = start_f32_copy(reader, out)
     used = set()
     for t in reader.tensors:  # the source's tensor order, so the two files line up
         name = hf_name(t.name)
@@ -99,11 +114,7 @@ def convert(folder: str, source: str, out: str) -> None:
     extra = sorted(set(hf) - used)
     if extra:
         raise ValueError(f"tensors in {folder} with no GGUF counterpart: {extra[:5]}")
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    os.replace(out + ".partial", out)
+    finish(writer, out)
 
 
 def main() -> int:
