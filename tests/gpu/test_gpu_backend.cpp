@@ -384,16 +384,12 @@ private slots:
     // logprobs, whose values must match too.
     void topKSamplingOnTheGpuDrawsTheSamplersTokens() {
         REQUIRE_GPU();
-        std::string path;
-        auto model = smollm2_or_its_shape(path);
-        QVERIFY(model);
-        auto tokenizer = folio::Tokenizer::create(model->tokenizer);
-        QVERIFY(tokenizer);
-        auto backend = folio::create_backend(*model, options_for("cuda", 512));
-        QVERIFY2(backend, backend ? "" : backend.error().message.c_str());
-        QVERIFY((*backend)->max_top_k(24) >= 40);
+        auto gpu = smollm2_on_gpu();
+        QVERIFY2(gpu, gpu ? "" : gpu.error().message.c_str());
+        auto& [model, tokenizer, backend] = *gpu;
+        QVERIFY(backend->max_top_k(24) >= 40);
         auto run = [&](folio::Backend& b) {
-            auto engine = folio::Engine::start(*model, *tokenizer, b, folio::EngineConfig{});
+            auto engine = folio::Engine::start(model, tokenizer, b, folio::EngineConfig{});
             EngineCollector c;
             std::vector<folio::Submission> batch;
             for (int i = 0; i < 36; ++i) {
@@ -432,9 +428,9 @@ private slots:
             out.push_back(c.get(7 + 1000).tokens);
             return std::make_pair(out, logprobs);
         };
-        WholeRows whole(**backend);
+        WholeRows whole(*backend);
         const auto [want, want_logprobs] = run(whole);
-        const auto [got, got_logprobs] = run(**backend);
+        const auto [got, got_logprobs] = run(*backend);
         int differ = 0;
         for (size_t i = 0; i < want.size(); ++i) differ += want[i].empty() || got[i] != want[i];
         // Logprobs: the log-normalizer's double sum runs in another order on
@@ -463,16 +459,12 @@ private slots:
     // 48 seeded requests, temperature alone or greedy, some ending early.
     void temperatureSamplingOnTheGpuDrawsTheSamplersTokens() {
         REQUIRE_GPU();
-        std::string path;
-        auto model = smollm2_or_its_shape(path);
-        QVERIFY(model);
-        auto tokenizer = folio::Tokenizer::create(model->tokenizer);
-        QVERIFY(tokenizer);
-        auto backend = folio::create_backend(*model, options_for("cuda", 512));
-        QVERIFY2(backend, backend ? "" : backend.error().message.c_str());
-        QVERIFY((*backend)->can_draw());
+        auto gpu = smollm2_on_gpu();
+        QVERIFY2(gpu, gpu ? "" : gpu.error().message.c_str());
+        auto& [model, tokenizer, backend] = *gpu;
+        QVERIFY(backend->can_draw());
         auto run = [&](folio::Backend& b, uint64_t& whole_rows) {
-            auto engine = folio::Engine::start(*model, *tokenizer, b, folio::EngineConfig{});
+            auto engine = folio::Engine::start(model, tokenizer, b, folio::EngineConfig{});
             EngineCollector c;
             std::vector<folio::Submission> batch;
             for (int i = 0; i < 48; ++i) {
@@ -494,10 +486,10 @@ private slots:
             for (int i = 0; i < 48; ++i) out.push_back(c.get(i).tokens);
             return out;
         };
-        WholeRows whole(**backend);
+        WholeRows whole(*backend);
         uint64_t want_whole = 0, got_whole = 0;
         const auto want = run(whole, want_whole);
-        const auto got = run(**backend, got_whole);
+        const auto got = run(*backend, got_whole);
         int differ = 0;
         for (size_t i = 0; i < want.size(); ++i) differ += want[i].empty() || got[i] != want[i];
         const std::string msg = std::to_string(differ) +
@@ -508,6 +500,23 @@ private slots:
     }
 
 private:
+    // SmolLM2 (or its shape), its tokenizer and a CUDA backend: the sampling tests' engine.
+    struct OnGpu {
+        folio::ModelDescription model;
+        folio::Tokenizer tokenizer;
+        std::unique_ptr<folio::Backend> backend;
+    };
+    static folio::Result<OnGpu> smollm2_on_gpu() {
+        std::string path;
+        auto model = smollm2_or_its_shape(path);
+        if (!model) return model.error();
+        auto tokenizer = folio::Tokenizer::create(model->tokenizer);
+        if (!tokenizer) return tokenizer.error();
+        auto backend = folio::create_backend(*model, options_for("cuda", 512));
+        if (!backend) return backend.error();
+        return OnGpu{std::move(*model), std::move(*tokenizer), std::move(*backend)};
+    }
+
     // SmolLM2 when its file is there (path says which), else a random-weight
     // model of its shape.
     static folio::Result<folio::ModelDescription> smollm2_or_its_shape(std::string& path) {
