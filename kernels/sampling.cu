@@ -320,17 +320,30 @@ constexpr int kChunkBlocks = kDrawThreads;  // blocks of eight a chunk: one a th
 constexpr int kChunkCols = kChunkBlocks * kDrawLanes;
 constexpr int kUnroll = 8;                  // loads a chain thread has ahead
 
+// The Sampler's penalized_logit (sampling_params.cpp), each operation rounded on its own.
+__device__ __forceinline__ float penalized(float logit, float count, const float* p) {
+    logit = logit <= 0.0f ? __fmul_rn(logit, p[0]) : __fdiv_rn(logit, p[0]);
+    return __fsub_rn(logit, __fadd_rn(__fmul_rn(count, p[1]), p[2]));
+}
+
 __global__ void __launch_bounds__(kDrawThreads)
-    draw_rows_kernel(const float* x, int64_t n_cols, const float* temperatures, const double* uniforms,
-                     double* cumulative_after, int32_t* out) {
+    draw_rows_kernel(float* x, int64_t n_cols, const float* temperatures, const double* uniforms,
+                     DrawPenalties penalties, double* cumulative_after, int32_t* out) {
     __shared__ float warp_best[kDrawThreads / 32];
     __shared__ int64_t warp_at[kDrawThreads / 32];
     __shared__ float weights[kChunkCols];       // a chunk's weights
     __shared__ double block_sums[kChunkBlocks];  // a chunk's blocks of eight, each summed from 0.0
     __shared__ double lane_totals[kDrawLanes];
     const int64_t r = blockIdx.x;
-    const float* row = x + r * n_cols;
+    float* row = x + r * n_cols;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    if (penalties.ids) {  // the penalties first, in place (a row's ids are distinct)
+        for (int32_t k = penalties.offsets[r] + tid; k < penalties.offsets[r + 1]; k += kDrawThreads) {
+            const int32_t id = penalties.ids[k];
+            if (id >= 0 && id < n_cols) row[id] = penalized(row[id], penalties.counts[k], penalties.params + 3 * r);
+        }
+        __syncthreads();
+    }
     // The row's largest value and its first column (argmax_rows' answer):
     // the draw's maximum, and the token of a greedy row or of a row without
     // a number above -inf (the host returns argmax there too).
@@ -497,13 +510,15 @@ size_t draw_rows_workspace_bytes(int64_t n_rows, int64_t n_cols) {
     return static_cast<size_t>(n_rows) * static_cast<size_t>(n_cols / kDrawLanes) * sizeof(double);
 }
 
-cudaError_t draw_rows(const float* x, int64_t n_rows, int64_t n_cols, const float* temperatures,
-                      const double* uniforms, int32_t* out, void* workspace, size_t workspace_bytes, cudaStream_t s) {
+cudaError_t draw_rows(float* x, int64_t n_rows, int64_t n_cols, const float* temperatures, const double* uniforms,
+                      const DrawPenalties& penalties, int32_t* out, void* workspace, size_t workspace_bytes,
+                      cudaStream_t s) {
     if (n_rows == 0) return cudaSuccess;
     if (n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0 || n_cols > 0x7fffffff ||
         workspace_bytes < draw_rows_workspace_bytes(n_rows, n_cols) || (!workspace && n_cols >= kDrawLanes))
         return cudaErrorInvalidValue;
-    draw_rows_kernel<<<static_cast<unsigned>(n_rows), kDrawThreads, 0, s>>>(x, n_cols, temperatures, uniforms,
+    if (penalties.ids && (!penalties.offsets || !penalties.counts || !penalties.params)) return cudaErrorInvalidValue;
+    draw_rows_kernel<<<static_cast<unsigned>(n_rows), kDrawThreads, 0, s>>>(x, n_cols, temperatures, uniforms, penalties,
                                                                            static_cast<double*>(workspace), out);
     return cudaGetLastError();
 }

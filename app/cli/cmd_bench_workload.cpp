@@ -207,6 +207,10 @@ std::vector<FlagSpec> workload_flags() {
         {"", "--top-p", "P", "top-p, 1 = off (default 0.95)"},
         {"", "--min-p", "P", "min-p, 0 = off (default 0.05)"},
         {"", "--logprobs", "N", "report the top-N logprobs of every token (default 0)"},
+        {"", "--repeat-penalty", "X", "repetition penalty, 1 = off (default 1.0)"},
+        {"", "--repeat-last-n", "N", "tokens the penalties look back over (default 64, -1 = all)"},
+        {"", "--frequency-penalty", "X", "frequency penalty, 0 = off (default 0)"},
+        {"", "--presence-penalty", "X", "presence penalty, 0 = off (default 0)"},
     };
 }
 

@@ -32,7 +32,9 @@ std::vector<FlagSpec> sampling_flags() {
         {"", "--top-p", "P", "top-p, 1 = off (default 0.95)"},
         {"", "--min-p", "P", "min-p, 0 = off (default 0.05)"},
         {"", "--repeat-penalty", "X", "repetition penalty, 1 = off (default 1.0)"},
-        {"", "--repeat-last-n", "N", "tokens the penalty looks back over (default 64, -1 = all)"},
+        {"", "--repeat-last-n", "N", "tokens the penalties look back over (default 64, -1 = all)"},
+        {"", "--frequency-penalty", "X", "subtracted once per occurrence in that window, 0 = off (default 0)"},
+        {"", "--presence-penalty", "X", "subtracted once for any occurrence in that window, 0 = off (default 0)"},
     };
 }
 
@@ -78,6 +80,12 @@ Status read_sampling_flags(const Args& args, SamplingParams& params) {
     auto repeat = get_float(args, "--repeat-penalty", params.repetition_penalty, 0.0f, 100.0f);
     if (!repeat) return repeat.error();
     params.repetition_penalty = *repeat;
+    auto frequency = get_float(args, "--frequency-penalty", params.frequency_penalty, -2.0f, 2.0f);
+    if (!frequency) return frequency.error();
+    params.frequency_penalty = *frequency;
+    auto presence = get_float(args, "--presence-penalty", params.presence_penalty, -2.0f, 2.0f);
+    if (!presence) return presence.error();
+    params.presence_penalty = *presence;
     auto top_k = args.get_int("--top-k", params.top_k, 0, std::numeric_limits<int32_t>::max());
     if (!top_k) return top_k.error();
     params.top_k = static_cast<int32_t>(*top_k);

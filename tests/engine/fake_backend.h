@@ -73,13 +73,27 @@ public:
         const auto vocab = static_cast<size_t>(n_vocab_);
         std::vector<float> logits(batch.logits_rows.size() * vocab);
         if (folio::Status s = forward(batch, logits); !s) return s;
-        for (size_t i = 0; i < batch.logits_rows.size(); ++i)
-            ids[i] = folio::draw_by_temperature(std::span<const float>(logits.data() + i * vocab, vocab),
-                                                draws.temperatures[i], draws.uniforms[i]);
+        for (size_t i = 0; i < batch.logits_rows.size(); ++i) {
+            float* row = logits.data() + i * vocab;
+            if (!draws.penalty_ids.empty()) {
+                folio::SamplingParams p;
+                p.repetition_penalty = draws.penalty_params[3 * i];
+                p.frequency_penalty = draws.penalty_params[3 * i + 1];
+                p.presence_penalty = draws.penalty_params[3 * i + 2];
+                for (auto k = draws.penalty_offsets[i]; k < draws.penalty_offsets[i + 1]; ++k) {
+                    const int32_t id = draws.penalty_ids[static_cast<size_t>(k)];
+                    if (id >= 0 && id < n_vocab_)
+                        row[id] = folio::penalized_logit(row[id], draws.penalty_counts[static_cast<size_t>(k)], p);
+                }
+                ++penalized_draw_rows;
+            }
+            ids[i] = folio::draw_by_temperature(std::span<const float>(row, vocab), draws.temperatures[i],
+                                                draws.uniforms[i]);
+        }
         return {};
     }
     bool draws_tokens = false;
-    uint64_t draw_steps = 0;
+    uint64_t draw_steps = 0, penalized_draw_rows = 0;
     // As a GPU backend does for top-k sampling: each row's k best entries,
     // selected here, when `selects_top_k` is set.
     // With RowSums asked for, the sums too; the step's rows stay readable

@@ -184,10 +184,13 @@ private slots:
 
     // Draws at a plain temperature on a backend that draws itself (a GPU's
     // draw_rows) give the tokens the Sampler draws from whole rows: seeded
-    // requests at several temperatures, greedy ones in the same steps; a
-    // step with any other request (top-k, n = 2 forking at its first token)
-    // goes through the Sampler, and the uniform values stay in step.
+    // requests at several temperatures, greedy ones in the same steps, some
+    // with penalties (lowering and raising: the backend applies them from
+    // the window's counts); a step with any other request (top-k, n = 2
+    // forking at its first token) goes through the Sampler, and the uniform
+    // values stay in step.
     void temperatureDrawsByTheBackendMatchTheSampler() {
+        uint64_t penalized_rows = 0;
         auto run = [&](bool backend_draws, bool with_top_k, uint64_t& draw_steps, uint64_t& whole_rows) {
             FakeBackend backend(267, kEos, 96);
             backend.draws_tokens = backend_draws;
@@ -204,11 +207,18 @@ private slots:
                 r.sampling.seed = 300 + static_cast<uint64_t>(i);
                 r.n = i == 4 ? 2 : 1;
                 r.max_tokens = 10 + 2 * i;  // ends apart: later steps have fewer rows
+                if (i == 1 || i == 2) {  // a sampled and a greedy request with lowering penalties
+                    r.sampling.repetition_penalty = 1.5f;
+                    r.sampling.frequency_penalty = 0.4f;
+                    r.sampling.penalty_last_n = 6;
+                }
+                if (i == 6) r.sampling.presence_penalty = -0.5f;  // raising
                 batch.push_back({r, c.callback(i)});
             }
             (*engine)->submit(std::move(batch));
             (*engine)->wait_idle();
             draw_steps = backend.draw_steps;
+            if (backend_draws) penalized_rows = backend.penalized_draw_rows;
             whole_rows = (*engine)->metrics().sampled_whole_rows_total;
             std::vector<std::vector<int32_t>> out;
             for (int i = 0; i < 8; ++i) out.push_back(c.get(i).tokens);
@@ -219,6 +229,7 @@ private slots:
         const auto want = run(false, false, host_steps, host_rows);
         QCOMPARE(run(true, false, device_steps, device_rows), want);
         QVERIFY2(host_steps == 0 && device_steps > 0, "temperature draws should be made by the backend");
+        QVERIFY2(penalized_rows > 0, "the penalized requests' rows should be penalized by the backend");
         QVERIFY2(device_rows < host_rows, "only the n = 2 fork's first step should need whole rows");
         bool sampled = false;  // the draws are really random
         for (int i = 0; i < 8; ++i) sampled |= i != 2 && want[static_cast<size_t>(i)] != want[2];

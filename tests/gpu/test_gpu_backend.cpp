@@ -456,7 +456,8 @@ private slots:
 
     // Sampling at a plain temperature (the OpenAI default) draws on the GPU
     // (Backend::forward_draw) the tokens the Sampler draws from whole rows:
-    // 48 seeded requests, temperature alone or greedy, some ending early.
+    // 48 seeded requests, temperature alone or greedy, some with penalties,
+    // some ending early.
     void temperatureSamplingOnTheGpuDrawsTheSamplersTokens() {
         REQUIRE_GPU();
         auto gpu = smollm2_on_gpu();
@@ -475,6 +476,11 @@ private slots:
                 r.sampling.top_p = 1.0f;
                 r.sampling.min_p = 0.0f;
                 r.sampling.seed = 7000 + static_cast<uint64_t>(i);
+                if (i % 4 == 1) {  // OpenAI's penalties; every fourth of them raising
+                    r.sampling.frequency_penalty = i % 16 == 1 ? -0.4f : 0.6f;
+                    r.sampling.presence_penalty = 0.3f;
+                    r.sampling.repetition_penalty = i % 8 == 1 ? 1.2f : 1.0f;
+                }
                 r.max_tokens = 8 + i % 3 * 8;
                 r.ignore_eos = true;
                 batch.push_back({r, c.callback(i)});

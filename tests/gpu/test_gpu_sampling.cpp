@@ -369,7 +369,8 @@ private slots:
     // plain temperature, given the uniform value that Sampler would use: for
     // vocabularies with and without a partial last block of eight, flat and
     // peaked rows, special values, a row with no number above -inf, greedy
-    // rows, and 24 draws per row (so targets land all over the row).
+    // rows, penalties (lowering and raising, greedy or not, window ids out of
+    // the row), and 24 draws per row (so targets land all over the row).
     void draws_match_the_samplers_whole_row_draws() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
         std::mt19937 rng(31);
@@ -387,9 +388,10 @@ private slots:
             for (int64_t c = 0; c < cols; ++c)  // row 7: nothing above -inf
                 x[static_cast<size_t>(7 * cols + c)] = c % 3 ? -kInf : std::nanf("");
             for (int draw = 0; draw < 24; ++draw) {
-                std::vector<float> temperatures;
+                std::vector<float> temperatures, counts, penalty_params;
                 std::vector<double> uniforms;
-                std::vector<int32_t> want;
+                std::vector<int32_t> want, offsets, ids, scratch;
+                const bool penalized = draw % 2 == 1;
                 for (int64_t r = 0; r < rows; ++r) {
                     folio::SamplingParams params;
                     params.temperature = r == 5 ? 0.0f : 0.2f + 0.45f * static_cast<float>(r % 5);
@@ -397,21 +399,38 @@ private slots:
                     params.top_p = 1.0f;
                     params.min_p = 0.0f;
                     params.seed = 500 + static_cast<uint64_t>(100 * r + draw);
+                    std::vector<int32_t> window;
+                    if (penalized && r % 3 != 2) {
+                        params.repetition_penalty = r % 2 ? 1.3f : 0.8f;
+                        params.frequency_penalty = r % 3 ? 0.5f : -0.3f;
+                        params.presence_penalty = r % 4 ? 0.2f : -0.1f;
+                        params.penalty_last_n = 12;
+                        for (int k = 0; k < 16; ++k)  // repeats, and ids past the row
+                            window.push_back(static_cast<int32_t>((rng() % 5 == 0 ? cols : 0) + rng() % (cols < 7 ? cols : 7)));
+                    }
                     auto host = folio::Sampler::create(params), device = folio::Sampler::create(params);
                     QVERIFY(host && device);
-                    QVERIFY(r == 5 || device->draws_by_temperature_alone());
+                    QVERIFY(device->draws_by_temperature());
                     const std::span<const float> row(x.data() + r * cols, static_cast<size_t>(cols));
-                    want.push_back(host->sample(row, {}));
+                    want.push_back(host->sample(row, window));
                     temperatures.push_back(params.temperature);
                     uniforms.push_back(r == 5 ? 0.0 : device->take_uniform());
+                    offsets.push_back(static_cast<int32_t>(ids.size()));
+                    folio::penalty_counts(window, params, scratch, ids, counts);
+                    penalty_params.insert(penalty_params.end(), {params.repetition_penalty, params.frequency_penalty,
+                                                                 params.presence_penalty});
                 }
-                DeviceArray<float> dx(x), dtemps(temperatures);
+                offsets.push_back(static_cast<int32_t>(ids.size()));
+                QVERIFY(penalized == !ids.empty());
+                DeviceArray<float> dx(x), dtemps(temperatures), dcounts(counts), dparams(penalty_params);
                 DeviceArray<double> duniforms(uniforms);
-                DeviceArray<int32_t> dout(static_cast<size_t>(rows));
+                DeviceArray<int32_t> dout(static_cast<size_t>(rows)), doffsets(offsets), dids(ids);
                 const size_t workspace_bytes = fk::draw_rows_workspace_bytes(rows, cols);
                 DeviceArray<char> dwork(std::max<size_t>(workspace_bytes, 1));
-                QCOMPARE(code(fk::draw_rows(dx.ptr, rows, cols, dtemps.ptr, duniforms.ptr, dout.ptr, dwork.ptr,
-                                            workspace_bytes, nullptr)),
+                fk::DrawPenalties penalties;
+                if (penalized) penalties = {doffsets.ptr, dids.ptr, dcounts.ptr, dparams.ptr};
+                QCOMPARE(code(fk::draw_rows(dx.ptr, rows, cols, dtemps.ptr, duniforms.ptr, penalties, dout.ptr,
+                                            dwork.ptr, workspace_bytes, nullptr)),
                          code(cudaSuccess));
                 std::vector<int32_t> got;
                 QCOMPARE(code(dout.download(got)), code(cudaSuccess));
@@ -426,11 +445,11 @@ private slots:
         }
         std::fprintf(stderr, "%d draws equal to the Sampler's\n", checked);
         // Bad shapes, too small a workspace.
-        QCOMPARE(code(fk::draw_rows(nullptr, -1, 64, nullptr, nullptr, nullptr, nullptr, 0, nullptr)),
+        QCOMPARE(code(fk::draw_rows(nullptr, -1, 64, nullptr, nullptr, {}, nullptr, nullptr, 0, nullptr)),
                  code(cudaErrorInvalidValue));
-        QCOMPARE(code(fk::draw_rows(nullptr, 2, 0, nullptr, nullptr, nullptr, nullptr, 0, nullptr)),
+        QCOMPARE(code(fk::draw_rows(nullptr, 2, 0, nullptr, nullptr, {}, nullptr, nullptr, 0, nullptr)),
                  code(cudaErrorInvalidValue));
-        QCOMPARE(code(fk::draw_rows(nullptr, 2, 64, nullptr, nullptr, nullptr, nullptr, 0, nullptr)),
+        QCOMPARE(code(fk::draw_rows(nullptr, 2, 64, nullptr, nullptr, {}, nullptr, nullptr, 0, nullptr)),
                  code(cudaErrorInvalidValue));
     }
 };

@@ -161,6 +161,16 @@ private slots:
         auto bad_swap = run_folio("run -m " + shell_quote(path) + " -p Hi -n 2 --swap-space lots");
         QCOMPARE(bad_swap.exit_code, 1);
         QVERIFY2(bad_swap.err.find("--swap-space wants a number") != std::string::npos, bad_swap.err.c_str());
+        auto bad_penalty = run_folio("run -m " + shell_quote(path) + " -p Hi -n 2 --presence-penalty 3");
+        QCOMPARE(bad_penalty.exit_code, 1);
+        QVERIFY2(bad_penalty.err.find("--presence-penalty wants a number between -2 and 2") != std::string::npos,
+                 bad_penalty.err.c_str());
+        // The penalties reach the sampler: greedy counting stops repeating its digits' tokens.
+        auto counted = run_folio("run -m " + shell_quote(path) + " -p 'Count: 1, 2, 3,' -n 8 --temp 0 -t 2");
+        auto penalized = run_folio("run -m " + shell_quote(path) +
+                                   " -p 'Count: 1, 2, 3,' -n 8 --temp 0 -t 2 --frequency-penalty 1.5");
+        QVERIFY2(counted.exit_code == 0 && penalized.exit_code == 0, penalized.err.c_str());
+        QVERIFY2(counted.out != penalized.out, counted.out.c_str());
         auto tiny = run_folio("run -m " + shell_quote(path) + " -p Hi -n 2 --kv-budget 0");
         QCOMPARE(tiny.exit_code, 1);
         auto missing = run_folio("run -m " + shell_quote(path) + " -f /nonexistent/prompts.txt");

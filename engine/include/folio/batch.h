@@ -56,14 +56,23 @@ struct RowSums {
     bool empty() const { return temperatures.empty(); }
 };
 
-// Draws by temperature alone made where the logits are (a GPU), so a step's
-// rows need not leave it: per logits row the temperature (0: greedy, the
-// argmax) and the uniform value in [0, 1) the row's Sampler drew for it
-// (Sampler::take_uniform); the token is the one Sampler::sample would draw
-// from the whole row with that value, bit for bit.
+// Draws by temperature alone (after the penalties) made where the logits are
+// (a GPU), so a step's rows need not leave it: per logits row the
+// temperature (0: greedy, the argmax) and the uniform value in [0, 1) the
+// row's Sampler drew for it (Sampler::take_uniform); the token is the one
+// Sampler::sample would draw from the whole row with that value, bit for bit.
 struct RowDraws {
     std::span<const float> temperatures;
     std::span<const double> uniforms;
+    // The penalties Sampler::sample applies to a row before drawing from it
+    // (penalty_counts): row r's distinct window tokens and their counts are
+    // penalty_ids / penalty_counts [penalty_offsets[r], penalty_offsets[r + 1]),
+    // its repetition, frequency and presence penalties penalty_params[3r ..].
+    // All four empty: no row has penalties.
+    std::span<const int32_t> penalty_offsets;  // rows + 1
+    std::span<const int32_t> penalty_ids;
+    std::span<const float> penalty_counts;
+    std::span<const float> penalty_params;     // [rows][3]
 };
 
 }  // namespace folio

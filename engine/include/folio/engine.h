@@ -201,6 +201,10 @@ private:
     std::vector<int32_t> chosen_ids_;  // a device-greedy step's tokens, or a top-k step's ids [rows][k]
     std::vector<float> row_temperatures_, row_log_normalizers_;  // a top-k step's RowSums [rows]
     std::vector<double> row_uniforms_;  // a drawing step's RowDraws [rows] (with row_temperatures_)
+    struct DrawPenalties {              // and its rows' penalties (RowDraws::penalty_*)
+        std::vector<int32_t> offsets, ids, scratch;
+        std::vector<float> counts, params;
+    } draw_penalties_;
     std::vector<double> row_softmax_sums_;
     std::vector<float> whole_row_;     // rows a top-k step's entries could not sample from
     std::unique_ptr<cpu::ThreadPool> sampling_pool_;  // draws from whole rows, in parallel

@@ -92,6 +92,12 @@ struct SampleInfo {
 // the logits are ignored.
 void apply_penalties(std::span<float> logits, std::span<const int32_t> recent_tokens,
                      const SamplingParams& params, std::vector<int32_t>& scratch);
+// What apply_penalties does, as (id, count) pairs: each distinct token of the
+// window, in id order, with how often it occurs there (appended to ids and
+// counts; nothing without penalties). Applying penalized_logit to those ids
+// (those inside the logits) is apply_penalties.
+void penalty_counts(std::span<const int32_t> recent_tokens, const SamplingParams& params,
+                    std::vector<int32_t>& scratch, std::vector<int32_t>& ids, std::vector<float>& counts);
 // One logit after the penalties, for a token seen `count` times in the window.
 float penalized_logit(float logit, float count, const SamplingParams& params);
 
@@ -161,13 +167,14 @@ public:
     int32_t candidates_needed(size_t n_recent) const;
     // Whether sample_top_k needs the row's RowSum (top-p without top-k, logprobs).
     bool needs_row_sums() const;
-    // Whether sample() draws by temperature alone (no top-k, top-p, min-p,
-    // penalties or logprobs): a draw a GPU can make where the logits are
-    // (Backend::forward_draw) with the uniform value take_uniform() gives,
-    // the one sample() would have drawn. (Only a row without a number above
-    // -inf differs: sample() takes no value for it; the token is its argmax
-    // either way.)
-    bool draws_by_temperature_alone() const;
+    // Whether sample() draws by temperature alone after the penalties, or is
+    // greedy (no top-k, top-p or min-p cut; no logprobs): a draw a GPU can
+    // make where the logits are (Backend::forward_draw, with penalty_counts()
+    // of the recent tokens) with the uniform value take_uniform() gives, the
+    // one sample() would have drawn (none for greedy). (Only a row without a
+    // number above -inf differs: sample() takes no value for it; the token is
+    // its argmax either way.)
+    bool draws_by_temperature() const;
     double take_uniform() { return uniform(); }
 
     const SamplingParams& params() const { return params_; }

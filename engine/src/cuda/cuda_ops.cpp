@@ -390,24 +390,41 @@ Status CudaOps::draw_tokens(const float* logits, int64_t n_rows, int64_t vocab, 
         cudaStreamSynchronize(stream_);
         return error_;
     }
-    // Uniforms (double) first, then temperatures and ids, then draw_rows' workspace.
+    // Uniforms (double) first, then temperatures, drawn ids, the penalty
+    // lists (offsets, params, ids, counts), then draw_rows' workspace.
+    const size_t n_penalties = draws.penalty_ids.size();
     const size_t temps_at = rows * sizeof(double), ids_at = temps_at + rows * sizeof(float);
-    const size_t workspace_at = (ids_at + rows * sizeof(int32_t) + 255) / 256 * 256;
+    const size_t offsets_at = ids_at + rows * sizeof(int32_t);
+    const size_t params_at = offsets_at + (n_penalties ? (rows + 1) * sizeof(int32_t) : 0);
+    const size_t penalty_ids_at = params_at + (n_penalties ? 3 * rows * sizeof(float) : 0);
+    const size_t penalty_counts_at = penalty_ids_at + n_penalties * sizeof(int32_t);
+    const size_t workspace_at = (penalty_counts_at + n_penalties * sizeof(float) + 255) / 256 * 256;
     const size_t workspace_bytes = kernels::draw_rows_workspace_bytes(n_rows, vocab);
     if (rows > 0 && grow(draw_device_, workspace_at + workspace_bytes, "draws", InGraphs::No)) {
         auto* base = static_cast<char*>(draw_device_.data());
-        auto* uniforms = reinterpret_cast<double*>(base);
-        auto* temperatures = reinterpret_cast<float*>(base + temps_at);
+        auto upload = [&](size_t at, const void* src, size_t bytes) {
+            return ok(cudaMemcpyAsync(base + at, src, bytes, cudaMemcpyHostToDevice, stream_), "upload");
+        };
+        kernels::DrawPenalties penalties;
+        bool uploaded = upload(0, draws.uniforms.data(), rows * sizeof(double)) &&
+                        upload(temps_at, draws.temperatures.data(), rows * sizeof(float));
+        if (n_penalties > 0) {
+            uploaded = uploaded && upload(offsets_at, draws.penalty_offsets.data(), (rows + 1) * sizeof(int32_t)) &&
+                       upload(params_at, draws.penalty_params.data(), 3 * rows * sizeof(float)) &&
+                       upload(penalty_ids_at, draws.penalty_ids.data(), n_penalties * sizeof(int32_t)) &&
+                       upload(penalty_counts_at, draws.penalty_counts.data(), n_penalties * sizeof(float));
+            penalties = {reinterpret_cast<const int32_t*>(base + offsets_at),
+                         reinterpret_cast<const int32_t*>(base + penalty_ids_at),
+                         reinterpret_cast<const float*>(base + penalty_counts_at),
+                         reinterpret_cast<const float*>(base + params_at)};
+        }
         auto* chosen = reinterpret_cast<int32_t*>(base + ids_at);
-        if (ok(cudaMemcpyAsync(uniforms, draws.uniforms.data(), rows * sizeof(double), cudaMemcpyHostToDevice,
-                               stream_),
-               "upload") &&
-            ok(cudaMemcpyAsync(temperatures, draws.temperatures.data(), rows * sizeof(float), cudaMemcpyHostToDevice,
-                               stream_),
-               "upload") &&
-            ok(kernels::draw_rows(logits, n_rows, vocab, temperatures, uniforms, chosen, base + workspace_at,
-                                  workspace_bytes, stream_),
-               "draw"))
+        // The penalties change the rows in place: the step's Logits buffer, which nothing reads after the draw.
+        if (uploaded && ok(kernels::draw_rows(const_cast<float*>(logits), n_rows, vocab,
+                                              reinterpret_cast<const float*>(base + temps_at),
+                                              reinterpret_cast<const double*>(base), penalties, chosen,
+                                              base + workspace_at, workspace_bytes, stream_),
+                           "draw"))
             ok(cudaMemcpyAsync(ids.data(), chosen, rows * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
                "download");
     }

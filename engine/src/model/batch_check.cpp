@@ -56,6 +56,14 @@ Status check_batch(const Batch& batch, const StepOutput& out, int32_t n_vocab, u
             return make_error("forward: " + std::to_string(rows) + " rows to draw but " +
                               std::to_string(std::min(out.draws.temperatures.size(), out.draws.uniforms.size())) +
                               " draws");
+        const RowDraws& d = out.draws;
+        if (!d.penalty_ids.empty()) {
+            bool ok = d.penalty_offsets.size() == rows + 1 && d.penalty_params.size() >= 3 * rows &&
+                      d.penalty_counts.size() == d.penalty_ids.size() && d.penalty_offsets[0] == 0 &&
+                      static_cast<size_t>(d.penalty_offsets[rows]) == d.penalty_ids.size();
+            for (size_t r = 0; ok && r < rows; ++r) ok = d.penalty_offsets[r] <= d.penalty_offsets[r + 1];
+            if (!ok) return make_error("forward: the draws' penalty lists do not match their rows");
+        }
         for (size_t r = 0; r < rows; ++r)
             if (!(out.draws.temperatures[r] >= 0.0f && std::isfinite(out.draws.temperatures[r])) ||
                 !(out.draws.uniforms[r] >= 0.0 && out.draws.uniforms[r] < 1.0))

@@ -310,9 +310,10 @@ void Engine::step() {
     // k best (k = the most any row needs), with sums over each whole row
     // where a row needs them (top-p without top-k, logprobs). A row those
     // cannot decide is fetched whole afterwards. A step whose rows are all
-    // greedy or drawn by temperature alone gets each row's token drawn there
-    // (with the uniform value its Sampler takes here). Anything else
-    // (penalties that raise logits, ...) gets whole rows.
+    // greedy or drawn by temperature alone, penalties or not, gets each row's
+    // token drawn there (with the uniform value its Sampler takes here and
+    // the counts of its penalty window). Anything else (penalties that raise
+    // logits under a top-k, ...) gets whole rows.
     bool device_greedy = backend_.can_argmax();
     bool device_draw = backend_.can_draw();
     const int32_t max_top_k = backend_.max_top_k(batch_.logits_rows.size());
@@ -327,7 +328,7 @@ void Engine::step() {
         const bool greedy = sp.temperature == 0.0f && !sp.has_penalties() && sp.n_logprobs == 0;
         const bool forks = r.params.n > 1 && r.first_token_s < 0;  // several draws from this row
         if (!greedy || forks) device_greedy = false;
-        if (!(greedy || r.sampler.draws_by_temperature_alone()) || forks) device_draw = false;
+        if (!r.sampler.draws_by_temperature() || forks) device_draw = false;
         if (step_top_k == 0 || greedy) continue;
         const int32_t needed = r.sampler.candidates_needed(r.history.size());
         if (needed > 0 && needed <= max_top_k && static_cast<size_t>(needed) < n_vocab) {
@@ -356,14 +357,28 @@ void Engine::step() {
         step_top_k = 0;
         chosen_ids_.resize(n_rows);
         row_uniforms_.clear();
+        DrawPenalties& p = draw_penalties_;
+        p.offsets.clear(), p.ids.clear(), p.counts.clear(), p.params.clear();
         for (size_t i = 0, row = 0; i < plan.sequences.size(); ++i) {
             if (!plan.sequences[i].sample) continue;
             Request& r = *requests_.at(plan.sequences[i].id);
-            const bool greedy = r.params.sampling.temperature == 0.0f;
-            row_temperatures_[row++] = greedy ? 0.0f : r.params.sampling.temperature;
+            const SamplingParams& sp = r.params.sampling;
+            const bool greedy = sp.temperature == 0.0f;
+            row_temperatures_[row++] = greedy ? 0.0f : sp.temperature;
             row_uniforms_.push_back(greedy ? 0.0 : r.sampler.take_uniform());
+            p.offsets.push_back(static_cast<int32_t>(p.ids.size()));
+            penalty_counts(r.history, sp, p.scratch, p.ids, p.counts);
+            p.params.insert(p.params.end(), {sp.repetition_penalty, sp.frequency_penalty, sp.presence_penalty});
         }
-        if (status) status = backend_.forward_draw(batch_, RowDraws{row_temperatures_, row_uniforms_}, chosen_ids_);
+        p.offsets.push_back(static_cast<int32_t>(p.ids.size()));
+        RowDraws draws{row_temperatures_, row_uniforms_, {}, {}, {}, {}};
+        if (!p.ids.empty()) {
+            draws.penalty_offsets = p.offsets;
+            draws.penalty_ids = p.ids;
+            draws.penalty_counts = p.counts;
+            draws.penalty_params = p.params;
+        }
+        if (status) status = backend_.forward_draw(batch_, draws, chosen_ids_);
     } else if (step_top_k > 0) {
         logits_.resize(n_rows * static_cast<size_t>(step_top_k));
         chosen_ids_.resize(logits_.size());

@@ -157,9 +157,9 @@ int32_t Sampler::candidates_needed(size_t n_recent) const {
     return std::max(kept + static_cast<int32_t>(window), params_.n_logprobs);
 }
 
-bool Sampler::draws_by_temperature_alone() const {
-    return params_.temperature > 0.0f && params_.top_k <= 0 && params_.top_p >= 1.0f && params_.min_p <= 0.0f &&
-           !params_.has_penalties() && params_.n_logprobs == 0;
+bool Sampler::draws_by_temperature() const {
+    return params_.n_logprobs == 0 && (params_.temperature == 0.0f || (params_.top_k <= 0 && params_.top_p >= 1.0f &&
+                                                                        params_.min_p <= 0.0f));
 }
 
 bool Sampler::needs_row_sums() const {

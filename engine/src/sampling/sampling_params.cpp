@@ -61,8 +61,12 @@ bool SamplingParams::has_penalties() const {
            (repetition_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f);
 }
 
-void apply_penalties(std::span<float> logits, std::span<const int32_t> recent_tokens,
-                     const SamplingParams& params, std::vector<int32_t>& scratch) {
+namespace {
+
+// fn(id, count) for each distinct token of the penalty window, in id order.
+template <typename Fn>
+void for_each_penalized(std::span<const int32_t> recent_tokens, const SamplingParams& params,
+                        std::vector<int32_t>& scratch, Fn&& fn) {
     if (!params.has_penalties() || recent_tokens.empty()) return;
     size_t window = recent_tokens.size();
     if (params.penalty_last_n > 0) window = std::min(window, static_cast<size_t>(params.penalty_last_n));
@@ -72,17 +76,32 @@ void apply_penalties(std::span<float> logits, std::span<const int32_t> recent_to
     // vocabulary-sized table.
     scratch.assign(tokens.begin(), tokens.end());
     std::sort(scratch.begin(), scratch.end());
-    const auto vocab = static_cast<int64_t>(logits.size());
     for (size_t begin = 0; begin < scratch.size();) {
         size_t end = begin;
         while (end < scratch.size() && scratch[end] == scratch[begin]) ++end;
-        const int32_t id = scratch[begin];
-        const auto count = static_cast<float>(end - begin);
+        fn(scratch[begin], static_cast<float>(end - begin));
         begin = end;
-        if (id < 0 || id >= vocab) continue;
+    }
+}
+
+}  // namespace
+
+void apply_penalties(std::span<float> logits, std::span<const int32_t> recent_tokens,
+                     const SamplingParams& params, std::vector<int32_t>& scratch) {
+    const auto vocab = static_cast<int64_t>(logits.size());
+    for_each_penalized(recent_tokens, params, scratch, [&](int32_t id, float count) {
+        if (id < 0 || id >= vocab) return;
         float& logit = logits[static_cast<size_t>(id)];
         logit = penalized_logit(logit, count, params);
-    }
+    });
+}
+
+void penalty_counts(std::span<const int32_t> recent_tokens, const SamplingParams& params,
+                    std::vector<int32_t>& scratch, std::vector<int32_t>& ids, std::vector<float>& counts) {
+    for_each_penalized(recent_tokens, params, scratch, [&](int32_t id, float count) {
+        ids.push_back(id);
+        counts.push_back(count);
+    });
 }
 
 float penalized_logit(float logit, float count, const SamplingParams& params) {

@@ -49,11 +49,23 @@ cudaError_t softmax_sums(const float* x, int64_t n_rows, int64_t n_cols, const f
 // host would draw from row r of x at temperatures[r] with uniforms[r] (its
 // uniform() value, in [0, 1)), bit for bit: the same weights and the same
 // double sums in the same order. temperatures[r] == 0 (a greedy row) gives
-// argmax_rows' id, as does a row without a number above -inf. One block per
-// row; each draw is chains of ~n_cols / 8 dependent double adds. The
-// workspace holds draw_rows_workspace_bytes() (a double per 8 columns).
-cudaError_t draw_rows(const float* x, int64_t n_rows, int64_t n_cols, const float* temperatures,
-                      const double* uniforms, int32_t* out, void* workspace, size_t workspace_bytes, cudaStream_t s);
+// argmax_rows' id, as does a row without a number above -inf. With
+// penalties (ids not null), row r's logits first get the Sampler's
+// penalized_logit for each of its distinct window tokens ids[k] seen
+// counts[k] times, k in [offsets[r], offsets[r + 1]), with the repetition,
+// frequency and presence penalties params[3r ..] (ids outside the row are
+// skipped): x is changed in place. One block per row; each draw is chains of
+// ~n_cols / 8 dependent double adds. The workspace holds
+// draw_rows_workspace_bytes() (a double per 8 columns).
+struct DrawPenalties {
+    const int32_t* offsets = nullptr;  // [n_rows + 1]
+    const int32_t* ids = nullptr;
+    const float* counts = nullptr;
+    const float* params = nullptr;     // [n_rows][3]
+};
+cudaError_t draw_rows(float* x, int64_t n_rows, int64_t n_cols, const float* temperatures, const double* uniforms,
+                      const DrawPenalties& penalties, int32_t* out, void* workspace, size_t workspace_bytes,
+                      cudaStream_t s);
 size_t draw_rows_workspace_bytes(int64_t n_rows, int64_t n_cols);
 
 }  // namespace folio::kernels
