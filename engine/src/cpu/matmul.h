@@ -53,7 +53,8 @@ Status matmul_many(std::span<const WeightMatrix> ws, const float* x, int64_t n_r
 // weights gives, where matmul_many() quantizes the activations (Q8_0 / Q8_1 /
 // Q8_K) for the integer kernels. The reference precision of a quantized
 // model (--f32-activations); an order of magnitude slower in decode
-// (SmolLM2 Q4_1 on 2 cores: 8.7 against 120 tok/s).
+// (2 cores: SmolLM2 Q4_1 14 against 143 tok/s, Gemma 6.3 against 89;
+// bench/results/cpu-f32-activations-2026-11-30.txt).
 Status matmul_many_f32(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows_x,
                        std::span<float* const> ys, ThreadPool& pool, ScratchBuffer& scratch, Isa isa);
 

@@ -500,7 +500,7 @@ Status CudaBackend::forward_graph(const Batch& batch, int32_t bucket, const mode
     FOLIO_CUDA_OR_ERROR(cudaGraphLaunch(g.exec, stream_), "graph launch");
     // The graph's output head wrote the padded batch's logits here.
     const int64_t vocab = n_vocab();
-    const float* logits = ops_->buffer(model::Buffer::Logits, int64_t{bucket} * vocab);
+    float* logits = ops_->buffer(model::Buffer::Logits, int64_t{bucket} * vocab);
     return model::deliver(*ops_, logits, n, vocab, out);
 }
 

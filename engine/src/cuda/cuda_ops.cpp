@@ -380,7 +380,7 @@ Status CudaOps::choose_tokens(const float* logits, int64_t n_rows, int64_t vocab
     return error_;
 }
 
-Status CudaOps::draw_tokens(const float* logits, int64_t n_rows, int64_t vocab, const RowDraws& draws,
+Status CudaOps::draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const RowDraws& draws,
                             std::span<int32_t> ids) {
     if (capturing_) return error_;
     const auto rows = static_cast<size_t>(std::max<int64_t>(n_rows, 0));
@@ -419,8 +419,7 @@ Status CudaOps::draw_tokens(const float* logits, int64_t n_rows, int64_t vocab, 
                          reinterpret_cast<const float*>(base + params_at)};
         }
         auto* chosen = reinterpret_cast<int32_t*>(base + ids_at);
-        // The penalties change the rows in place: the step's Logits buffer, which nothing reads after the draw.
-        if (uploaded && ok(kernels::draw_rows(const_cast<float*>(logits), n_rows, vocab,
+        if (uploaded && ok(kernels::draw_rows(logits, n_rows, vocab,
                                               reinterpret_cast<const float*>(base + temps_at),
                                               reinterpret_cast<const double*>(base), penalties, chosen,
                                               base + workspace_at, workspace_bytes, stream_),

@@ -131,7 +131,7 @@ public:
     Status choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) override;
     Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
                  std::span<int32_t> ids, const RowSums& sums) override;
-    Status draw_tokens(const float* logits, int64_t n_rows, int64_t vocab, const RowDraws& draws,
+    Status draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const RowDraws& draws,
                        std::span<int32_t> ids) override;
     // Rows of the logits the last top_k() selected from, one after the other.
     Status last_logits_rows(std::span<const size_t> rows, std::span<float> out);

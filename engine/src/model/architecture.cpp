@@ -56,7 +56,7 @@ Status output_head(Ops& ops, const Batch& batch, const float* x, float* rows, co
     return deliver(ops, target, std::min(n_out, out.rows(vocab)), vocab, out);
 }
 
-Status deliver(Ops& ops, const float* logits, int64_t n_rows, int64_t vocab, const StepOutput& out) {
+Status deliver(Ops& ops, float* logits, int64_t n_rows, int64_t vocab, const StepOutput& out) {
     if (out.keeps_top_k()) return ops.top_k(logits, n_rows, vocab, out.top_k, out.logits, out.token_ids, out.sums);
     if (out.draws_tokens()) return ops.draw_tokens(logits, n_rows, vocab, out.draws, out.token_ids);
     if (out.chooses_tokens()) return ops.choose_tokens(logits, n_rows, vocab, out.token_ids);

@@ -78,8 +78,9 @@ public:
 Status output_head(Ops& ops, const Batch& batch, const float* x, float* rows, const float* norm, float eps,
                    int64_t n_embd, const Weight& output, float softcap, const StepOutput& out);
 // The first n_rows rows of the step's logits (backend memory) to the host as
-// `out` asks: whole rows, argmax ids or top-k entries.
-Status deliver(Ops& ops, const float* logits, int64_t n_rows, int64_t vocab, const StepOutput& out);
+// `out` asks: whole rows, argmax ids, top-k entries, or drawn ids (whose
+// penalties change the rows in place).
+Status deliver(Ops& ops, float* logits, int64_t n_rows, int64_t vocab, const StepOutput& out);
 
 // What Architecture::matrices() and matrix_groups() list for a stack of
 // layers whose matrices are named wq wk wv wo ffn_gate ffn_up ffn_down (the

@@ -52,7 +52,7 @@ public:
                  std::span<int32_t> ids, const RowSums& sums) override {
         return inner_.top_k(logits, n_rows, vocab, k, values, ids, sums);
     }
-    Status draw_tokens(const float* logits, int64_t n_rows, int64_t vocab, const RowDraws& draws,
+    Status draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const RowDraws& draws,
                        std::span<int32_t> ids) override {
         return inner_.draw_tokens(logits, n_rows, vocab, draws, ids);
     }

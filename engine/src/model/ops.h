@@ -171,8 +171,9 @@ public:
     // ids[r] = the token Sampler::sample would draw from row r by
     // temperature alone (draws.temperatures[r], 0 = greedy) with
     // draws.uniforms[r] as its uniform value, for n_rows rows of backend
-    // memory, on the host once computed. Backends that do not draw say so.
-    virtual Status draw_tokens(const float*, int64_t, int64_t, const RowDraws&, std::span<int32_t>) {
+    // memory (which the row's penalties change in place), on the host once
+    // computed. Backends that do not draw say so.
+    virtual Status draw_tokens(float*, int64_t, int64_t, const RowDraws&, std::span<int32_t>) {
         return make_error("this backend does not draw tokens itself");
     }
 };

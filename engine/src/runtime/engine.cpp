@@ -358,7 +358,10 @@ void Engine::step() {
         chosen_ids_.resize(n_rows);
         row_uniforms_.clear();
         DrawPenalties& p = draw_penalties_;
-        p.offsets.clear(), p.ids.clear(), p.counts.clear(), p.params.clear();
+        p.offsets.clear();
+        p.ids.clear();
+        p.counts.clear();
+        p.params.clear();
         for (size_t i = 0, row = 0; i < plan.sequences.size(); ++i) {
             if (!plan.sequences[i].sample) continue;
             Request& r = *requests_.at(plan.sequences[i].id);

@@ -19,7 +19,7 @@ class CpuBackend final : public Backend {
 public:
     CpuBackend(std::unique_ptr<model::Architecture> arch, uint32_t block_size, uint32_t n_blocks,
                uint32_t max_context, int n_threads, bool f32_activations)
-        : arch_(std::move(arch)), max_context_(max_context), f32_activations_(f32_activations) {
+        : arch_(std::move(arch)), max_context_(max_context) {
         const model::KvShape kv = arch_->kv_shape();
         cache_.allocate(kv.n_layer, kv.n_head_kv, kv.head_dim, block_size, n_blocks);
         ops_ = std::make_unique<cpu::CpuOps>(n_threads, cache_, max_context, f32_activations);
@@ -54,13 +54,12 @@ public:
     int n_threads() const override { return ops_->pool().size(); }
     std::string name() const override {
         return std::string("cpu (") + cpu::isa_name(cpu::best_isa()) + ", " + std::to_string(n_threads()) +
-               " threads" + (f32_activations_ ? ", F32 activations)" : ")");
+               " threads" + (ops_->f32_activations() ? ", F32 activations)" : ")");
     }
 
 private:
     std::unique_ptr<model::Architecture> arch_;
     uint32_t max_context_;
-    bool f32_activations_;
     cpu::KvCache cache_;
     std::unique_ptr<cpu::CpuOps> ops_;
     std::vector<int32_t> row_sequence_;

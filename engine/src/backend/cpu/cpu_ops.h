@@ -40,6 +40,7 @@ public:
     // The sequence each batch row belongs to; set by the backend before a step.
     void set_row_sequences(const std::vector<int32_t>* row_sequence) { row_sequence_ = row_sequence; }
     ThreadPool& pool() { return pool_; }
+    bool f32_activations() const { return f32_activations_; }
 
     float* buffer(model::Buffer which, int64_t n) override;
     Status embed(const model::Weight& table, const Batch& batch, float* out) override;
