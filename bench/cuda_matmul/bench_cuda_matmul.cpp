@@ -4,7 +4,11 @@
 // a CUDA graph that rotates over enough weight copies to defeat the L2, and
 // the weight bytes read per second. Ends with the batch-1 decode estimate of
 // the whole model (32 layers of q, k, v, o, gate, up, down, plus the output
-// matrix), also with q, k, v and gate, up concatenated into one matrix each. Usage: folio_bench_cuda_matmul [types...]  (default F16 Q4_0 Q4_K Q8_0 Q6_K)
+// matrix), also with q, k, v and gate, up concatenated into one matrix each.
+// Usage: folio_bench_cuda_matmul [--hot] [--batch1] [types...]  (default F16 Q4_0 Q4_K Q8_0 Q6_K)
+//   --hot     one copy of each matrix, read again by every launch: from L2 where it fits
+//             (60 MB), i.e. what a launch costs when its weights need not come from DRAM
+//   --batch1  n = 1 only
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -85,12 +89,16 @@ struct Result {
 };
 
 // Median time of one matmul of n rows with the shape, rotating over copies.
+bool g_hot = false;  // --hot: one copy, no rotation
+
 Result time_matmul(fk::WeightType type, const Shape& shape, int64_t n, void* pool, size_t pool_bytes,
                    cublasHandle_t cublas, cudaStream_t s) {
     const size_t bytes = fk::device_matrix_bytes(type, shape.rows, shape.cols);
     const size_t stride = (bytes + 255) / 256 * 256;
     if (stride > pool_bytes) return Result{};  // does not fit: printed as 0
-    const int copies = static_cast<int>(std::max<size_t>(1, std::min(pool_bytes / stride, (kRotationBytes + stride - 1) / stride)));
+    const int copies = g_hot ? 1
+                             : static_cast<int>(std::max<size_t>(
+                                   1, std::min(pool_bytes / stride, (kRotationBytes + stride - 1) / stride)));
     for (int c = 0; c < copies; ++c)
         CHECK(fk::fill_random_matrix(type, static_cast<char*>(pool) + c * stride, shape.rows, shape.cols, 1000 + c,
                                      0.02f, s));
@@ -143,9 +151,15 @@ Result time_matmul(fk::WeightType type, const Shape& shape, int64_t n, void* poo
 
 int main(int argc, char** argv) {
     std::vector<TypeName> types;
-    for (int i = 1; i < argc; ++i)
+    bool batch1 = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--hot") == 0) g_hot = true;
+        if (std::strcmp(argv[i], "--batch1") == 0) batch1 = true;
         for (const TypeName& t : kTypes)
             if (std::strcmp(argv[i], t.name) == 0) types.push_back(t);
+    }
+    const std::vector<int64_t> batches = batch1 ? std::vector<int64_t>{1}
+                                                : std::vector<int64_t>(std::begin(kBatches), std::end(kBatches));
     if (types.empty()) types = {kTypes[1], kTypes[3], kTypes[8], kTypes[7], kTypes[10]};
 
     int count = 0;
@@ -161,20 +175,22 @@ int main(int argc, char** argv) {
     if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS) return 1;
     const double copy = copy_bandwidth(s);
     const char* pdl = std::getenv("FOLIO_CUDA_PDL");
-    std::printf("%s, %d SMs, L2 %d MB; copy bandwidth %.0f GB/s; PDL %s\n", prop.name, prop.multiProcessorCount,
-                prop.l2CacheSize >> 20, copy / 1e9, pdl && std::strcmp(pdl, "0") == 0 ? "off" : "on");
+    std::printf("%s, %d SMs, L2 %d MB; copy bandwidth %.0f GB/s; PDL %s; weights %s\n", prop.name,
+                prop.multiProcessorCount, prop.l2CacheSize >> 20, copy / 1e9,
+                pdl && std::strcmp(pdl, "0") == 0 ? "off" : "on",
+                g_hot ? "one copy (--hot: from L2 where they fit)" : "rotated over 512 MB (from DRAM)");
     const size_t pool_bytes = size_t{2560} << 20;  // the F32 output matrix is 2.1 GB
     void* pool = nullptr;
     CHECK(cudaMalloc(&pool, pool_bytes));
 
     std::printf("%-5s %-19s", "type", "matrix");
-    for (const int64_t n : kBatches) std::printf("  n=%-3lld us   GB/s", static_cast<long long>(n));
+    for (const int64_t n : batches) std::printf("  n=%-3lld us   GB/s", static_cast<long long>(n));
     std::printf("\n");
     for (const TypeName& t : types) {
         double layer_us = 0, output_us = 0, fused_layer_us = 0;
         for (const Shape& shape : kShapes) {
             std::printf("%-5s %-19s", t.name, shape.name);
-            for (const int64_t n : kBatches) {
+            for (const int64_t n : batches) {
                 const Result r = time_matmul(t.type, shape, n, pool, pool_bytes, cublas, s);
                 std::printf(" %7.1f %6.0f", r.us, r.gbs);
                 std::fflush(stdout);
