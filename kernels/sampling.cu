@@ -1,5 +1,7 @@
 #include "folio_kernels/sampling.h"
 
+#include "sampler_weight.cuh"
+
 #include <algorithm>
 #include <cfloat>
 #include <climits>
@@ -8,6 +10,8 @@
 
 namespace folio::kernels {
 namespace {
+
+using detail::sampler_weight;
 
 constexpr int kThreads = 1024;
 
@@ -225,29 +229,8 @@ int64_t top_k_split(int64_t n_rows, int64_t n_cols, int32_t k) {
 
 // ---- softmax sums -------------------------------------------------------------
 //
-// The Sampler's weight, e^((v - max) / t) through its own exp
-// (engine/src/sampling/softmax_math.h, exp_nonpositive), operation for
-// operation: every multiply and add is rounded on its own (__fmul_rn /
-// __fadd_rn, no fused multiply-add the host does not do), so each weight is
-// the host's float bit for bit. Only the order of the double sum differs.
-__device__ float sampler_weight(float v, float max, float t) {
-    v = isnan(v) ? -INFINITY : fminf(v, FLT_MAX);
-    float x = __fdiv_rn(__fsub_rn(v, max), t);
-    x = x > -88.0f ? x : -88.0f;
-    x = x < 0.0f ? x : 0.0f;
-    const float n = __fsub_rn(__fadd_rn(__fmul_rn(x, 1.44269504088896341f), 12582912.0f), 12582912.0f);
-    float r = __fsub_rn(x, __fmul_rn(n, 0.693359375f));
-    r = __fsub_rn(r, __fmul_rn(n, -2.12194440e-4f));
-    float p = 1.9875691500e-4f;
-    p = __fadd_rn(__fmul_rn(p, r), 1.3981999507e-3f);
-    p = __fadd_rn(__fmul_rn(p, r), 8.3334519073e-3f);
-    p = __fadd_rn(__fmul_rn(p, r), 4.1665795894e-2f);
-    p = __fadd_rn(__fmul_rn(p, r), 1.6666665459e-1f);
-    p = __fadd_rn(__fmul_rn(p, r), 5.0000001201e-1f);
-    p = __fadd_rn(__fadd_rn(__fmul_rn(p, __fmul_rn(r, r)), r), 1.0f);
-    return __fmul_rn(p, __int_as_float((static_cast<int>(n) + 127) << 23));
-}
-
+// Each weight is sampler_weight's (the host's float); only the order of the
+// double sum differs from the host's.
 constexpr int kSumThreads = 512;
 
 __device__ double block_sum(double v, double* shared) {
@@ -416,10 +399,7 @@ __global__ void __launch_bounds__(kDrawThreads)
     }
     if (tid < kDrawLanes) lane_totals[tid] = lane_sum;
     __syncthreads();
-    double total = 0.0;
-    for (int j = 0; j < kDrawLanes; ++j) total = __dadd_rn(total, lane_totals[j]);
-    for (int64_t i = full; i < n_cols; ++i)
-        total = __dadd_rn(total, static_cast<double>(sampler_weight(row[i], max, t)));
+    const double total = detail::finish_host_sum(lane_totals, row, full, n_cols, max, t);
     const double target = __dmul_rn(uniforms[r], total);
 
     // The block holding the target: the first whose cumulative sum after it

@@ -3,9 +3,11 @@
 // in the Sampler's total order (larger value first, ties to the lower id, NaN
 // as -inf, +inf as FLT_MAX, -0.0 == +0.0), over random rows, heavy ties,
 // special values and vocabularies up to 262144 columns; argmax_rows must agree
-// with top_k_rows at k = 1; softmax_sums must give the Sampler's own sums.
+// with top_k_rows at k = 1; softmax_sums must give the Sampler's own sums;
+// draw_rows and top_p_draw_rows must draw the Sampler's own tokens.
 // Outputs are poisoned before each launch. Skips without a GPU. Its speed: bench/cuda_sampling (folio_bench_cuda_top_k).
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -450,6 +452,89 @@ private slots:
         QCOMPARE(code(fk::draw_rows(nullptr, 2, 0, nullptr, nullptr, {}, nullptr, nullptr, 0, nullptr)),
                  code(cudaErrorInvalidValue));
         QCOMPARE(code(fk::draw_rows(nullptr, 2, 64, nullptr, nullptr, {}, nullptr, nullptr, 0, nullptr)),
+                 code(cudaErrorInvalidValue));
+    }
+
+    // Top-p (and min-p) draws from whole rows, as Sampler::sample makes them
+    // without top-k: flat and peaked rows, heavy ties, special values, rows
+    // with nothing above -inf, vocabularies up to 262144, more rows than one
+    // group, rows taken out of order.
+    void top_p_draws_match_the_samplers_whole_row_draws() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(47);
+        int checked = 0;
+        for (const int64_t cols : {int64_t{7}, int64_t{1003}, int64_t{49152}, int64_t{262144}}) {
+            const int64_t x_rows = 8;
+            std::vector<float> x;
+            for (int64_t r = 0; r < x_rows; ++r) {
+                auto row = normal_floats(rng, static_cast<size_t>(cols), r == 0 ? 0.05f : 0.4f * static_cast<float>(r));
+                if (r == 3)  // heavy ties: values on a grid of 0.5
+                    for (float& v : row) v = std::round(v * 2.0f) / 2.0f;
+                x.insert(x.end(), row.begin(), row.end());
+            }
+            x[1] = kInf;                                      // row 0: +inf weighs 1
+            x[static_cast<size_t>(cols + 3)] = std::nanf("");  // row 1: NaN weighs 0
+            x[static_cast<size_t>(2 * cols + 1)] = -0.0f;     // row 2: -0.0 ties with +0.0
+            x[static_cast<size_t>(2 * cols + 4)] = 0.0f;
+            x[static_cast<size_t>(3 * cols)] = -kInf;
+            for (int64_t c = 0; c < cols; ++c)  // row 7: nothing above -inf, the first columns NaN
+                x[static_cast<size_t>(7 * cols + c)] = c < 2 || c % 3 == 0 ? std::nanf("") : -kInf;
+            const DeviceArray<float> dx(x);
+            for (int draw = 0; draw < 4; ++draw) {
+                const int64_t rows = 20;  // more than a group of 16
+                std::vector<int32_t> which, want;
+                std::vector<float> params;
+                std::vector<double> uniforms;
+                for (int64_t i = 0; i < rows; ++i) {
+                    const auto r = static_cast<int32_t>((4 * x_rows - 1 - i + draw) % x_rows);  // out of order
+                    folio::SamplingParams p;
+                    p.temperature = std::array{0.5f, 0.8f, 1.0f, 1.7f}[static_cast<size_t>(i + draw) % 4];
+                    p.top_k = 0;
+                    p.top_p = std::array{0.3f, 0.9f, 0.95f, 0.99f, 0.5f}[static_cast<size_t>(i) % 5];
+                    p.min_p = std::array{0.0f, 0.0f, 0.02f, 0.1f}[static_cast<size_t>(i / 5) % 4];
+                    p.seed = 900 + static_cast<uint64_t>(100 * i + draw);
+                    auto host = folio::Sampler::create(p), device = folio::Sampler::create(p);
+                    QVERIFY(host && device);
+                    const std::span<const float> row(x.data() + r * cols, static_cast<size_t>(cols));
+                    want.push_back(host->sample(row, {}));
+                    which.push_back(r);
+                    params.insert(params.end(), {p.temperature, p.top_p, p.min_p});
+                    uniforms.push_back(device->take_uniform());
+                }
+                const DeviceArray<int32_t> drows(which);
+                const DeviceArray<float> dparams(params);
+                const DeviceArray<double> duniforms(uniforms);
+                DeviceArray<int32_t> dout(static_cast<size_t>(rows));
+                const size_t workspace_bytes = fk::top_p_draw_workspace_bytes(rows, cols);
+                DeviceArray<char> dwork(workspace_bytes);
+                QCOMPARE(code(dout.poison()), code(cudaSuccess));
+                QCOMPARE(code(fk::top_p_draw_rows(dx.ptr, drows.ptr, rows, cols, dparams.ptr, duniforms.ptr, dout.ptr,
+                                                  dwork.ptr, workspace_bytes, nullptr)),
+                         code(cudaSuccess));
+                std::vector<int32_t> got;
+                QCOMPARE(code(dout.download(got)), code(cudaSuccess));
+                for (int64_t i = 0; i < rows; ++i, ++checked) {
+                    char what[200];
+                    std::snprintf(what, sizeof what,
+                                  "%lld columns, row %d, draw %d (t %g, top-p %g, min-p %g): GPU %d, Sampler %d",
+                                  static_cast<long long>(cols), which[static_cast<size_t>(i)], draw,
+                                  params[static_cast<size_t>(3 * i)], params[static_cast<size_t>(3 * i + 1)],
+                                  params[static_cast<size_t>(3 * i + 2)], got[static_cast<size_t>(i)],
+                                  want[static_cast<size_t>(i)]);
+                    QVERIFY2(got[static_cast<size_t>(i)] == want[static_cast<size_t>(i)], what);
+                }
+            }
+        }
+        std::fprintf(stderr, "%d top-p draws equal to the Sampler's\n", checked);
+        // Bad shapes, no workspace.
+        QCOMPARE(code(fk::top_p_draw_rows(nullptr, nullptr, -1, 64, nullptr, nullptr, nullptr, nullptr, 0, nullptr)),
+                 code(cudaErrorInvalidValue));
+        QCOMPARE(code(fk::top_p_draw_rows(nullptr, nullptr, 2, 0, nullptr, nullptr, nullptr, nullptr, 0, nullptr)),
+                 code(cudaErrorInvalidValue));
+        const DeviceArray<float> dx(std::vector<float>(64, 1.0f));
+        QCOMPARE(code(fk::top_p_draw_rows(dx.ptr, reinterpret_cast<const int32_t*>(dx.ptr), 1, 64, dx.ptr,
+                                          reinterpret_cast<const double*>(dx.ptr), reinterpret_cast<int32_t*>(dx.ptr),
+                                          nullptr, 0, nullptr)),
                  code(cudaErrorInvalidValue));
     }
 };

@@ -183,6 +183,7 @@ EngineMetrics busy_metrics() {
     m.kv_swapped_out_blocks_total = 40;
     m.kv_swapped_in_blocks_total = 31;
     m.sampled_whole_rows_total = 17;
+    m.sampled_device_top_p_total = 5;
     m.kv_cache_usage_perc = 0.25;
     for (int i = 0; i < 50; ++i) {
         m.time_to_first_token_seconds.observe(0.001 * i);
@@ -242,6 +243,7 @@ private slots:
             {"folio:kv_swapped_out_blocks_total", "counter"},
             {"folio:kv_swapped_in_blocks_total", "counter"},
             {"folio:sampled_whole_rows_total", "counter"},
+            {"folio:sampled_device_top_p_total", "counter"},
             {"folio:prompt_tokens_total", "counter"},
             {"folio:generation_tokens_total", "counter"},
             {"folio:num_preemptions_total", "counter"},
@@ -285,6 +287,7 @@ private slots:
         QCOMPARE(value("folio:kv_swapped_out_blocks_total"), 40.0);
         QCOMPARE(value("folio:kv_swapped_in_blocks_total"), 31.0);
         QCOMPARE(value("folio:sampled_whole_rows_total"), 17.0);
+        QCOMPARE(value("folio:sampled_device_top_p_total"), 5.0);
         QCOMPARE(value("folio:kv_cache_usage_perc"), 0.25);
         const Family& success = exposition.families.at("folio:request_success_total");
         QCOMPARE(find_sample(success, "folio:request_success_total", "finished_reason", "stop")->value, 2.0);

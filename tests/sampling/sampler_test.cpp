@@ -4,13 +4,16 @@
 // and the raw-distribution logprobs.
 #include <folio_test.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "folio/sampling.h"
+#include "sampling/softmax_math.h"
 #include "sampling_test_util.h"
 
 using folio::SampleInfo;
@@ -45,6 +48,28 @@ class SamplerTest : public QObject {
     Q_OBJECT
 
 private slots:
+    // The weights never increase as a logit falls: the Sampler's exp is
+    // monotone over every float in [-90, 0] (the quotient (v - max) / t is
+    // monotone in v, both operations rounded). So the entries a floor keeps
+    // are a prefix of the best-first order, which the GPU's top-p draw
+    // (kernels/sampling_top_p.cu) relies on. Every float, ~12 s.
+    void expNeverDecreases() {
+        using folio::sampling_math::exp_nonpositive;
+        float previous = exp_nonpositive(-90.0f);
+        uint64_t checked = 0, decreases = 0;
+        // Negative floats grow as their bit patterns fall, down to -0.0.
+        for (uint32_t bits = std::bit_cast<uint32_t>(-90.0f);; --bits) {
+            const float e = exp_nonpositive(std::bit_cast<float>(bits));
+            decreases += e < previous;
+            previous = e;
+            ++checked;
+            if (bits == 0x80000000u) break;
+        }
+        QCOMPARE(decreases, uint64_t{0});
+        QCOMPARE(checked, uint64_t{1119092737});
+        QCOMPARE(exp_nonpositive(0.0f), 1.0f);
+    }
+
     void greedyIsArgmaxWithTiesToLowestId() {
         Sampler greedy = make(plain(0.0f));
         QCOMPARE(greedy.sample(std::vector<float>{1.0f, 3.0f, 3.0f, 2.0f}, {}), int32_t(1));

@@ -98,6 +98,17 @@ public:
     virtual Status last_logits_rows(std::span<const size_t> /*rows*/, std::span<float> /*out*/) {
         return make_error("this backend keeps no logits rows");
     }
+    // For rows of the last forward_top_k whose k best could not decide a
+    // top-p draw (its set reaches past them: a flat distribution), the
+    // token made where the logits are: ids[i] = what Sampler::sample draws
+    // from row rows[i] (an index into batch.logits_rows) with top-p and
+    // min-p at draws[i] (no top-k, no penalties), bit for bit. Backends that
+    // cannot say no (can_draw_top_p); the engine then reads the rows whole.
+    virtual bool can_draw_top_p() const { return false; }
+    virtual Status draw_top_p(std::span<const size_t> /*rows*/, std::span<const TopPDraw> /*draws*/,
+                              std::span<int32_t> /*ids*/) {
+        return make_error("this backend does not draw top-p tokens itself");
+    }
 
     // Duplicates whole blocks (every layer's K and V), in order: the
     // copy-on-write the KvCacheManager asks for before a step.

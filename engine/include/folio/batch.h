@@ -75,4 +75,12 @@ struct RowDraws {
     std::span<const float> penalty_params;     // [rows][3]
 };
 
+// A top-p draw made where a step's logits are (Backend::draw_top_p): the
+// row's temperature (> 0), top-p (< 1) and min-p, and the uniform value in
+// [0, 1) its Sampler took for the draw (Sampler::take_uniform).
+struct TopPDraw {
+    float temperature = 1.0f, top_p = 1.0f, min_p = 0.0f;
+    double uniform = 0.0;
+};
+
 }  // namespace folio

@@ -170,6 +170,12 @@ private:
     void fill_block_map(StepEvent& event) const;
     // Copy `index` of a request at its first token: a scheduler fork sharing its blocks.
     RequestId fork(Request& parent, int32_t index);
+    // The top-p draws of a top-k step that its entries could not decide
+    // (planned sequences `undecided`, logits rows `rows`), made by the backend
+    // where the logits are: the rows it drew leave both lists, their tokens
+    // go to `tokens`. Returns how many.
+    size_t draw_top_p_on_backend(const StepPlan& plan, std::vector<size_t>& undecided, std::vector<size_t>& rows,
+                                 std::vector<int32_t>& tokens);
     double now_s() const;
 
     const ModelDescription& model_;
@@ -207,6 +213,7 @@ private:
     } draw_penalties_;
     std::vector<double> row_softmax_sums_;
     std::vector<float> whole_row_;     // rows a top-k step's entries could not sample from
+    bool device_top_p_failed_ = false;  // Backend::draw_top_p failed once: those rows come down whole
     std::unique_ptr<cpu::ThreadPool> sampling_pool_;  // draws from whole rows, in parallel
     uint64_t step_count_ = 0;
     size_t finished_since_publish_ = 0;

@@ -487,19 +487,64 @@ Status CudaOps::top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_
     return error_;
 }
 
+Status CudaOps::check_last_rows(std::span<const size_t> rows, const char* what) const {
+    for (const size_t row : rows)
+        if (!last_logits_ || row >= static_cast<size_t>(last_rows_))
+            return make_error(std::string(what) + ": row " + std::to_string(row) + " is not in the last top-k step");
+    return error_;
+}
+
 Status CudaOps::last_logits_rows(std::span<const size_t> rows, std::span<float> out) {
     const auto vocab = static_cast<size_t>(last_vocab_);
     if (out.size() < rows.size() * vocab) return make_error("last_logits_rows: too small a buffer");
-    for (const size_t row : rows)
-        if (!last_logits_ || row >= static_cast<size_t>(last_rows_))
-            return make_error("last_logits_rows: row " + std::to_string(row) + " is not in the last top-k step");
-    if (!error_) return error_;
+    if (Status checked = check_last_rows(rows, "last_logits_rows"); !checked) return checked;
     for (size_t i = 0; i < rows.size() && error_; ++i)
         ok(cudaMemcpyAsync(out.data() + i * vocab, last_logits_ + rows[i] * vocab, vocab * sizeof(float),
                            cudaMemcpyDeviceToHost, stream_),
            "download");
     ok(cudaStreamSynchronize(stream_), "step");
     return error_;
+}
+
+Status CudaOps::draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws, std::span<int32_t> ids) {
+    const size_t n = rows.size();
+    if (draws.size() != n || ids.size() < n) return make_error("draw_top_p: rows, draws and ids differ in number");
+    if (Status checked = check_last_rows(rows, "draw_top_p"); !checked) return checked;
+    if (n == 0) return error_;
+    // One upload (row indices, then [n][3] parameters, then uniforms), the
+    // drawn ids after them, then the kernel's workspace.
+    auto align = [](size_t v, size_t to) { return (v + to - 1) / to * to; };
+    const size_t params_at = align(n * sizeof(int32_t), 16), uniforms_at = params_at + align(n * 3 * sizeof(float), 16);
+    const size_t ids_at = uniforms_at + n * sizeof(double), work_at = align(ids_at + n * sizeof(int32_t), 256);
+    const size_t work_bytes = kernels::top_p_draw_workspace_bytes(static_cast<int64_t>(n), last_vocab_);
+    std::vector<std::byte> host(ids_at);
+    for (size_t i = 0; i < n; ++i) {
+        const auto row = static_cast<int32_t>(rows[i]);
+        const float p[3] = {draws[i].temperature, draws[i].top_p, draws[i].min_p};
+        std::memcpy(host.data() + i * sizeof(int32_t), &row, sizeof row);
+        std::memcpy(host.data() + params_at + i * sizeof p, p, sizeof p);
+        std::memcpy(host.data() + uniforms_at + i * sizeof(double), &draws[i].uniform, sizeof(double));
+    }
+    if (!grow(top_p_device_, work_at + work_bytes, "top-p draws", InGraphs::No)) {
+        const Status failed = error_;
+        error_ = {};
+        return failed;
+    }
+    auto* base = static_cast<std::byte*>(top_p_device_.data());
+    if (ok(cudaMemcpyAsync(base, host.data(), ids_at, cudaMemcpyHostToDevice, stream_), "upload") &&
+        ok(kernels::top_p_draw_rows(last_logits_, reinterpret_cast<const int32_t*>(base), static_cast<int64_t>(n),
+                                    last_vocab_, reinterpret_cast<const float*>(base + params_at),
+                                    reinterpret_cast<const double*>(base + uniforms_at),
+                                    reinterpret_cast<int32_t*>(base + ids_at), base + work_at, work_bytes, stream_),
+           "top-p draws"))
+        ok(cudaMemcpyAsync(ids.data(), base + ids_at, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
+           "download");
+    ok(cudaStreamSynchronize(stream_), "step");
+    // A failure here (the workspace, above all) leaves the step's logits as
+    // they were: the caller can still read the rows whole.
+    const Status drawn = error_;
+    error_ = {};
+    return drawn;
 }
 
 }  // namespace folio::cuda

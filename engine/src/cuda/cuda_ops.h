@@ -135,6 +135,8 @@ public:
                        std::span<int32_t> ids) override;
     // Rows of the logits the last top_k() selected from, one after the other.
     Status last_logits_rows(std::span<const size_t> rows, std::span<float> out);
+    // Top-p draws from those rows (Backend::draw_top_p).
+    Status draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws, std::span<int32_t> ids);
 
 private:
     // Records the first failure; true when `err` is a success.
@@ -190,6 +192,9 @@ private:
     bool capturing_ = false;
     DeviceBuffer argmax_device_, top_k_device_;  // chosen ids / top-k entries before they go to the host
     DeviceBuffer draw_device_;  // draw_tokens: uniforms, temperatures, drawn ids, draw_rows' workspace
+    DeviceBuffer top_p_device_;  // draw_top_p: rows, parameters, uniforms, drawn ids, top_p_draw_rows' workspace
+    // An error unless every row is one of the last top_k()'s.
+    Status check_last_rows(std::span<const size_t> rows, const char* what) const;
     // The logits the last top_k() selected from (the Logits buffer, valid until the next step).
     const float* last_logits_ = nullptr;
     int64_t last_rows_ = 0, last_vocab_ = 0;

@@ -438,7 +438,7 @@ void Engine::step() {
     std::vector<StepResult> results(plan.sequences.size());
     std::vector<RequestOutput> outputs(plan.sequences.size());
     std::vector<FinishReason> reasons(plan.sequences.size(), FinishReason::Length);
-    size_t n_sampled = 0, n_whole_rows = 0;
+    size_t n_sampled = 0, n_whole_rows = 0, n_device_top_p = 0;
     // The draws first. A top-k step's row whose best entries cannot decide
     // (top-p's set reaches past them: a flat distribution) waits for one
     // download of all such rows, after the others. Draws from whole rows
@@ -467,6 +467,8 @@ void Engine::step() {
             whole_rows.push_back(logits_.data() + row_of[i] * n_vocab);
         }
     }
+    if (!undecided.empty() && backend_.can_draw_top_p() && !device_top_p_failed_)
+        n_device_top_p = draw_top_p_on_backend(plan, undecided, undecided_rows, tokens);
     if (!undecided.empty()) {
         whole_row_.resize(undecided.size() * n_vocab);
         const Status fetched = backend_.last_logits_rows(undecided_rows, whole_row_);
@@ -541,6 +543,7 @@ void Engine::step() {
         metrics_.prompt_tokens_total += static_cast<uint64_t>(plan.n_prefill_tokens);
         metrics_.generation_tokens_total += static_cast<uint64_t>(n_sampled);
         metrics_.sampled_whole_rows_total += static_cast<uint64_t>(n_whole_rows);
+        metrics_.sampled_device_top_p_total += static_cast<uint64_t>(n_device_top_p);
     }
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         if (!plan.sequences[i].sample) continue;
@@ -554,6 +557,40 @@ void Engine::step() {
     }
     for (const FinishedSequence& f : ended) finish(*requests_.at(f.id), f.reason, f.message);
     publish_step(plan, now_s() - t0, forward_s);
+}
+
+size_t Engine::draw_top_p_on_backend(const StepPlan& plan, std::vector<size_t>& undecided, std::vector<size_t>& rows,
+                                     std::vector<int32_t>& tokens) {
+    // Top-p rows that need nothing else from the whole row: no logprobs
+    // (penalties never get here without top-k: their steps bring whole rows).
+    // Min-p alone draws in id order: those rows come down whole. Each Sampler
+    // takes its uniform value as its own draw would.
+    std::vector<size_t> drawn, drawn_rows, left, left_rows;
+    std::vector<TopPDraw> draws;
+    for (size_t j = 0; j < undecided.size(); ++j) {
+        Request& r = *requests_.at(plan.sequences[undecided[j]].id);
+        const SamplingParams& p = r.params.sampling;
+        if (p.n_logprobs > 0 || p.has_penalties() || !(p.top_p < 1.0f) || p.temperature == 0.0f) {
+            left.push_back(undecided[j]), left_rows.push_back(rows[j]);
+            continue;
+        }
+        drawn.push_back(undecided[j]), drawn_rows.push_back(rows[j]);
+        draws.push_back({p.temperature, p.top_p, p.min_p, r.sampler.take_uniform()});
+    }
+    if (drawn.empty()) return 0;
+    std::vector<int32_t> ids(drawn.size());
+    if (const Status s = backend_.draw_top_p(drawn_rows, draws, ids); !s) {
+        // The rows come down whole instead, from now on (their Samplers have
+        // taken a value: the draws are still the Sampler's, from the next value
+        // of their streams).
+        std::fprintf(stderr, "folio: %s; drawing wide top-p sets on the host from now on\n", s.error().message.c_str());
+        device_top_p_failed_ = true;
+        return 0;
+    }
+    for (size_t j = 0; j < drawn.size(); ++j) tokens[drawn[j]] = ids[j];
+    undecided = std::move(left);
+    rows = std::move(left_rows);
+    return drawn.size();
 }
 
 RequestId Engine::fork(Request& parent, int32_t index) {
