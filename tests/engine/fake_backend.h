@@ -87,13 +87,20 @@ public:
                 }
                 ++penalized_draw_rows;
             }
-            ids[i] = folio::draw_by_temperature(std::span<const float>(row, vocab), draws.temperatures[i],
-                                                draws.uniforms[i]);
+            const std::span<const float> whole(row, vocab);
+            if (!draws.top_p.empty() && draws.top_p[i] < 1.0f && draws.temperatures[i] > 0.0f) {
+                folio::SamplingParams p;
+                p.temperature = draws.temperatures[i], p.top_k = 0, p.top_p = draws.top_p[i], p.min_p = draws.min_p[i];
+                ids[i] = folio::draw_with_uniform(whole, p, draws.uniforms[i]);
+                ++top_p_draw_rows;
+            } else {
+                ids[i] = folio::draw_by_temperature(whole, draws.temperatures[i], draws.uniforms[i]);
+            }
         }
         return {};
     }
     bool draws_tokens = false;
-    uint64_t draw_steps = 0, penalized_draw_rows = 0;
+    uint64_t draw_steps = 0, penalized_draw_rows = 0, top_p_draw_rows = 0;
     // As a GPU backend does for top-k sampling: each row's k best entries,
     // selected here, when `selects_top_k` is set.
     // With RowSums asked for, the sums too; the step's rows stay readable

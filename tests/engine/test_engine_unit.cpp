@@ -190,8 +190,9 @@ private slots:
     // forking at its first token) goes through the Sampler, and the uniform
     // values stay in step.
     void temperatureDrawsByTheBackendMatchTheSampler() {
-        uint64_t penalized_rows = 0;
-        auto run = [&](bool backend_draws, bool with_top_k, uint64_t& draw_steps, uint64_t& whole_rows) {
+        uint64_t penalized_rows = 0, top_p_rows = 0;
+        auto run = [&](bool backend_draws, bool with_top_k, uint64_t& draw_steps, uint64_t& whole_rows,
+                       bool with_top_p = false) {
             FakeBackend backend(267, kEos, 96);
             backend.draws_tokens = backend_draws;
             auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
@@ -213,12 +214,16 @@ private slots:
                     r.sampling.penalty_last_n = 6;
                 }
                 if (i == 6) r.sampling.presence_penalty = -0.5f;  // raising
+                if (with_top_p && (i == 1 || i == 3 || i == 6)) {  // top-p (and min-p), penalized or not
+                    r.sampling.top_p = i == 3 ? 0.6f : 0.85f;
+                    r.sampling.min_p = i == 6 ? 0.05f : 0.0f;
+                }
                 batch.push_back({r, c.callback(i)});
             }
             (*engine)->submit(std::move(batch));
             (*engine)->wait_idle();
             draw_steps = backend.draw_steps;
-            if (backend_draws) penalized_rows = backend.penalized_draw_rows;
+            if (backend_draws) penalized_rows = backend.penalized_draw_rows, top_p_rows = backend.top_p_draw_rows;
             whole_rows = (*engine)->metrics().sampled_whole_rows_total;
             std::vector<std::vector<int32_t>> out;
             for (int i = 0; i < 8; ++i) out.push_back(c.get(i).tokens);
@@ -238,6 +243,13 @@ private slots:
         const auto mixed_want = run(false, true, host_steps, host_rows);
         QCOMPARE(run(true, true, mixed_steps, mixed_rows), mixed_want);
         QVERIFY2(mixed_steps < device_steps, "steps with a top-k request must go through the Sampler");
+        // Top-p without top-k, with penalties (lowering and raising) or not:
+        // drawn by the backend too, from the penalized rows.
+        uint64_t top_p_steps = 0, top_p_whole = 0;
+        const auto top_p_want = run(false, false, host_steps, host_rows, true);
+        QCOMPARE(run(true, false, top_p_steps, top_p_whole, true), top_p_want);
+        QVERIFY2(top_p_steps > 0 && top_p_rows > 0, "top-p rows should be drawn by the backend");
+        QVERIFY2(top_p_whole < host_rows, "only the n = 2 fork's first step should need whole rows");
     }
 
     // Sampling on a backend that selects each row's best entries itself (a

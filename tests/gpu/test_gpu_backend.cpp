@@ -508,13 +508,15 @@ private slots:
     // Top-p without top-k where the set reaches past the 256 best entries
     // (flat rows): each such row is sorted and drawn on the GPU
     // (Backend::draw_top_p), and the tokens are those of whole-row draws.
+    // With OpenAI-style penalties (some raising), the rows are penalized and
+    // drawn on the GPU in the step itself (forward_draw with top-p rows).
     void wideTopPSetsAreDrawnOnTheGpu() {
         REQUIRE_GPU();
         auto gpu = smollm2_on_gpu();
         QVERIFY2(gpu, gpu ? "" : gpu.error().message.c_str());
         auto& [model, tokenizer, backend] = *gpu;
         QVERIFY(backend->can_draw_top_p());
-        auto run = [&](folio::Backend& b, uint64_t& whole_rows, uint64_t& device_top_p) {
+        auto run = [&](folio::Backend& b, bool penalties, uint64_t& whole_rows, uint64_t& device_top_p) {
             auto engine = folio::Engine::start(model, tokenizer, b, folio::EngineConfig{});
             EngineCollector c;
             std::vector<folio::Submission> batch;
@@ -526,6 +528,10 @@ private slots:
                 r.sampling.top_p = i % 4 == 0 ? 0.8f : i % 4 == 1 ? 0.9f : i % 4 == 2 ? 0.95f : 0.99f;
                 r.sampling.min_p = i % 6 == 5 ? 0.01f : 0.0f;
                 r.sampling.seed = 9100 + static_cast<uint64_t>(i);
+                if (penalties && i % 3 == 1) {
+                    r.sampling.frequency_penalty = i % 9 == 1 ? -0.3f : 0.5f;
+                    r.sampling.presence_penalty = 0.3f;
+                }
                 r.max_tokens = 12 + i % 3 * 6;
                 r.ignore_eos = true;
                 batch.push_back({r, c.callback(i)});
@@ -539,18 +545,20 @@ private slots:
             return out;
         };
         WholeRows whole(*backend);
-        uint64_t want_whole = 0, want_device = 0, got_whole = 0, got_device = 0;
-        const auto want = run(whole, want_whole, want_device);
-        const auto got = run(*backend, got_whole, got_device);
-        int differ = 0;
-        for (size_t i = 0; i < want.size(); ++i) differ += want[i].empty() || got[i] != want[i];
-        const std::string msg = std::to_string(differ) +
-                                " of 40 continuations differ between GPU top-p draws and whole rows; " +
-                                "whole rows drawn: " + std::to_string(got_whole) + " (GPU) and " +
-                                std::to_string(want_whole) + " (host); rows drawn by top-p on the GPU: " +
-                                std::to_string(got_device);
-        std::fprintf(stderr, "%s\n", msg.c_str());
-        QVERIFY2(differ == 0 && got_whole == 0 && got_device > 0 && want_device == 0, msg.c_str());
+        for (const bool penalties : {false, true}) {
+            uint64_t want_whole = 0, want_device = 0, got_whole = 0, got_device = 0;
+            const auto want = run(whole, penalties, want_whole, want_device);
+            const auto got = run(*backend, penalties, got_whole, got_device);
+            int differ = 0;
+            for (size_t i = 0; i < want.size(); ++i) differ += want[i].empty() || got[i] != want[i];
+            const std::string msg = std::string(penalties ? "with penalties: " : "") + std::to_string(differ) +
+                                    " of 40 continuations differ between GPU top-p draws and whole rows; " +
+                                    "whole rows drawn: " + std::to_string(got_whole) + " (GPU) and " +
+                                    std::to_string(want_whole) + " (host); rows drawn by top-p on the GPU: " +
+                                    std::to_string(got_device);
+            std::fprintf(stderr, "%s\n", msg.c_str());
+            QVERIFY2(differ == 0 && got_whole == 0 && got_device > 0 && want_device == 0, msg.c_str());
+        }
     }
 
 private:

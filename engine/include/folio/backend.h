@@ -69,11 +69,11 @@ public:
         return make_error("this backend does not choose tokens itself");
     }
     // forward(), but each logits row's token drawn where the logits are, by
-    // temperature alone (RowDraws: the row's temperature, 0 for greedy, and
-    // the uniform value its Sampler took), bit for bit the token
-    // Sampler::sample would draw from the whole row: sampling at a plain
-    // temperature on a GPU without copying rows out. Backends that cannot say
-    // no (can_draw).
+    // temperature alone or by top-p without top-k (RowDraws: the row's
+    // temperature, 0 for greedy, its penalties, its top-p / min-p, and the
+    // uniform value its Sampler took), bit for bit the token Sampler::sample
+    // would draw from the whole row: sampling on a GPU without copying rows
+    // out. Backends that cannot say no (can_draw).
     virtual bool can_draw() const { return false; }
     virtual Status forward_draw(const Batch&, const RowDraws&, std::span<int32_t>) {
         return make_error("this backend does not draw tokens itself");

@@ -73,6 +73,10 @@ struct RowDraws {
     std::span<const int32_t> penalty_ids;
     std::span<const float> penalty_counts;
     std::span<const float> penalty_params;     // [rows][3]
+    // Rows drawn by top-p (and min-p) instead (Sampler::draws_by_top_p): a row
+    // whose top_p is under 1 draws from its penalized row as Sampler::sample
+    // does with those cuts. Both empty: no row does.
+    std::span<const float> top_p, min_p;
 };
 
 // A top-p draw made where a step's logits are (Backend::draw_top_p): the

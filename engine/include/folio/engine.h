@@ -207,6 +207,7 @@ private:
     std::vector<int32_t> chosen_ids_;  // a device-greedy step's tokens, or a top-k step's ids [rows][k]
     std::vector<float> row_temperatures_, row_log_normalizers_;  // a top-k step's RowSums [rows]
     std::vector<double> row_uniforms_;  // a drawing step's RowDraws [rows] (with row_temperatures_)
+    std::vector<float> row_top_p_, row_min_p_;  // and its rows' top-p cuts (RowDraws::top_p, min_p)
     struct DrawPenalties {              // and its rows' penalties (RowDraws::penalty_*)
         std::vector<int32_t> offsets, ids, scratch;
         std::vector<float> counts, params;

@@ -131,6 +131,12 @@ RowSum row_sums(std::span<const float> logits, float temperature);
 // reference for it.
 int32_t draw_by_temperature(std::span<const float> logits, float temperature, double u);
 
+// The token Sampler::sample draws from a whole row, penalties applied
+// already (so none here), with `params`' cuts when its uniform value is u:
+// the reference for draws a backend makes where the logits are (top-p:
+// kernels::top_p_draw_rows). Allocates; not for a hot path.
+int32_t draw_with_uniform(std::span<const float> logits, const SamplingParams& params, double u);
+
 class Sampler {
 public:
     // Fails when params.validate() does.
@@ -175,6 +181,10 @@ public:
     // number above -inf differs: sample() takes no value for it; the token is
     // its argmax either way.)
     bool draws_by_temperature() const;
+    // Whether sample() draws by top-p (and min-p) from the row after the
+    // penalties, without top-k and logprobs: a draw a GPU can also make where
+    // the logits are (RowDraws' top_p and min_p), with take_uniform()'s value.
+    bool draws_by_top_p() const;
     double take_uniform() { return uniform(); }
 
     const SamplingParams& params() const { return params_; }
@@ -206,8 +216,10 @@ private:
     // logit and the first n_top of top_logprobs_ (the row's best, best first).
     void fill_logprobs(float log_normalizer, float chosen_logit, size_t n_top, SampleInfo& info);
     double uniform();
+    friend int32_t draw_with_uniform(std::span<const float>, const SamplingParams&, double);
 
     SamplingParams params_;
+    double fixed_uniform_ = -1.0;  // draw_with_uniform's value for the next uniform(), when >= 0
     uint64_t seed_;
     std::mt19937_64 rng_;
     std::vector<float> penalized_;        // the logits after penalties

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "folio/sampling.h"
 #include "folio_kernels/elementwise.h"
 #include "folio_kernels/sampling.h"
 #include "model/batch_check.h"
@@ -428,6 +431,19 @@ Status CudaOps::draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const 
                "download");
     }
     ok(cudaStreamSynchronize(stream_), "step");
+    if (draws.top_p.empty() || !error_) return error_;
+    // Rows drawn by top-p: draw_rows has penalized them in place; their tokens
+    // come from the sorted rows instead (the temperature draws are dropped).
+    std::vector<size_t> top_p_rows;
+    std::vector<TopPDraw> top_p;
+    for (size_t r = 0; r < rows; ++r)
+        if (draws.top_p[r] < 1.0f && draws.temperatures[r] > 0.0f) {
+            top_p_rows.push_back(r);
+            top_p.push_back({draws.temperatures[r], draws.top_p[r], draws.min_p[r], draws.uniforms[r]});
+        }
+    std::vector<int32_t> drawn(top_p_rows.size());
+    if (Status s = top_p_draws(logits, vocab, top_p_rows, top_p, drawn); !s) return s;
+    for (size_t i = 0; i < top_p_rows.size(); ++i) ids[top_p_rows[i]] = drawn[i];
     return error_;
 }
 
@@ -507,16 +523,39 @@ Status CudaOps::last_logits_rows(std::span<const size_t> rows, std::span<float> 
 }
 
 Status CudaOps::draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws, std::span<int32_t> ids) {
-    const size_t n = rows.size();
-    if (draws.size() != n || ids.size() < n) return make_error("draw_top_p: rows, draws and ids differ in number");
+    if (draws.size() != rows.size() || ids.size() < rows.size())
+        return make_error("draw_top_p: rows, draws and ids differ in number");
     if (Status checked = check_last_rows(rows, "draw_top_p"); !checked) return checked;
-    if (n == 0) return error_;
+    return top_p_draws(last_logits_, last_vocab_, rows, draws, ids);
+}
+
+Status CudaOps::top_p_draws(const float* logits, int64_t vocab, std::span<const size_t> rows,
+                            std::span<const TopPDraw> draws, std::span<int32_t> ids) {
+    const size_t n = rows.size();
+    if (n == 0 || !error_) return error_;
     // One upload (row indices, then [n][3] parameters, then uniforms), the
     // drawn ids after them, then the kernel's workspace.
     auto align = [](size_t v, size_t to) { return (v + to - 1) / to * to; };
     const size_t params_at = align(n * sizeof(int32_t), 16), uniforms_at = params_at + align(n * 3 * sizeof(float), 16);
     const size_t ids_at = uniforms_at + n * sizeof(double), work_at = align(ids_at + n * sizeof(int32_t), 256);
-    const size_t work_bytes = kernels::top_p_draw_workspace_bytes(static_cast<int64_t>(n), last_vocab_);
+    const size_t work_bytes = kernels::top_p_draw_workspace_bytes(static_cast<int64_t>(n), vocab);
+    if (!grow(top_p_device_, work_at + work_bytes, "top-p draws", InGraphs::No)) {
+        // No room for the sort: the rows come to the host and are drawn there, the same tokens.
+        if (!top_p_on_host_)
+            std::fprintf(stderr, "folio: %s; drawing wide top-p sets on the host\n", error_.error().message.c_str());
+        top_p_on_host_ = true;
+        error_ = {};
+        std::vector<float> row(static_cast<size_t>(vocab));
+        for (size_t i = 0; i < n && error_; ++i) {
+            ok(cudaMemcpy(row.data(), logits + rows[i] * static_cast<size_t>(vocab), row.size() * sizeof(float),
+                          cudaMemcpyDeviceToHost),
+               "download");
+            SamplingParams p;
+            p.temperature = draws[i].temperature, p.top_k = 0, p.top_p = draws[i].top_p, p.min_p = draws[i].min_p;
+            ids[i] = draw_with_uniform(row, p, draws[i].uniform);
+        }
+        return error_;
+    }
     std::vector<std::byte> host(ids_at);
     for (size_t i = 0; i < n; ++i) {
         const auto row = static_cast<int32_t>(rows[i]);
@@ -525,26 +564,16 @@ Status CudaOps::draw_top_p(std::span<const size_t> rows, std::span<const TopPDra
         std::memcpy(host.data() + params_at + i * sizeof p, p, sizeof p);
         std::memcpy(host.data() + uniforms_at + i * sizeof(double), &draws[i].uniform, sizeof(double));
     }
-    if (!grow(top_p_device_, work_at + work_bytes, "top-p draws", InGraphs::No)) {
-        const Status failed = error_;
-        error_ = {};
-        return failed;
-    }
     auto* base = static_cast<std::byte*>(top_p_device_.data());
     if (ok(cudaMemcpyAsync(base, host.data(), ids_at, cudaMemcpyHostToDevice, stream_), "upload") &&
-        ok(kernels::top_p_draw_rows(last_logits_, reinterpret_cast<const int32_t*>(base), static_cast<int64_t>(n),
-                                    last_vocab_, reinterpret_cast<const float*>(base + params_at),
+        ok(kernels::top_p_draw_rows(logits, reinterpret_cast<const int32_t*>(base), static_cast<int64_t>(n), vocab,
+                                    reinterpret_cast<const float*>(base + params_at),
                                     reinterpret_cast<const double*>(base + uniforms_at),
                                     reinterpret_cast<int32_t*>(base + ids_at), base + work_at, work_bytes, stream_),
            "top-p draws"))
         ok(cudaMemcpyAsync(ids.data(), base + ids_at, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
            "download");
     ok(cudaStreamSynchronize(stream_), "step");
-    // A failure here (the workspace, above all) leaves the step's logits as
-    // they were: the caller can still read the rows whole.
-    const Status drawn = error_;
-    error_ = {};
-    return drawn;
+    return error_;
 }
-
 }  // namespace folio::cuda

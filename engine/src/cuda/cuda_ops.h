@@ -137,6 +137,11 @@ public:
     Status last_logits_rows(std::span<const size_t> rows, std::span<float> out);
     // Top-p draws from those rows (Backend::draw_top_p).
     Status draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws, std::span<int32_t> ids);
+    // Top-p draws from rows `rows` of `logits` (device memory, [..][vocab]):
+    // kernels::top_p_draw_rows, or on the host (the same tokens) where its
+    // workspace cannot be had.
+    Status top_p_draws(const float* logits, int64_t vocab, std::span<const size_t> rows,
+                       std::span<const TopPDraw> draws, std::span<int32_t> ids);
 
 private:
     // Records the first failure; true when `err` is a success.
@@ -192,7 +197,8 @@ private:
     bool capturing_ = false;
     DeviceBuffer argmax_device_, top_k_device_;  // chosen ids / top-k entries before they go to the host
     DeviceBuffer draw_device_;  // draw_tokens: uniforms, temperatures, drawn ids, draw_rows' workspace
-    DeviceBuffer top_p_device_;  // draw_top_p: rows, parameters, uniforms, drawn ids, top_p_draw_rows' workspace
+    DeviceBuffer top_p_device_;  // top_p_draws: rows, parameters, uniforms, drawn ids, top_p_draw_rows' workspace
+    bool top_p_on_host_ = false;  // its workspace could not be had once (said on stderr)
     // An error unless every row is one of the last top_k()'s.
     Status check_last_rows(std::span<const size_t> rows, const char* what) const;
     // The logits the last top_k() selected from (the Logits buffer, valid until the next step).

@@ -64,6 +64,12 @@ Status check_batch(const Batch& batch, const StepOutput& out, int32_t n_vocab, u
             for (size_t r = 0; ok && r < rows; ++r) ok = d.penalty_offsets[r] <= d.penalty_offsets[r + 1];
             if (!ok) return make_error("forward: the draws' penalty lists do not match their rows");
         }
+        if ((!d.top_p.empty() || !d.min_p.empty()) && (d.top_p.size() < rows || d.min_p.size() < rows))
+            return make_error("forward: the draws' top-p / min-p lists do not match their rows");
+        for (size_t r = 0; r < d.top_p.size() && r < rows; ++r)
+            if (!(d.top_p[r] > 0.0f && d.top_p[r] <= 1.0f) || !(d.min_p[r] >= 0.0f && d.min_p[r] <= 1.0f))
+                return make_error("forward: draw " + std::to_string(r) + " has top-p " + std::to_string(d.top_p[r]) +
+                                  " and min-p " + std::to_string(d.min_p[r]));
         for (size_t r = 0; r < rows; ++r)
             if (!(out.draws.temperatures[r] >= 0.0f && std::isfinite(out.draws.temperatures[r])) ||
                 !(out.draws.uniforms[r] >= 0.0 && out.draws.uniforms[r] < 1.0))

@@ -310,15 +310,17 @@ void Engine::step() {
     // k best (k = the most any row needs), with sums over each whole row
     // where a row needs them (top-p without top-k, logprobs). A row those
     // cannot decide is fetched whole afterwards. A step whose rows are all
-    // greedy or drawn by temperature alone, penalties or not, gets each row's
-    // token drawn there (with the uniform value its Sampler takes here and
-    // the counts of its penalty window). Anything else (penalties that raise
-    // logits under a top-k, ...) gets whole rows.
+    // greedy or drawn by temperature alone or by top-p without top-k,
+    // penalties or not, gets each row's token drawn there (with the uniform
+    // value its Sampler takes here and the counts of its penalty window);
+    // where top-p rows could take the top-k path (no penalties, no row that
+    // needs more), that path is cheaper (no sort of whole rows). Anything else
+    // (penalties that raise logits under a top-k, ...) gets whole rows.
     bool device_greedy = backend_.can_argmax();
     bool device_draw = backend_.can_draw();
     const int32_t max_top_k = backend_.max_top_k(batch_.logits_rows.size());
     int32_t step_top_k = max_top_k > 0 ? 1 : 0;
-    bool step_sums = false;
+    bool step_sums = false, any_top_p = false;
     row_temperatures_.clear();
     for (const ScheduledSequence& ss : plan.sequences) {
         if (!ss.sample) continue;
@@ -328,7 +330,8 @@ void Engine::step() {
         const bool greedy = sp.temperature == 0.0f && !sp.has_penalties() && sp.n_logprobs == 0;
         const bool forks = r.params.n > 1 && r.first_token_s < 0;  // several draws from this row
         if (!greedy || forks) device_greedy = false;
-        if (!r.sampler.draws_by_temperature() || forks) device_draw = false;
+        if (!(r.sampler.draws_by_temperature() || r.sampler.draws_by_top_p()) || forks) device_draw = false;
+        any_top_p = any_top_p || r.sampler.draws_by_top_p();
         if (step_top_k == 0 || greedy) continue;
         const int32_t needed = r.sampler.candidates_needed(r.history.size());
         if (needed > 0 && needed <= max_top_k && static_cast<size_t>(needed) < n_vocab) {
@@ -338,6 +341,7 @@ void Engine::step() {
             step_top_k = 0;
         }
     }
+    if (device_draw && any_top_p && step_top_k > 0) device_draw = false;
     // Swaps first: blocks swapped out this step may be written again below.
     Status status = backend_.swap_blocks(plan.swap_out, plan.swap_in);
     if (!status && backend_.n_swap_blocks() == 0 && plan.swap_in.empty()) {
@@ -348,6 +352,7 @@ void Engine::step() {
     }
     if (status) status = backend_.copy_blocks(plan.copies);
     const size_t n_rows = batch_.logits_rows.size();
+    size_t n_device_top_p = 0;  // rows drawn by top-p where the logits are
     const double t_forward = now_s();
     if (device_greedy) {
         step_top_k = 0;
@@ -362,24 +367,34 @@ void Engine::step() {
         p.ids.clear();
         p.counts.clear();
         p.params.clear();
+        row_top_p_.clear();
+        row_min_p_.clear();
         for (size_t i = 0, row = 0; i < plan.sequences.size(); ++i) {
             if (!plan.sequences[i].sample) continue;
             Request& r = *requests_.at(plan.sequences[i].id);
             const SamplingParams& sp = r.params.sampling;
             const bool greedy = sp.temperature == 0.0f;
             row_temperatures_[row++] = greedy ? 0.0f : sp.temperature;
+            const bool top_p = r.sampler.draws_by_top_p();
+            row_top_p_.push_back(top_p ? sp.top_p : 1.0f);
+            row_min_p_.push_back(top_p ? sp.min_p : 0.0f);
+            n_device_top_p += top_p;
             row_uniforms_.push_back(greedy ? 0.0 : r.sampler.take_uniform());
             p.offsets.push_back(static_cast<int32_t>(p.ids.size()));
             penalty_counts(r.history, sp, p.scratch, p.ids, p.counts);
             p.params.insert(p.params.end(), {sp.repetition_penalty, sp.frequency_penalty, sp.presence_penalty});
         }
         p.offsets.push_back(static_cast<int32_t>(p.ids.size()));
-        RowDraws draws{row_temperatures_, row_uniforms_, {}, {}, {}, {}};
+        RowDraws draws{row_temperatures_, row_uniforms_, {}, {}, {}, {}, {}, {}};
         if (!p.ids.empty()) {
             draws.penalty_offsets = p.offsets;
             draws.penalty_ids = p.ids;
             draws.penalty_counts = p.counts;
             draws.penalty_params = p.params;
+        }
+        if (any_top_p) {
+            draws.top_p = row_top_p_;
+            draws.min_p = row_min_p_;
         }
         if (status) status = backend_.forward_draw(batch_, draws, chosen_ids_);
     } else if (step_top_k > 0) {
@@ -438,7 +453,7 @@ void Engine::step() {
     std::vector<StepResult> results(plan.sequences.size());
     std::vector<RequestOutput> outputs(plan.sequences.size());
     std::vector<FinishReason> reasons(plan.sequences.size(), FinishReason::Length);
-    size_t n_sampled = 0, n_whole_rows = 0, n_device_top_p = 0;
+    size_t n_sampled = 0, n_whole_rows = 0;
     // The draws first. A top-k step's row whose best entries cannot decide
     // (top-p's set reaches past them: a flat distribution) waits for one
     // download of all such rows, after the others. Draws from whole rows
@@ -468,7 +483,7 @@ void Engine::step() {
         }
     }
     if (!undecided.empty() && backend_.can_draw_top_p() && !device_top_p_failed_)
-        n_device_top_p = draw_top_p_on_backend(plan, undecided, undecided_rows, tokens);
+        n_device_top_p += draw_top_p_on_backend(plan, undecided, undecided_rows, tokens);
     if (!undecided.empty()) {
         whole_row_.resize(undecided.size() * n_vocab);
         const Status fetched = backend_.last_logits_rows(undecided_rows, whole_row_);

@@ -111,7 +111,20 @@ Result<Sampler> Sampler::create(const SamplingParams& params) {
 Sampler::Sampler(const SamplingParams& params, uint64_t seed) : params_(params), seed_(seed), rng_(seed) {}
 
 // 53 random bits -> [0, 1): the same double from the same seed everywhere.
-double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+double Sampler::uniform() {
+    if (fixed_uniform_ >= 0.0) {
+        const double u = fixed_uniform_;
+        fixed_uniform_ = -1.0;
+        return u;
+    }
+    return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+int32_t draw_with_uniform(std::span<const float> logits, const SamplingParams& params, double u) {
+    Sampler sampler(params, 0);
+    sampler.fixed_uniform_ = u;
+    return sampler.sample(logits, {});
+}
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent_tokens, SampleInfo* info) {
     if (logits.empty()) return -1;
@@ -160,6 +173,10 @@ int32_t Sampler::candidates_needed(size_t n_recent) const {
 bool Sampler::draws_by_temperature() const {
     return params_.n_logprobs == 0 && (params_.temperature == 0.0f || (params_.top_k <= 0 && params_.top_p >= 1.0f &&
                                                                         params_.min_p <= 0.0f));
+}
+
+bool Sampler::draws_by_top_p() const {
+    return params_.n_logprobs == 0 && params_.temperature != 0.0f && params_.top_k <= 0 && params_.top_p < 1.0f;
 }
 
 bool Sampler::needs_row_sums() const {
