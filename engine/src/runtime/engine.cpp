@@ -585,7 +585,7 @@ size_t Engine::draw_top_p_on_backend(const StepPlan& plan, std::vector<size_t>& 
     for (size_t j = 0; j < undecided.size(); ++j) {
         Request& r = *requests_.at(plan.sequences[undecided[j]].id);
         const SamplingParams& p = r.params.sampling;
-        if (p.n_logprobs > 0 || p.has_penalties() || !(p.top_p < 1.0f) || p.temperature == 0.0f) {
+        if (!r.sampler.draws_by_top_p() || p.has_penalties()) {
             left.push_back(undecided[j]), left_rows.push_back(rows[j]);
             continue;
         }
