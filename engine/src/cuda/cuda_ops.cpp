@@ -547,9 +547,10 @@ Status CudaOps::top_p_draws(const float* logits, int64_t vocab, std::span<const 
         error_ = {};
         std::vector<float> row(static_cast<size_t>(vocab));
         for (size_t i = 0; i < n && error_; ++i) {
-            ok(cudaMemcpy(row.data(), logits + rows[i] * static_cast<size_t>(vocab), row.size() * sizeof(float),
-                          cudaMemcpyDeviceToHost),
-               "download");
+            if (ok(cudaMemcpyAsync(row.data(), logits + rows[i] * static_cast<size_t>(vocab),
+                                   row.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+                   "download"))
+                ok(cudaStreamSynchronize(stream_), "download");
             SamplingParams p;
             p.temperature = draws[i].temperature, p.top_k = 0, p.top_p = draws[i].top_p, p.min_p = draws[i].min_p;
             ids[i] = draw_with_uniform(row, p, draws[i].uniform);
