@@ -87,15 +87,13 @@ public:
                 }
                 ++penalized_draw_rows;
             }
-            const std::span<const float> whole(row, vocab);
-            if (!draws.top_p.empty() && draws.top_p[i] < 1.0f && draws.temperatures[i] > 0.0f) {
-                folio::SamplingParams p;
-                p.temperature = draws.temperatures[i], p.top_k = 0, p.top_p = draws.top_p[i], p.min_p = draws.min_p[i];
-                ids[i] = folio::draw_with_uniform(whole, p, draws.uniforms[i]);
+            folio::SamplingParams p;
+            p.temperature = draws.temperatures[i], p.top_k = 0, p.top_p = 1.0f, p.min_p = 0.0f;
+            if (!draws.top_p.empty() && draws.top_p[i] < 1.0f && p.temperature > 0.0f) {
+                p.top_p = draws.top_p[i], p.min_p = draws.min_p[i];
                 ++top_p_draw_rows;
-            } else {
-                ids[i] = folio::draw_by_temperature(whole, draws.temperatures[i], draws.uniforms[i]);
             }
+            ids[i] = folio::draw_with_uniform(std::span<const float>(row, vocab), p, draws.uniforms[i]);
         }
         return {};
     }

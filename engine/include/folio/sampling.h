@@ -122,19 +122,12 @@ struct RowSum {
 // logits are, and the reference for it.
 RowSum row_sums(std::span<const float> logits, float temperature);
 
-// The token Sampler::sample draws from a whole row by temperature alone when
-// its uniform value is u (in [0, 1)): the weights e^((v - max) / temperature)
-// through the Sampler's exp, summed in its fixed double order, and the first
-// token whose cumulative weight passes u times the total; temperature 0, or
-// a row without a number above -inf, gives the argmax. What a backend's
-// forward_draw computes where the logits are (kernels::draw_rows), and the
-// reference for it.
-int32_t draw_by_temperature(std::span<const float> logits, float temperature, double u);
-
 // The token Sampler::sample draws from a whole row, penalties applied
-// already (so none here), with `params`' cuts when its uniform value is u:
-// the reference for draws a backend makes where the logits are (top-p:
-// kernels::top_p_draw_rows). Allocates; not for a hot path.
+// already (so none here), with `params`' temperature and cuts when its
+// uniform value is u (in [0, 1)): the reference for the draws a backend
+// makes where the logits are (Backend::forward_draw: kernels::draw_rows by
+// temperature alone, kernels::top_p_draw_rows by top-p). Allocates; not for
+// a hot path.
 int32_t draw_with_uniform(std::span<const float> logits, const SamplingParams& params, double u);
 
 class Sampler {

@@ -403,6 +403,17 @@ Status CudaOps::draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const 
     const size_t penalty_counts_at = penalty_ids_at + n_penalties * sizeof(int32_t);
     const size_t workspace_at = (penalty_counts_at + n_penalties * sizeof(float) + 255) / 256 * 256;
     const size_t workspace_bytes = kernels::draw_rows_workspace_bytes(n_rows, vocab);
+    // Top-p rows are drawn after draw_rows has penalized them (below): there
+    // they count as greedy, which skips the temperature draw's sums.
+    std::vector<size_t> top_p_rows;
+    std::vector<TopPDraw> top_p;
+    std::vector<float> temperatures(draws.temperatures.begin(), draws.temperatures.begin() + rows);
+    for (size_t r = 0; r < rows && !draws.top_p.empty(); ++r)
+        if (draws.top_p[r] < 1.0f && draws.temperatures[r] > 0.0f) {
+            top_p_rows.push_back(r);
+            top_p.push_back({draws.temperatures[r], draws.top_p[r], draws.min_p[r], draws.uniforms[r]});
+            temperatures[r] = 0.0f;
+        }
     if (rows > 0 && grow(draw_device_, workspace_at + workspace_bytes, "draws", InGraphs::No)) {
         auto* base = static_cast<char*>(draw_device_.data());
         auto upload = [&](size_t at, const void* src, size_t bytes) {
@@ -410,7 +421,7 @@ Status CudaOps::draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const 
         };
         kernels::DrawPenalties penalties;
         bool uploaded = upload(0, draws.uniforms.data(), rows * sizeof(double)) &&
-                        upload(temps_at, draws.temperatures.data(), rows * sizeof(float));
+                        upload(temps_at, temperatures.data(), rows * sizeof(float));
         if (n_penalties > 0) {
             uploaded = uploaded && upload(offsets_at, draws.penalty_offsets.data(), (rows + 1) * sizeof(int32_t)) &&
                        upload(params_at, draws.penalty_params.data(), 3 * rows * sizeof(float)) &&
@@ -431,16 +442,7 @@ Status CudaOps::draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const 
                "download");
     }
     ok(cudaStreamSynchronize(stream_), "step");
-    if (draws.top_p.empty() || !error_) return error_;
-    // Rows drawn by top-p: draw_rows has penalized them in place; their tokens
-    // come from the sorted rows instead (the temperature draws are dropped).
-    std::vector<size_t> top_p_rows;
-    std::vector<TopPDraw> top_p;
-    for (size_t r = 0; r < rows; ++r)
-        if (draws.top_p[r] < 1.0f && draws.temperatures[r] > 0.0f) {
-            top_p_rows.push_back(r);
-            top_p.push_back({draws.temperatures[r], draws.top_p[r], draws.min_p[r], draws.uniforms[r]});
-        }
+    if (top_p_rows.empty() || !error_) return error_;
     std::vector<int32_t> drawn(top_p_rows.size());
     if (Status s = top_p_draws(logits, vocab, top_p_rows, top_p, drawn); !s) return s;
     for (size_t i = 0; i < top_p_rows.size(); ++i) ids[top_p_rows[i]] = drawn[i];

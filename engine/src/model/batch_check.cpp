@@ -52,11 +52,10 @@ Status check_batch(const Batch& batch, const StepOutput& out, int32_t n_vocab, u
                                                : "forward: the logits buffer is too small");
     if (out.draws_tokens()) {
         const size_t rows = batch.logits_rows.size();
-        if (out.draws.temperatures.size() < rows || out.draws.uniforms.size() < rows)
-            return make_error("forward: " + std::to_string(rows) + " rows to draw but " +
-                              std::to_string(std::min(out.draws.temperatures.size(), out.draws.uniforms.size())) +
-                              " draws");
         const RowDraws& d = out.draws;
+        if (d.temperatures.size() < rows || d.uniforms.size() < rows)
+            return make_error("forward: " + std::to_string(rows) + " rows to draw but " +
+                              std::to_string(std::min(d.temperatures.size(), d.uniforms.size())) + " draws");
         if (!d.penalty_ids.empty()) {
             bool ok = d.penalty_offsets.size() == rows + 1 && d.penalty_params.size() >= 3 * rows &&
                       d.penalty_counts.size() == d.penalty_ids.size() && d.penalty_offsets[0] == 0 &&
@@ -71,11 +70,11 @@ Status check_batch(const Batch& batch, const StepOutput& out, int32_t n_vocab, u
                 return make_error("forward: draw " + std::to_string(r) + " has top-p " + std::to_string(d.top_p[r]) +
                                   " and min-p " + std::to_string(d.min_p[r]));
         for (size_t r = 0; r < rows; ++r)
-            if (!(out.draws.temperatures[r] >= 0.0f && std::isfinite(out.draws.temperatures[r])) ||
-                !(out.draws.uniforms[r] >= 0.0 && out.draws.uniforms[r] < 1.0))
+            if (!(d.temperatures[r] >= 0.0f && std::isfinite(d.temperatures[r])) ||
+                !(d.uniforms[r] >= 0.0 && d.uniforms[r] < 1.0))
                 return make_error("forward: draw " + std::to_string(r) + " has temperature " +
-                                  std::to_string(out.draws.temperatures[r]) + " and uniform value " +
-                                  std::to_string(out.draws.uniforms[r]));
+                                  std::to_string(d.temperatures[r]) + " and uniform value " +
+                                  std::to_string(d.uniforms[r]));
     }
     if (out.keeps_top_k() && out.top_k > n_vocab)
         return make_error("forward: top-k of " + std::to_string(out.top_k) + " in a vocabulary of " +

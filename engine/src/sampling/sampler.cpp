@@ -389,14 +389,15 @@ int32_t Sampler::draw(size_t n, double softmax_sum, float max, bool sorted, int3
     return candidates[n - 1].id;  // rounding left target at the very top
 }
 
-namespace {
-
-// sample_full's draw once the row's maximum is known (not -inf): the weights
-// into `weights`, target = u * their total, then the walk by id, whole
-// blocks of 8 skipped until the one holding the target.
-int32_t draw_full(std::span<const float> scores, float max, float temperature, double u, float* weights) {
+// Temperature only: the whole vocabulary by id, nothing sorted or copied.
+// The walk skips whole blocks of 8 until the one holding the target.
+int32_t Sampler::sample_full(std::span<const float> scores) {
+    const float max = max_logit(scores);
+    if (max == kMinusInfinity) return argmax(scores);
     const size_t vocab = scores.size();
-    const double target = u * sampling_math::sum_weights(scores, max, temperature, weights);
+    if (weights_.size() < vocab) weights_.resize(vocab);
+    const float* weights = weights_.data();
+    const double target = uniform() * sampling_math::sum_weights(scores, max, params_.temperature, weights_.data());
     double cumulative = 0.0;
     size_t i = 0;
     for (; i + kLanes <= vocab; i += kLanes) {
@@ -413,23 +414,6 @@ int32_t draw_full(std::span<const float> scores, float max, float temperature, d
         if (weights[last] > 0.0f) return static_cast<int32_t>(last);
     }
     return 0;
-}
-
-}  // namespace
-
-int32_t draw_by_temperature(std::span<const float> logits, float temperature, double u) {
-    const float max = max_logit(logits);
-    if (temperature == 0.0f || max == kMinusInfinity) return argmax(logits);
-    std::vector<float> weights(logits.size());
-    return draw_full(logits, max, temperature, u, weights.data());
-}
-
-// Temperature only: the whole vocabulary by id, nothing sorted or copied.
-int32_t Sampler::sample_full(std::span<const float> scores) {
-    const float max = max_logit(scores);
-    if (max == kMinusInfinity) return argmax(scores);
-    if (weights_.size() < scores.size()) weights_.resize(scores.size());
-    return draw_full(scores, max, params_.temperature, uniform(), weights_.data());
 }
 
 void Sampler::report_logprobs(std::span<const float> logits, int32_t chosen, SampleInfo& info) {
