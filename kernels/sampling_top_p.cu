@@ -1,12 +1,12 @@
-// Top-p draws from whole rows (Sampler::sample_truncated without top-k, step
-// for step), for the rows whose top-p set reaches past the best entries
-// top_k_rows hands the host.
+// Top-p and min-p draws from whole rows (Sampler::sample_truncated without
+// top-k, step for step), for the rows whose set reaches past the best
+// entries top_k_rows hands the host.
 //
-// The host keeps the entries weighing at least its floor (min-p, and a tail
-// bound below which no entry can be in the set), sorts them best first (ties
-// to the lower id), adds their weights in that order until the sum reaches
-// top_p of the row's softmax sum, and walks the same cumulative sums to the
-// first that passes u times their total. Here, per row:
+// With top-p, the host keeps the entries weighing at least its floor (min-p,
+// and a tail bound below which no entry can be in the set), sorts them best
+// first (ties to the lower id), adds their weights in that order until the
+// sum reaches top_p of the row's softmax sum, and walks the same cumulative
+// sums to the first that passes u times their total. Here, per row:
 //   1. the cleaned values (-0.0 as +0.0, so that ties go by id) and their
 //      ids are sorted best first by CUB's segmented radix sort, which is
 //      stable: equal values stay in id order, as the host's comparison
@@ -17,18 +17,23 @@
 //   3. the kept count is the first sorted entry under the floor: the weights
 //      never increase along the sorted order (exp_nonpositive is monotone
 //      over every float in [-90, 0], checked exhaustively,
-//      bench/results/cuda-top-p-draws-2026-11-30.txt, and sampling_math_test
+//      bench/results/cuda-top-p-draws-2026-11-30.txt, and sampler_test
 //      keeps checking it), so the kept entries are a prefix;
 //   4. thread 0 adds the kept weights one by one, keeping every cumulative
 //      sum, up to the first at or past the mass: the cut;
 //   5. all threads find the first cumulative sum past u times the sum at
 //      the cut: the drawn entry.
+// With min-p alone (top_p 1) the host keeps the entries weighing at least
+// min_p in id order, nothing sorted, and draws over all of them: here the
+// kept entries are gathered in id order (a block-wide scan), then steps 4
+// and 5 run over them with no cut. The sort still gives the row's maximum.
 // Both chains are fed from shared memory a chunk of weights at a time. The
 // cumulative sums are the host's own (the same floats added to the same
 // double in the same order), so the token is the host's bit for bit. The
 // one-by-one chain dominates (a dependent double add per entry): a flat row
-// of 128256 whose set holds most of it takes ~0.5 ms; rows run in parallel,
+// of 128256 whose set holds most of it takes ~2 ms; rows run in parallel,
 // as many at a time as kGroupEntries allows.
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include <cfloat>
@@ -92,10 +97,55 @@ __device__ int64_t block_first(int64_t n, Pred pred, int64_t* shared) {
     return first;
 }
 
+// Steps 4 and 5 over the kept entries (keys, ids)[0, kept): the cumulative
+// sums of their weights one by one (a chunk of weights at a time through
+// shared memory), up to the first that reaches the mass: the cut (thread 0
+// carries the chain); then the first cumulative sum past u times the total
+// at the cut. finish(id, cut) stores the drawn token.
+template <typename Finish>
+__device__ void draw_kept(const float* keys, const int32_t* ids, int64_t kept, double mass, float max, float t,
+                          double uniform, double* sums, float* chunk, int64_t* shared, double& total_shared,
+                          int64_t& cut_shared, Finish finish) {
+    const int tid = threadIdx.x;
+    double sum = 0.0;
+    int64_t cut = kept;
+    for (int64_t c0 = 0; c0 < kept && cut == kept; c0 += kChunk) {
+        const int n = static_cast<int>(kept - c0 < kChunk ? kept - c0 : kChunk);
+        for (int j = tid; j < n; j += kDrawThreads) chunk[j] = sampler_weight(keys[c0 + j], max, t);
+        __syncthreads();
+        if (tid == 0) {
+            int j = 0;
+            for (; j + kUnroll <= n && cut == kept; j += kUnroll) {
+                float v[kUnroll];
+#pragma unroll
+                for (int u = 0; u < kUnroll; ++u) v[u] = chunk[j + u];
+#pragma unroll
+                for (int u = 0; u < kUnroll; ++u) {
+                    sums[c0 + j + u] = sum = __dadd_rn(sum, static_cast<double>(v[u]));
+                    if (sum >= mass && cut == kept) cut = c0 + j + u + 1;
+                }
+            }
+            for (; j < n && cut == kept; ++j) {
+                sums[c0 + j] = sum = __dadd_rn(sum, static_cast<double>(chunk[j]));
+                if (sum >= mass) cut = c0 + j + 1;
+            }
+            cut_shared = cut;
+            if (cut < kept || c0 + n == kept) total_shared = sums[cut - 1];
+        }
+        __syncthreads();
+        cut = cut_shared;
+    }
+    const double target = __dmul_rn(uniform, total_shared);
+    const int64_t drawn = block_first(cut, [&](int64_t i) { return target < sums[i]; }, shared);
+    if (tid == 0) finish(ids[drawn < cut ? drawn : cut - 1], cut);
+}
+
 __global__ void __launch_bounds__(kDrawThreads)
     top_p_draw_kernel(const float* x, const int32_t* rows, int64_t n_cols, const float* sorted_keys,
-                      const int32_t* sorted_ids, const float* params, const double* uniforms, double* cumulative,
-                      int32_t* out) {
+                      const int32_t* sorted_ids, float* kept_keys, int32_t* kept_ids, const float* params,
+                      const double* uniforms, double* cumulative, TopPDrawn* out) {
+    using Scan = cub::BlockScan<int, kDrawThreads>;
+    __shared__ typename Scan::TempStorage scan;
     __shared__ int64_t shared[kDrawThreads / 32];
     __shared__ float chunk[kChunk];
     __shared__ double lane_sums[kLanes];
@@ -109,9 +159,43 @@ __global__ void __launch_bounds__(kDrawThreads)
     double* sums = cumulative + r * n_cols;
     const float t = params[3 * r], top_p = params[3 * r + 1], min_p = params[3 * r + 2];
     const float max = keys[0];
-    if (max == -INFINITY) {  // the host's argmax: the first column that is not NaN, else 0
-        const int64_t first = block_first(n_cols, [&](int64_t i) { return !isnan(row[i]); }, shared);
-        if (tid == 0) out[r] = first == n_cols ? 0 : static_cast<int32_t>(first);
+    // The token, with what the host's SampleInfo says of it: the size of the
+    // set drawn from, and the chosen column's cleaned logit.
+    auto finish = [&](int32_t id, int64_t n_candidates) {
+        const float v = row[id];
+        out[r] = {id, static_cast<int32_t>(n_candidates), isnan(v) ? -INFINITY : fminf(v, FLT_MAX)};
+    };
+    // The host's argmax: the first column at the maximum (else, with nothing
+    // above -inf, the first that is not NaN), else 0.
+    auto argmax = [&] {
+        const int64_t first =
+            block_first(n_cols, [&](int64_t i) { return max == -INFINITY ? !isnan(row[i]) : row[i] >= max; }, shared);
+        if (tid == 0) finish(first == n_cols ? 0 : static_cast<int32_t>(first), 1);
+    };
+    if (max == -INFINITY) return argmax();
+
+    if (!(top_p < 1.0f)) {
+        // Min-p alone: the kept entries (weight above 0 and at least min_p)
+        // in id order, a block of columns at a time, then the draw over all
+        // of them (no mass to reach).
+        int64_t kept = 0;
+        for (int64_t c0 = 0; c0 < n_cols; c0 += kDrawThreads) {
+            const int64_t c = c0 + tid;
+            const float w = c < n_cols ? sampler_weight(row[c], max, t) : 0.0f;
+            const int keep = w > 0.0f && w >= min_p ? 1 : 0;
+            int at = 0, n = 0;
+            Scan(scan).ExclusiveSum(keep, at, n);
+            if (keep) {
+                const float v = row[c];
+                kept_keys[r * n_cols + kept + at] = isnan(v) ? -INFINITY : fminf(v, FLT_MAX);
+                kept_ids[r * n_cols + kept + at] = static_cast<int32_t>(c);
+            }
+            kept += n;
+            __syncthreads();  // the scan's storage is read before it is used again
+        }
+        if (kept == 0) return argmax();  // (the maximum weighs 1: never, as min_p <= 1)
+        draw_kept(kept_keys + r * n_cols, kept_ids + r * n_cols, kept, INFINITY, max, t, uniforms[r], sums, chunk,
+                  shared, total_shared, cut_shared, finish);
         return;
     }
 
@@ -156,41 +240,8 @@ __global__ void __launch_bounds__(kDrawThreads)
         },
         shared);
 
-    // The walk's cumulative sums over the kept entries, best first, one by one
-    // (a chunk of weights at a time through shared memory), up to the first
-    // that reaches the mass: the cut. Thread 0 carries the chain.
-    double sum = 0.0;
-    int64_t cut = kept;
-    for (int64_t c0 = 0; c0 < kept && cut == kept; c0 += kChunk) {
-        const int n = static_cast<int>(kept - c0 < kChunk ? kept - c0 : kChunk);
-        for (int j = tid; j < n; j += kDrawThreads) chunk[j] = sampler_weight(keys[c0 + j], max, t);
-        __syncthreads();
-        if (tid == 0) {
-            int j = 0;
-            for (; j + kUnroll <= n && cut == kept; j += kUnroll) {
-                float v[kUnroll];
-#pragma unroll
-                for (int u = 0; u < kUnroll; ++u) v[u] = chunk[j + u];
-#pragma unroll
-                for (int u = 0; u < kUnroll; ++u) {
-                    sums[c0 + j + u] = sum = __dadd_rn(sum, static_cast<double>(v[u]));
-                    if (sum >= mass && cut == kept) cut = c0 + j + u + 1;
-                }
-            }
-            for (; j < n && cut == kept; ++j) {
-                sums[c0 + j] = sum = __dadd_rn(sum, static_cast<double>(chunk[j]));
-                if (sum >= mass) cut = c0 + j + 1;
-            }
-            cut_shared = cut;
-            if (cut < kept || c0 + n == kept) total_shared = sums[cut - 1];
-        }
-        __syncthreads();
-        cut = cut_shared;
-    }
-    // The draw: the first cumulative sum past u times the total at the cut.
-    const double target = __dmul_rn(uniforms[r], total_shared);
-    const int64_t drawn = block_first(cut, [&](int64_t i) { return target < sums[i]; }, shared);
-    if (tid == 0) out[r] = ids[drawn < cut ? drawn : cut - 1];
+    if (kept == 0) return argmax();  // (the maximum weighs 1 and passes any floor: never)
+    draw_kept(keys, ids, kept, mass, max, t, uniforms[r], sums, chunk, shared, total_shared, cut_shared, finish);
 }
 
 struct Layout {
@@ -231,7 +282,7 @@ size_t top_p_draw_workspace_bytes(int64_t n_rows, int64_t n_cols) {
 }
 
 cudaError_t top_p_draw_rows(const float* x, const int32_t* rows, int64_t n_rows, int64_t n_cols, const float* params,
-                            const double* uniforms, int32_t* out, void* workspace, size_t workspace_bytes,
+                            const double* uniforms, TopPDrawn* out, void* workspace, size_t workspace_bytes,
                             cudaStream_t s) {
     if (n_rows == 0) return cudaSuccess;
     if (!valid_shape(n_rows, n_cols) || !x || !rows || !params || !uniforms || !out || !workspace ||
@@ -258,7 +309,7 @@ cudaError_t top_p_draw_rows(const float* x, const int32_t* rows, int64_t n_rows,
             static_cast<int>(sizeof(float) * 8), s);
         if (sorted != cudaSuccess) return sorted;
         top_p_draw_kernel<<<static_cast<unsigned>(group), kDrawThreads, 0, s>>>(
-            x, rows + g, n_cols, keys_out, ids_out, params + 3 * g, uniforms + g, sums, out + g);
+            x, rows + g, n_cols, keys_out, ids_out, keys_in, ids_in, params + 3 * g, uniforms + g, sums, out + g);
         if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
     }
     return cudaSuccess;

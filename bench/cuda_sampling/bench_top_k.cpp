@@ -99,11 +99,14 @@ int main() {
     // Top-p draws: temperature 0.8, min-p 0, uniform 0.5.
     struct TopPCase {
         int64_t rows, cols;
-        float sigma, top_p;
+        float sigma, top_p, min_p;
     };
-    const TopPCase top_p_cases[] = {{1, 128256, 0.3f, 0.95f},  {32, 128256, 0.3f, 0.95f}, {32, 128256, 0.3f, 0.01f},
-                                    {64, 128256, 0.3f, 0.95f}, {64, 128256, 0.3f, 0.01f}, {64, 128256, 4.0f, 0.95f},
-                                    {64, 49152, 0.3f, 0.95f},  {16, 262144, 0.3f, 0.95f}};
+    // Top-p, then min-p alone (top-p 1: the kept entries in id order).
+    const TopPCase top_p_cases[] = {
+        {1, 128256, 0.3f, 0.95f, 0.0f},  {32, 128256, 0.3f, 0.95f, 0.0f}, {32, 128256, 0.3f, 0.01f, 0.0f},
+        {64, 128256, 0.3f, 0.95f, 0.0f}, {64, 128256, 0.3f, 0.01f, 0.0f}, {64, 128256, 4.0f, 0.95f, 0.0f},
+        {64, 49152, 0.3f, 0.95f, 0.0f},  {16, 262144, 0.3f, 0.95f, 0.0f}, {1, 128256, 0.3f, 1.0f, 0.05f},
+        {64, 128256, 0.3f, 1.0f, 0.05f}, {64, 128256, 0.3f, 1.0f, 0.5f},  {64, 128256, 4.0f, 1.0f, 0.05f}};
     for (const TopPCase& c : top_p_cases) {
         std::normal_distribution<float> dist(0.0f, c.sigma);
         std::vector<float> x(static_cast<size_t>(c.rows * c.cols));
@@ -112,14 +115,14 @@ int main() {
         std::vector<float> params;
         for (int64_t r = 0; r < c.rows; ++r) {
             rows[static_cast<size_t>(r)] = static_cast<int32_t>(r);
-            params.insert(params.end(), {0.8f, c.top_p, 0.0f});
+            params.insert(params.end(), {0.8f, c.top_p, c.min_p});
         }
         const std::vector<double> uniforms(static_cast<size_t>(c.rows), 0.5);
         float* dx = device_array<float>(x.size());
         int32_t* drows = device_array<int32_t>(rows.size());
         float* dparams = device_array<float>(params.size());
         double* duniforms = device_array<double>(uniforms.size());
-        int32_t* dout = device_array<int32_t>(rows.size());
+        auto* dout = device_array<fk::TopPDrawn>(rows.size());
         check(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
         check(cudaMemcpy(drows, rows.data(), rows.size() * sizeof(int32_t), cudaMemcpyHostToDevice), "upload");
         check(cudaMemcpy(dparams, params.data(), params.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
@@ -132,8 +135,8 @@ int main() {
                                       nullptr),
                   "top_p_draw_rows");
         });
-        std::printf("top_p_draw_rows rows %lld cols %lld sigma %.1f top-p %.2f: median %.1f us (workspace %.0f MB)\n",
-                    static_cast<long long>(c.rows), static_cast<long long>(c.cols), c.sigma, c.top_p, ms * 1e3,
+        std::printf("top_p_draw_rows rows %lld cols %lld sigma %.1f top-p %.2f min-p %.2f: median %.1f us (workspace %.0f MB)\n",
+                    static_cast<long long>(c.rows), static_cast<long long>(c.cols), c.sigma, c.top_p, c.min_p, ms * 1e3,
                     static_cast<double>(workspace_bytes) / 1e6);
         for (void* p : {static_cast<void*>(dx), static_cast<void*>(drows), static_cast<void*>(dparams),
                         static_cast<void*>(duniforms), static_cast<void*>(dout), static_cast<void*>(workspace)})

@@ -89,7 +89,7 @@ public:
             }
             folio::SamplingParams p;
             p.temperature = draws.temperatures[i], p.top_k = 0, p.top_p = 1.0f, p.min_p = 0.0f;
-            if (!draws.top_p.empty() && draws.top_p[i] < 1.0f && p.temperature > 0.0f) {
+            if (!draws.top_p.empty() && (draws.top_p[i] < 1.0f || draws.min_p[i] > 0.0f) && p.temperature > 0.0f) {
                 p.top_p = draws.top_p[i], p.min_p = draws.min_p[i];
                 ++top_p_draw_rows;
             }

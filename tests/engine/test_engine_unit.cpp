@@ -214,9 +214,9 @@ private slots:
                     r.sampling.penalty_last_n = 6;
                 }
                 if (i == 6) r.sampling.presence_penalty = -0.5f;  // raising
-                if (with_top_p && (i == 1 || i == 3 || i == 6)) {  // top-p (and min-p), penalized or not
-                    r.sampling.top_p = i == 3 ? 0.6f : 0.85f;
-                    r.sampling.min_p = i == 6 ? 0.05f : 0.0f;
+                if (with_top_p && (i == 1 || i == 3 || i == 5 || i == 6)) {  // top-p, min-p, penalized or not
+                    r.sampling.top_p = i == 3 ? 0.6f : i == 5 ? 1.0f : 0.85f;  // 5: min-p alone
+                    r.sampling.min_p = i == 6 ? 0.05f : i == 5 ? 0.1f : 0.0f;
                 }
                 batch.push_back({r, c.callback(i)});
             }
@@ -243,8 +243,8 @@ private slots:
         const auto mixed_want = run(false, true, host_steps, host_rows);
         QCOMPARE(run(true, true, mixed_steps, mixed_rows), mixed_want);
         QVERIFY2(mixed_steps < device_steps, "steps with a top-k request must go through the Sampler");
-        // Top-p without top-k, with penalties (lowering and raising) or not:
-        // drawn by the backend too, from the penalized rows.
+        // Top-p or min-p without top-k, with penalties (lowering and raising)
+        // or not: drawn by the backend too, from the penalized rows.
         uint64_t top_p_steps = 0, top_p_whole = 0;
         const auto top_p_want = run(false, false, host_steps, host_rows, true);
         QCOMPARE(run(true, false, top_p_steps, top_p_whole, true), top_p_want);

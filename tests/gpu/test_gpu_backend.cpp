@@ -433,19 +433,8 @@ private slots:
         const auto [got, got_logprobs] = run(*backend);
         int differ = 0;
         for (size_t i = 0; i < want.size(); ++i) differ += want[i].empty() || got[i] != want[i];
-        // Logprobs: the log-normalizer's double sum runs in another order on
-        // the GPU, so allow its float a few ulps.
-        int logprobs_differ = 0, n_logprobs = 0;
-        for (size_t i = 0; i < want_logprobs.size(); ++i) {
-            n_logprobs += static_cast<int>(want_logprobs[i].size());
-            if (got_logprobs[i].size() != want_logprobs[i].size()) {
-                ++logprobs_differ;
-                continue;
-            }
-            for (size_t j = 0; j < want_logprobs[i].size(); ++j)
-                logprobs_differ += std::fabs(got_logprobs[i][j] - want_logprobs[i][j]) >
-                                   4e-7f * std::max(1.0f, std::fabs(want_logprobs[i][j]));
-        }
+        int n_logprobs = 0;
+        const int logprobs_differ = logprob_entries_differing(want_logprobs, got_logprobs, n_logprobs);
         const std::string msg = std::to_string(differ) + " of " + std::to_string(want.size()) +
                                 " sampled continuations differ between GPU top-k and whole rows; " +
                                 std::to_string(logprobs_differ) + " of " + std::to_string(n_logprobs) +
@@ -505,18 +494,24 @@ private slots:
         QVERIFY2(differ == 0 && got_whole == 0 && want_whole > 0, msg.c_str());
     }
 
-    // Top-p without top-k where the set reaches past the 256 best entries
-    // (flat rows): each such row is sorted and drawn on the GPU
-    // (Backend::draw_top_p), and the tokens are those of whole-row draws.
-    // With OpenAI-style penalties (some raising), the rows are penalized and
-    // drawn on the GPU in the step itself (forward_draw with top-p rows).
+    // Top-p or min-p without top-k where the set reaches past the 256 best
+    // entries (flat rows): each such row is sorted and drawn on the GPU
+    // (Backend::draw_top_p), and the tokens are those of whole-row draws; so
+    // are the logprobs of the rows that ask for them. With OpenAI-style
+    // penalties (some raising), the rows are penalized and drawn on the GPU
+    // in the step itself (forward_draw with top-p and min-p rows).
     void wideTopPSetsAreDrawnOnTheGpu() {
         REQUIRE_GPU();
         auto gpu = smollm2_on_gpu();
         QVERIFY2(gpu, gpu ? "" : gpu.error().message.c_str());
         auto& [model, tokenizer, backend] = *gpu;
         QVERIFY(backend->can_draw_top_p());
-        auto run = [&](folio::Backend& b, bool penalties, uint64_t& whole_rows, uint64_t& device_top_p) {
+        struct Run {
+            std::vector<std::vector<int32_t>> tokens;
+            std::vector<std::vector<float>> logprobs;
+            uint64_t whole_rows = 0, device_top_p = 0;
+        };
+        auto run = [&](folio::Backend& b, bool penalties) {
             auto engine = folio::Engine::start(model, tokenizer, b, folio::EngineConfig{});
             EngineCollector c;
             std::vector<folio::Submission> batch;
@@ -527,41 +522,67 @@ private slots:
                 r.sampling.top_k = 0;
                 r.sampling.top_p = i % 4 == 0 ? 0.8f : i % 4 == 1 ? 0.9f : i % 4 == 2 ? 0.95f : 0.99f;
                 r.sampling.min_p = i % 6 == 5 ? 0.01f : 0.0f;
+                if (i % 8 == 3) r.sampling.top_p = 1.0f, r.sampling.min_p = i % 16 == 3 ? 0.002f : 0.02f;  // min-p alone
                 r.sampling.seed = 9100 + static_cast<uint64_t>(i);
                 if (penalties && i % 3 == 1) {
                     r.sampling.frequency_penalty = i % 9 == 1 ? -0.3f : 0.5f;
                     r.sampling.presence_penalty = 0.3f;
                 }
+                if (!penalties && i % 5 == 2) r.sampling.n_logprobs = 2;  // (with penalties: whole rows)
                 r.max_tokens = 12 + i % 3 * 6;
                 r.ignore_eos = true;
                 batch.push_back({r, c.callback(i)});
             }
             (*engine)->submit(std::move(batch));
             (*engine)->wait_idle();
-            whole_rows = (*engine)->metrics().sampled_whole_rows_total;
-            device_top_p = (*engine)->metrics().sampled_device_top_p_total;
-            std::vector<std::vector<int32_t>> out;
-            for (int i = 0; i < 40; ++i) out.push_back(c.get(i).tokens);
+            Run out;
+            out.whole_rows = (*engine)->metrics().sampled_whole_rows_total;
+            out.device_top_p = (*engine)->metrics().sampled_device_top_p_total;
+            for (int i = 0; i < 40; ++i) out.tokens.push_back(c.get(i).tokens), out.logprobs.push_back(c.get(i).logprobs);
             return out;
         };
         WholeRows whole(*backend);
         for (const bool penalties : {false, true}) {
-            uint64_t want_whole = 0, want_device = 0, got_whole = 0, got_device = 0;
-            const auto want = run(whole, penalties, want_whole, want_device);
-            const auto got = run(*backend, penalties, got_whole, got_device);
-            int differ = 0;
-            for (size_t i = 0; i < want.size(); ++i) differ += want[i].empty() || got[i] != want[i];
+            const Run want = run(whole, penalties), got = run(*backend, penalties);
+            int differ = 0, n_logprobs = 0;
+            for (size_t i = 0; i < want.tokens.size(); ++i)
+                differ += want.tokens[i].empty() || got.tokens[i] != want.tokens[i];
+            const int logprobs_differ = logprob_entries_differing(want.logprobs, got.logprobs, n_logprobs);
             const std::string msg = std::string(penalties ? "with penalties: " : "") + std::to_string(differ) +
-                                    " of 40 continuations differ between GPU top-p draws and whole rows; " +
-                                    "whole rows drawn: " + std::to_string(got_whole) + " (GPU) and " +
-                                    std::to_string(want_whole) + " (host); rows drawn by top-p on the GPU: " +
-                                    std::to_string(got_device);
+                                    " of 40 continuations differ between GPU top-p / min-p draws and whole rows, " +
+                                    std::to_string(logprobs_differ) + " of " + std::to_string(n_logprobs) +
+                                    " logprob entries; whole rows drawn: " + std::to_string(got.whole_rows) +
+                                    " (GPU) and " + std::to_string(want.whole_rows) +
+                                    " (host); rows drawn by top-p or min-p on the GPU: " +
+                                    std::to_string(got.device_top_p);
             std::fprintf(stderr, "%s\n", msg.c_str());
-            QVERIFY2(differ == 0 && got_whole == 0 && got_device > 0 && want_device == 0, msg.c_str());
+            QVERIFY2(differ == 0 && logprobs_differ == 0 && (penalties || n_logprobs > 0) && got.whole_rows == 0 &&
+                         got.device_top_p > 0 && want.device_top_p == 0,
+                     msg.c_str());
         }
     }
 
 private:
+    // Logprob entries of `got` that differ from `want` (a whole continuation's
+    // when their counts differ); n_entries counts want's. The log-normalizer's
+    // double sum runs in another order on the GPU, so its float may be a few
+    // ulps off.
+    static int logprob_entries_differing(const std::vector<std::vector<float>>& want,
+                                         const std::vector<std::vector<float>>& got, int& n_entries) {
+        int differ = 0;
+        n_entries = 0;
+        for (size_t i = 0; i < want.size(); ++i) {
+            n_entries += static_cast<int>(want[i].size());
+            if (got[i].size() != want[i].size()) {
+                ++differ;
+                continue;
+            }
+            for (size_t j = 0; j < want[i].size(); ++j)
+                differ += std::fabs(got[i][j] - want[i][j]) > 4e-7f * std::max(1.0f, std::fabs(want[i][j]));
+        }
+        return differ;
+    }
+
     // SmolLM2 (or its shape), its tokenizer and a CUDA backend: the sampling tests' engine.
     struct OnGpu {
         folio::ModelDescription model;

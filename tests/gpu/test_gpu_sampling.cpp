@@ -455,10 +455,11 @@ private slots:
                  code(cudaErrorInvalidValue));
     }
 
-    // Top-p (and min-p) draws from whole rows, as Sampler::sample makes them
-    // without top-k: flat and peaked rows, heavy ties, special values, rows
-    // with nothing above -inf, vocabularies up to 262144, more rows than one
-    // group, rows taken out of order.
+    // Top-p and min-p draws from whole rows, as Sampler::sample makes them
+    // without top-k (with the set's size and the token's logit its SampleInfo
+    // gives): top-p with and without min-p, min-p alone; flat and peaked rows,
+    // heavy ties, special values, rows with nothing above -inf, vocabularies
+    // up to 262144, more rows than one group, rows taken out of order.
     void top_p_draws_match_the_samplers_whole_row_draws() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
         std::mt19937 rng(47);
@@ -482,7 +483,8 @@ private slots:
             const DeviceArray<float> dx(x);
             for (int draw = 0; draw < 4; ++draw) {
                 const int64_t rows = 20;  // more than a group of 16
-                std::vector<int32_t> which, want;
+                std::vector<int32_t> which;
+                std::vector<fk::TopPDrawn> want;
                 std::vector<float> params;
                 std::vector<double> uniforms;
                 for (int64_t i = 0; i < rows; ++i) {
@@ -490,13 +492,17 @@ private slots:
                     folio::SamplingParams p;
                     p.temperature = std::array{0.5f, 0.8f, 1.0f, 1.7f}[static_cast<size_t>(i + draw) % 4];
                     p.top_k = 0;
-                    p.top_p = std::array{0.3f, 0.9f, 0.95f, 0.99f, 0.5f}[static_cast<size_t>(i) % 5];
-                    p.min_p = std::array{0.0f, 0.0f, 0.02f, 0.1f}[static_cast<size_t>(i / 5) % 4];
+                    p.top_p = std::array{0.3f, 0.9f, 0.95f, 1.0f, 0.99f, 0.5f}[static_cast<size_t>(i) % 6];
+                    p.min_p = p.top_p < 1.0f ? std::array{0.0f, 0.0f, 0.02f, 0.1f}[static_cast<size_t>(i / 6) % 4]
+                                             : std::array{0.001f, 0.02f, 0.1f, 0.5f}[static_cast<size_t>(i / 6 + draw) % 4];
                     p.seed = 900 + static_cast<uint64_t>(100 * i + draw);
                     auto host = folio::Sampler::create(p), device = folio::Sampler::create(p);
                     QVERIFY(host && device);
                     const std::span<const float> row(x.data() + r * cols, static_cast<size_t>(cols));
-                    want.push_back(host->sample(row, {}));
+                    folio::SampleInfo info;
+                    const int32_t id = host->sample(row, {}, &info);
+                    const float v = row[static_cast<size_t>(id)];
+                    want.push_back({id, info.n_candidates, std::isnan(v) ? -kInf : std::min(v, FLT_MAX)});
                     which.push_back(r);
                     params.insert(params.end(), {p.temperature, p.top_p, p.min_p});
                     uniforms.push_back(device->take_uniform());
@@ -504,24 +510,29 @@ private slots:
                 const DeviceArray<int32_t> drows(which);
                 const DeviceArray<float> dparams(params);
                 const DeviceArray<double> duniforms(uniforms);
-                DeviceArray<int32_t> dout(static_cast<size_t>(rows));
+                DeviceArray<fk::TopPDrawn> dout(static_cast<size_t>(rows));
                 const size_t workspace_bytes = fk::top_p_draw_workspace_bytes(rows, cols);
                 DeviceArray<char> dwork(workspace_bytes);
                 QCOMPARE(code(dout.poison()), code(cudaSuccess));
                 QCOMPARE(code(fk::top_p_draw_rows(dx.ptr, drows.ptr, rows, cols, dparams.ptr, duniforms.ptr, dout.ptr,
                                                   dwork.ptr, workspace_bytes, nullptr)),
                          code(cudaSuccess));
-                std::vector<int32_t> got;
+                std::vector<fk::TopPDrawn> got;
                 QCOMPARE(code(dout.download(got)), code(cudaSuccess));
                 for (int64_t i = 0; i < rows; ++i, ++checked) {
-                    char what[200];
+                    const fk::TopPDrawn& g = got[static_cast<size_t>(i)];
+                    const fk::TopPDrawn& w = want[static_cast<size_t>(i)];
+                    char what[240];
                     std::snprintf(what, sizeof what,
-                                  "%lld columns, row %d, draw %d (t %g, top-p %g, min-p %g): GPU %d, Sampler %d",
+                                  "%lld columns, row %d, draw %d (t %g, top-p %g, min-p %g): GPU %d of %d (logit %a), "
+                                  "Sampler %d of %d (%a)",
                                   static_cast<long long>(cols), which[static_cast<size_t>(i)], draw,
                                   params[static_cast<size_t>(3 * i)], params[static_cast<size_t>(3 * i + 1)],
-                                  params[static_cast<size_t>(3 * i + 2)], got[static_cast<size_t>(i)],
-                                  want[static_cast<size_t>(i)]);
-                    QVERIFY2(got[static_cast<size_t>(i)] == want[static_cast<size_t>(i)], what);
+                                  params[static_cast<size_t>(3 * i + 2)], g.id, g.n_candidates, g.logit, w.id,
+                                  w.n_candidates, w.logit);
+                    QVERIFY2(g.id == w.id && g.n_candidates == w.n_candidates &&
+                                 std::memcmp(&g.logit, &w.logit, sizeof(float)) == 0,
+                             what);
                 }
             }
         }
@@ -533,8 +544,8 @@ private slots:
                  code(cudaErrorInvalidValue));
         const DeviceArray<float> dx(std::vector<float>(64, 1.0f));
         QCOMPARE(code(fk::top_p_draw_rows(dx.ptr, reinterpret_cast<const int32_t*>(dx.ptr), 1, 64, dx.ptr,
-                                          reinterpret_cast<const double*>(dx.ptr), reinterpret_cast<int32_t*>(dx.ptr),
-                                          nullptr, 0, nullptr)),
+                                          reinterpret_cast<const double*>(dx.ptr),
+                                          reinterpret_cast<fk::TopPDrawn*>(dx.ptr), nullptr, 0, nullptr)),
                  code(cudaErrorInvalidValue));
     }
 };

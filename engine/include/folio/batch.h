@@ -73,18 +73,28 @@ struct RowDraws {
     std::span<const int32_t> penalty_ids;
     std::span<const float> penalty_counts;
     std::span<const float> penalty_params;     // [rows][3]
-    // Rows drawn by top-p (and min-p) instead (Sampler::draws_by_top_p): a row
-    // whose top_p is under 1 draws from its penalized row as Sampler::sample
-    // does with those cuts. Both empty: no row does.
+    // Rows drawn by top-p and/or min-p instead (Sampler::draws_by_top_p): a
+    // row whose top_p is under 1 or whose min_p is above 0 draws from its
+    // penalized row as Sampler::sample does with those cuts. Both empty: no
+    // row does.
     std::span<const float> top_p, min_p;
 };
 
-// A top-p draw made where a step's logits are (Backend::draw_top_p): the
-// row's temperature (> 0), top-p (< 1) and min-p, and the uniform value in
-// [0, 1) its Sampler took for the draw (Sampler::take_uniform).
+// A top-p or min-p draw made where a step's logits are (Backend::draw_top_p):
+// the row's temperature (> 0), top-p (1: off) and min-p, and the uniform
+// value in [0, 1) its Sampler took for the draw (Sampler::take_uniform).
 struct TopPDraw {
     float temperature = 1.0f, top_p = 1.0f, min_p = 0.0f;
     double uniform = 0.0;
+};
+
+// What such a draw gives back: the token, with what Sampler::sample's
+// SampleInfo says of it (Sampler::report_drawn): the size of the set it was
+// drawn from and its logit (NaN as -inf, +inf as the largest float).
+struct DrawnToken {
+    int32_t id = 0;
+    int32_t n_candidates = 0;
+    float logit = 0.0f;
 };
 
 }  // namespace folio

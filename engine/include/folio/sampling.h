@@ -126,9 +126,11 @@ RowSum row_sums(std::span<const float> logits, float temperature);
 // already (so none here), with `params`' temperature and cuts when its
 // uniform value is u (in [0, 1)): the reference for the draws a backend
 // makes where the logits are (Backend::forward_draw: kernels::draw_rows by
-// temperature alone, kernels::top_p_draw_rows by top-p). Allocates; not for
-// a hot path.
-int32_t draw_with_uniform(std::span<const float> logits, const SamplingParams& params, double u);
+// temperature alone, kernels::top_p_draw_rows by top-p or min-p), with
+// `info` filled as sample() fills it (n_logprobs of them). Allocates; not
+// for a hot path.
+int32_t draw_with_uniform(std::span<const float> logits, const SamplingParams& params, double u,
+                          SampleInfo* info = nullptr);
 
 class Sampler {
 public:
@@ -155,6 +157,14 @@ public:
     int32_t sample_top_k(std::span<const float> logits, std::span<const int32_t> ids,
                          std::span<const int32_t> recent_tokens, const RowSum* sums = nullptr,
                          SampleInfo* info = nullptr);
+    // `info` as sample() fills it from the whole row, for a token drawn from
+    // the set of n_candidates entries whose best entries are (logits, ids)
+    // (sample_top_k's) with `sums` its RowSum and chosen_logit its cleaned
+    // logit: how sample_top_k reports its own draws, and the report for a
+    // row it could not decide whose token was drawn where the logits are
+    // (Backend::draw_top_p).
+    void report_drawn(std::span<const float> logits, std::span<const int32_t> ids, const RowSum& sums,
+                      float chosen_logit, int32_t n_candidates, SampleInfo& info);
     // How many of a row's best entries sample_top_k needs to draw what
     // sample() draws from the whole row, for a sequence of n_recent tokens:
     // top_k (1 when greedy) plus the penalty window, as penalties that only
@@ -174,9 +184,10 @@ public:
     // number above -inf differs: sample() takes no value for it; the token is
     // its argmax either way.)
     bool draws_by_temperature() const;
-    // Whether sample() draws by top-p (and min-p) from the row after the
-    // penalties, without top-k and logprobs: a draw a GPU can also make where
-    // the logits are (RowDraws' top_p and min_p), with take_uniform()'s value.
+    // Whether sample() draws by top-p and/or min-p from the row after the
+    // penalties, without top-k: a draw a GPU can also make where the logits
+    // are (RowDraws' top_p and min_p; Backend::draw_top_p), with
+    // take_uniform()'s value. (Logprobs come from elsewhere: report_drawn.)
     bool draws_by_top_p() const;
     double take_uniform() { return uniform(); }
 
@@ -209,7 +220,7 @@ private:
     // logit and the first n_top of top_logprobs_ (the row's best, best first).
     void fill_logprobs(float log_normalizer, float chosen_logit, size_t n_top, SampleInfo& info);
     double uniform();
-    friend int32_t draw_with_uniform(std::span<const float>, const SamplingParams&, double);
+    friend int32_t draw_with_uniform(std::span<const float>, const SamplingParams&, double, SampleInfo*);
 
     SamplingParams params_;
     double fixed_uniform_ = -1.0;  // draw_with_uniform's value for the next uniform(), when >= 0

@@ -83,11 +83,12 @@ public:
     Status last_logits_rows(std::span<const size_t> rows, std::span<float> out) override {
         return ops_->last_logits_rows(rows, out);
     }
-    // Top-p sets wider than the best entries: each row sorted and walked on the
-    // device (kernels::top_p_draw_rows), only the token comes back.
+    // Top-p and min-p sets wider than the best entries: each row sorted and
+    // walked on the device (kernels::top_p_draw_rows), only the token comes back.
     bool can_draw_top_p() const override { return true; }
-    Status draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws, std::span<int32_t> ids) override {
-        return ops_->draw_top_p(rows, draws, ids);
+    Status draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws,
+                      std::span<DrawnToken> out) override {
+        return ops_->draw_top_p(rows, draws, out);
     }
 
     // One block is the same slice of each layer's K and V region, regions

@@ -11,6 +11,7 @@
 #include "folio_kernels/elementwise.h"
 #include "folio_kernels/sampling.h"
 #include "model/batch_check.h"
+#include "sampling/softmax_math.h"
 
 namespace folio::cuda {
 
@@ -403,13 +404,14 @@ Status CudaOps::draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const 
     const size_t penalty_counts_at = penalty_ids_at + n_penalties * sizeof(int32_t);
     const size_t workspace_at = (penalty_counts_at + n_penalties * sizeof(float) + 255) / 256 * 256;
     const size_t workspace_bytes = kernels::draw_rows_workspace_bytes(n_rows, vocab);
-    // Top-p rows are drawn after draw_rows has penalized them (below): there
-    // they count as greedy, which skips the temperature draw's sums.
+    // Top-p and min-p rows are drawn after draw_rows has penalized them
+    // (below): there they count as greedy, which skips the temperature
+    // draw's sums.
     std::vector<size_t> top_p_rows;
     std::vector<TopPDraw> top_p;
     std::vector<float> temperatures(draws.temperatures.begin(), draws.temperatures.begin() + rows);
     for (size_t r = 0; r < rows && !draws.top_p.empty(); ++r)
-        if (draws.top_p[r] < 1.0f && draws.temperatures[r] > 0.0f) {
+        if ((draws.top_p[r] < 1.0f || draws.min_p[r] > 0.0f) && draws.temperatures[r] > 0.0f) {
             top_p_rows.push_back(r);
             top_p.push_back({draws.temperatures[r], draws.top_p[r], draws.min_p[r], draws.uniforms[r]});
             temperatures[r] = 0.0f;
@@ -443,9 +445,9 @@ Status CudaOps::draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const 
     }
     ok(cudaStreamSynchronize(stream_), "step");
     if (top_p_rows.empty() || !error_) return error_;
-    std::vector<int32_t> drawn(top_p_rows.size());
+    std::vector<DrawnToken> drawn(top_p_rows.size());
     if (Status s = top_p_draws(logits, vocab, top_p_rows, top_p, drawn); !s) return s;
-    for (size_t i = 0; i < top_p_rows.size(); ++i) ids[top_p_rows[i]] = drawn[i];
+    for (size_t i = 0; i < top_p_rows.size(); ++i) ids[top_p_rows[i]] = drawn[i].id;
     return error_;
 }
 
@@ -524,22 +526,23 @@ Status CudaOps::last_logits_rows(std::span<const size_t> rows, std::span<float> 
     return error_;
 }
 
-Status CudaOps::draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws, std::span<int32_t> ids) {
-    if (draws.size() != rows.size() || ids.size() < rows.size())
-        return make_error("draw_top_p: rows, draws and ids differ in number");
+Status CudaOps::draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws, std::span<DrawnToken> out) {
+    if (draws.size() != rows.size() || out.size() < rows.size())
+        return make_error("draw_top_p: rows, draws and outputs differ in number");
     if (Status checked = check_last_rows(rows, "draw_top_p"); !checked) return checked;
-    return top_p_draws(last_logits_, last_vocab_, rows, draws, ids);
+    return top_p_draws(last_logits_, last_vocab_, rows, draws, out);
 }
 
 Status CudaOps::top_p_draws(const float* logits, int64_t vocab, std::span<const size_t> rows,
-                            std::span<const TopPDraw> draws, std::span<int32_t> ids) {
+                            std::span<const TopPDraw> draws, std::span<DrawnToken> out) {
     const size_t n = rows.size();
     if (n == 0 || !error_) return error_;
     // One upload (row indices, then [n][3] parameters, then uniforms), the
     // drawn ids after them, then the kernel's workspace.
     auto align = [](size_t v, size_t to) { return (v + to - 1) / to * to; };
     const size_t params_at = align(n * sizeof(int32_t), 16), uniforms_at = params_at + align(n * 3 * sizeof(float), 16);
-    const size_t ids_at = uniforms_at + n * sizeof(double), work_at = align(ids_at + n * sizeof(int32_t), 256);
+    const size_t out_at = align(uniforms_at + n * sizeof(double), 16);
+    const size_t work_at = align(out_at + n * sizeof(kernels::TopPDrawn), 256);
     const size_t work_bytes = kernels::top_p_draw_workspace_bytes(static_cast<int64_t>(n), vocab);
     if (!grow(top_p_device_, work_at + work_bytes, "top-p draws", InGraphs::No)) {
         // No room for the sort: the rows come to the host and are drawn there, the same tokens.
@@ -555,11 +558,13 @@ Status CudaOps::top_p_draws(const float* logits, int64_t vocab, std::span<const 
                 ok(cudaStreamSynchronize(stream_), "download");
             SamplingParams p;
             p.temperature = draws[i].temperature, p.top_k = 0, p.top_p = draws[i].top_p, p.min_p = draws[i].min_p;
-            ids[i] = draw_with_uniform(row, p, draws[i].uniform);
+            SampleInfo info;
+            const int32_t id = draw_with_uniform(row, p, draws[i].uniform, &info);
+            out[i] = {id, info.n_candidates, sampling_math::clean(row[static_cast<size_t>(id)])};
         }
         return error_;
     }
-    std::vector<std::byte> host(ids_at);
+    std::vector<std::byte> host(out_at);
     for (size_t i = 0; i < n; ++i) {
         const auto row = static_cast<int32_t>(rows[i]);
         const float p[3] = {draws[i].temperature, draws[i].top_p, draws[i].min_p};
@@ -568,15 +573,19 @@ Status CudaOps::top_p_draws(const float* logits, int64_t vocab, std::span<const 
         std::memcpy(host.data() + uniforms_at + i * sizeof(double), &draws[i].uniform, sizeof(double));
     }
     auto* base = static_cast<std::byte*>(top_p_device_.data());
-    if (ok(cudaMemcpyAsync(base, host.data(), ids_at, cudaMemcpyHostToDevice, stream_), "upload") &&
+    std::vector<kernels::TopPDrawn> drawn(n);
+    if (ok(cudaMemcpyAsync(base, host.data(), out_at, cudaMemcpyHostToDevice, stream_), "upload") &&
         ok(kernels::top_p_draw_rows(logits, reinterpret_cast<const int32_t*>(base), static_cast<int64_t>(n), vocab,
                                     reinterpret_cast<const float*>(base + params_at),
                                     reinterpret_cast<const double*>(base + uniforms_at),
-                                    reinterpret_cast<int32_t*>(base + ids_at), base + work_at, work_bytes, stream_),
+                                    reinterpret_cast<kernels::TopPDrawn*>(base + out_at), base + work_at, work_bytes,
+                                    stream_),
            "top-p draws"))
-        ok(cudaMemcpyAsync(ids.data(), base + ids_at, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
+        ok(cudaMemcpyAsync(drawn.data(), base + out_at, n * sizeof(kernels::TopPDrawn), cudaMemcpyDeviceToHost,
+                           stream_),
            "download");
     ok(cudaStreamSynchronize(stream_), "step");
+    for (size_t i = 0; i < n && error_; ++i) out[i] = {drawn[i].id, drawn[i].n_candidates, drawn[i].logit};
     return error_;
 }
 }  // namespace folio::cuda

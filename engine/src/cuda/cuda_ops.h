@@ -136,12 +136,12 @@ public:
     // Rows of the logits the last top_k() selected from, one after the other.
     Status last_logits_rows(std::span<const size_t> rows, std::span<float> out);
     // Top-p draws from those rows (Backend::draw_top_p).
-    Status draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws, std::span<int32_t> ids);
+    Status draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws, std::span<DrawnToken> out);
     // Top-p draws from rows `rows` of `logits` (device memory, [..][vocab]):
     // kernels::top_p_draw_rows, or on the host (the same tokens) where its
     // workspace cannot be had.
     Status top_p_draws(const float* logits, int64_t vocab, std::span<const size_t> rows,
-                       std::span<const TopPDraw> draws, std::span<int32_t> ids);
+                       std::span<const TopPDraw> draws, std::span<DrawnToken> out);
 
 private:
     // Records the first failure; true when `err` is a success.

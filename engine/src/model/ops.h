@@ -169,8 +169,9 @@ public:
     virtual Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
                          std::span<int32_t> ids, const RowSums& sums) = 0;
     // ids[r] = the token Sampler::sample would draw from row r by
-    // temperature alone (draws.temperatures[r], 0 = greedy), or by top-p
-    // where draws.top_p[r] < 1, with draws.uniforms[r] as its uniform value,
+    // temperature alone (draws.temperatures[r], 0 = greedy), or by top-p and
+    // min-p where draws.top_p[r] < 1 or draws.min_p[r] > 0, with
+    // draws.uniforms[r] as its uniform value,
     // for n_rows rows of backend memory (which the row's penalties change in
     // place), on the host once computed. Backends that do not draw say so.
     virtual Status draw_tokens(float*, int64_t, int64_t, const RowDraws&, std::span<int32_t>) {

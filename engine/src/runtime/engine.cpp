@@ -310,8 +310,8 @@ void Engine::step() {
     // k best (k = the most any row needs), with sums over each whole row
     // where a row needs them (top-p without top-k, logprobs). A row those
     // cannot decide is fetched whole afterwards. A step whose rows are all
-    // greedy or drawn by temperature alone or by top-p without top-k,
-    // penalties or not, gets each row's token drawn there (with the uniform
+    // greedy or drawn by temperature alone or by top-p or min-p without
+    // top-k, penalties or not (no logprobs), gets each row's token drawn there (with the uniform
     // value its Sampler takes here and the counts of its penalty window);
     // where top-p rows could take the top-k path (no penalties, no row that
     // needs more), that path is cheaper (no sort of whole rows). Anything else
@@ -330,8 +330,9 @@ void Engine::step() {
         const bool greedy = sp.temperature == 0.0f && !sp.has_penalties() && sp.n_logprobs == 0;
         const bool forks = r.params.n > 1 && r.first_token_s < 0;  // several draws from this row
         if (!greedy || forks) device_greedy = false;
-        if (!(r.sampler.draws_by_temperature() || r.sampler.draws_by_top_p()) || forks) device_draw = false;
-        any_top_p = any_top_p || r.sampler.draws_by_top_p();
+        const bool by_top_p = r.sampler.draws_by_top_p() && sp.n_logprobs == 0;
+        if (!(r.sampler.draws_by_temperature() || by_top_p) || forks) device_draw = false;
+        any_top_p = any_top_p || by_top_p;
         if (step_top_k == 0 || greedy) continue;
         const int32_t needed = r.sampler.candidates_needed(r.history.size());
         if (needed > 0 && needed <= max_top_k && static_cast<size_t>(needed) < n_vocab) {
@@ -483,7 +484,7 @@ void Engine::step() {
         }
     }
     if (!undecided.empty() && backend_.can_draw_top_p() && !device_top_p_failed_)
-        n_device_top_p += draw_top_p_on_backend(plan, undecided, undecided_rows, tokens);
+        n_device_top_p += draw_top_p_on_backend(plan, step_top_k, undecided, undecided_rows, tokens);
     if (!undecided.empty()) {
         whole_row_.resize(undecided.size() * n_vocab);
         const Status fetched = backend_.last_logits_rows(undecided_rows, whole_row_);
@@ -574,12 +575,13 @@ void Engine::step() {
     publish_step(plan, now_s() - t0, forward_s);
 }
 
-size_t Engine::draw_top_p_on_backend(const StepPlan& plan, std::vector<size_t>& undecided, std::vector<size_t>& rows,
-                                     std::vector<int32_t>& tokens) {
-    // Top-p rows that need nothing else from the whole row: no logprobs
-    // (penalties never get here without top-k: their steps bring whole rows).
-    // Min-p alone draws in id order: those rows come down whole. Each Sampler
-    // takes its uniform value as its own draw would.
+size_t Engine::draw_top_p_on_backend(const StepPlan& plan, int32_t step_top_k, std::vector<size_t>& undecided,
+                                     std::vector<size_t>& rows, std::vector<int32_t>& tokens) {
+    // Top-p and min-p rows without penalties (penalties never get here
+    // without top-k: their steps bring whole rows). Each Sampler takes its
+    // uniform value as its own draw would; a row that wants logprobs gets
+    // them from the best entries and RowSum it already has, with the drawn
+    // token's logit.
     std::vector<size_t> drawn, drawn_rows, left, left_rows;
     std::vector<TopPDraw> draws;
     for (size_t j = 0; j < undecided.size(); ++j) {
@@ -593,8 +595,8 @@ size_t Engine::draw_top_p_on_backend(const StepPlan& plan, std::vector<size_t>& 
         draws.push_back({p.temperature, p.top_p, p.min_p, r.sampler.take_uniform()});
     }
     if (drawn.empty()) return 0;
-    std::vector<int32_t> ids(drawn.size());
-    if (const Status s = backend_.draw_top_p(drawn_rows, draws, ids); !s) {
+    std::vector<DrawnToken> out(drawn.size());
+    if (const Status s = backend_.draw_top_p(drawn_rows, draws, out); !s) {
         // The rows come down whole instead, from now on (their Samplers have
         // taken a value: the draws are still the Sampler's, from the next value
         // of their streams).
@@ -602,7 +604,18 @@ size_t Engine::draw_top_p_on_backend(const StepPlan& plan, std::vector<size_t>& 
         device_top_p_failed_ = true;
         return 0;
     }
-    for (size_t j = 0; j < drawn.size(); ++j) tokens[drawn[j]] = ids[j];
+    const auto k = static_cast<size_t>(step_top_k);
+    for (size_t j = 0; j < drawn.size(); ++j) {
+        const size_t i = drawn[j];
+        tokens[i] = out[j].id;
+        Request& r = *requests_.at(plan.sequences[i].id);
+        if (r.params.sampling.n_logprobs == 0) continue;
+        const size_t at = drawn_rows[j] * k;
+        r.sampler.report_drawn(std::span<const float>(logits_.data() + at, k),
+                               std::span<const int32_t>(chosen_ids_.data() + at, k),
+                               {row_softmax_sums_[drawn_rows[j]], row_log_normalizers_[drawn_rows[j]]}, out[j].logit,
+                               out[j].n_candidates, r.info);
+    }
     undecided = std::move(left);
     rows = std::move(left_rows);
     return drawn.size();

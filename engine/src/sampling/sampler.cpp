@@ -120,10 +120,10 @@ double Sampler::uniform() {
     return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
 }
 
-int32_t draw_with_uniform(std::span<const float> logits, const SamplingParams& params, double u) {
+int32_t draw_with_uniform(std::span<const float> logits, const SamplingParams& params, double u, SampleInfo* info) {
     Sampler sampler(params, 0);
     sampler.fixed_uniform_ = u;
-    return sampler.sample(logits, {});
+    return sampler.sample(logits, {}, info);
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent_tokens, SampleInfo* info) {
@@ -176,7 +176,7 @@ bool Sampler::draws_by_temperature() const {
 }
 
 bool Sampler::draws_by_top_p() const {
-    return params_.n_logprobs == 0 && params_.temperature != 0.0f && params_.top_k <= 0 && params_.top_p < 1.0f;
+    return params_.temperature != 0.0f && params_.top_k <= 0 && (params_.top_p < 1.0f || params_.min_p > 0.0f);
 }
 
 bool Sampler::needs_row_sums() const {
@@ -199,18 +199,23 @@ int32_t Sampler::sample_top_k(std::span<const float> logits, std::span<const int
         chosen = sample_k_best(logits, ids, given, recent_tokens, n_candidates);
     }
     if (info) {
-        // The logprobs, as report_logprobs gives them from the whole row: the
-        // chosen token is among the given entries, its logit as they hold it.
-        info->n_candidates = n_candidates;
+        // The chosen token is among the given entries, its logit as they hold it.
         float chosen_logit = kMinusInfinity;
         for (size_t j = 0; j < given; ++j)
             if (ids[j] == chosen) chosen_logit = logits[j];
-        const size_t n_top = std::min(given, static_cast<size_t>(params_.n_logprobs));
-        if (top_logprobs_.size() < n_top) top_logprobs_.resize(n_top);
-        for (size_t j = 0; j < n_top; ++j) top_logprobs_[j] = {logits[j], ids[j]};
-        fill_logprobs(sums->log_normalizer, chosen_logit, n_top, *info);
+        report_drawn(logits.first(given), ids.first(given), *sums, chosen_logit, n_candidates, *info);
     }
     return chosen;
+}
+
+void Sampler::report_drawn(std::span<const float> logits, std::span<const int32_t> ids, const RowSum& sums,
+                           float chosen_logit, int32_t n_candidates, SampleInfo& info) {
+    // The logprobs, as report_logprobs gives them from the whole row.
+    info.n_candidates = n_candidates;
+    const size_t n_top = std::min({logits.size(), ids.size(), static_cast<size_t>(params_.n_logprobs)});
+    if (top_logprobs_.size() < n_top) top_logprobs_.resize(n_top);
+    for (size_t j = 0; j < n_top; ++j) top_logprobs_[j] = {logits[j], ids[j]};
+    fill_logprobs(sums.log_normalizer, chosen_logit, n_top, info);
 }
 
 int32_t Sampler::sample_best(std::span<const float> logits, std::span<const int32_t> ids, size_t given,

@@ -68,22 +68,31 @@ cudaError_t draw_rows(float* x, int64_t n_rows, int64_t n_cols, const float* tem
                       cudaStream_t s);
 size_t draw_rows_workspace_bytes(int64_t n_rows, int64_t n_cols);
 
-// The engine Sampler's draw from whole rows with top-p (and min-p), no top-k
-// and no penalties (Sampler::sample_truncated), made where the logits are:
-// out[i] = the token the host would draw from row rows[i] of x
+// The engine Sampler's draw from whole rows with top-p and/or min-p, no
+// top-k and no penalties (Sampler::sample_truncated), made where the logits
+// are: out[i] = the token the host would draw from row rows[i] of x
 // ([..][n_cols] F32) at temperature params[3i] (> 0), top_p params[3i + 1]
-// (< 1) and min_p params[3i + 2] with uniforms[i] as its uniform value, bit
-// for bit: each row is sorted best first (ties to the lower id), and its
-// kept entries' weights are added in that order as the host adds them. For
-// the rows whose top-p set reaches past the best entries top_k_rows gives.
-// rows, params, uniforms and out are device memory; the workspace holds
-// top_p_draw_workspace_bytes(): 24 bytes an entry of the rows done at once
-// (up to 8 Mi entries: 65 rows of 128256), plus the sort's own. The rows
+// (1 = off) and min_p params[3i + 2] (top_p under 1 or min_p above 0: else
+// the Sampler draws by temperature alone, draw_rows' draw) with uniforms[i]
+// as its uniform value,
+// bit for bit, with the size of the set it was drawn from and its cleaned
+// logit (what the Sampler's SampleInfo says). With top-p each row is sorted
+// best first (ties to the lower id), and its kept entries' weights are added
+// in that order as the host adds them; with min-p alone they are added in id
+// order. For the rows whose set reaches past the best entries top_k_rows
+// gives. rows, params, uniforms and out are device memory; the workspace
+// holds top_p_draw_workspace_bytes(): 24 bytes an entry of the rows done at
+// once (up to 8 Mi entries: 65 rows of 128256), plus the sort's own. The rows
 // run in parallel; each row's walk is one chain of dependent double adds
 // (~17 ns an entry): ~3.4 ms for rows of 128256 whose sets hold 95 % of them.
+struct TopPDrawn {
+    int32_t id;
+    int32_t n_candidates;  // entries left after the cuts
+    float logit;           // x at the token, NaN as -inf and +inf as the largest float
+};
 size_t top_p_draw_workspace_bytes(int64_t n_rows, int64_t n_cols);
 cudaError_t top_p_draw_rows(const float* x, const int32_t* rows, int64_t n_rows, int64_t n_cols, const float* params,
-                            const double* uniforms, int32_t* out, void* workspace, size_t workspace_bytes,
+                            const double* uniforms, TopPDrawn* out, void* workspace, size_t workspace_bytes,
                             cudaStream_t s);
 
 }  // namespace folio::kernels
