@@ -310,16 +310,20 @@ __device__ __forceinline__ float penalized(float logit, float count, const float
 }
 
 __global__ void __launch_bounds__(kDrawThreads)
-    draw_rows_kernel(float* x, int64_t n_cols, const float* temperatures, const double* uniforms,
-                     DrawPenalties penalties, double* cumulative_after, int32_t* out) {
+    draw_rows_kernel(float* x, const int32_t* rows, int64_t n_cols, const float* temperatures, const double* uniforms,
+                     DrawPenalties penalties, double* cumulative_after, int32_t* out, float* out_logits) {
     __shared__ float warp_best[kDrawThreads / 32];
     __shared__ int64_t warp_at[kDrawThreads / 32];
     __shared__ float weights[kChunkCols];       // a chunk's weights
     __shared__ double block_sums[kChunkBlocks];  // a chunk's blocks of eight, each summed from 0.0
     __shared__ double lane_totals[kDrawLanes];
     const int64_t r = blockIdx.x;
-    float* row = x + r * n_cols;
+    float* row = x + (rows ? int64_t{rows[r]} : r) * n_cols;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    auto finish = [&](int64_t id) {
+        out[r] = static_cast<int32_t>(id);
+        if (out_logits) out_logits[r] = row[id];
+    };
     if (penalties.ids) {  // the penalties first, in place (a row's ids are distinct)
         for (int32_t k = penalties.offsets[r] + tid; k < penalties.offsets[r + 1]; k += kDrawThreads) {
             const int32_t id = penalties.ids[k];
@@ -348,7 +352,7 @@ __global__ void __launch_bounds__(kDrawThreads)
         if (beats(warp_best[w], warp_at[w], best, at)) best = warp_best[w], at = warp_at[w];
     const float t = temperatures[r];
     if (t == 0.0f || best == -INFINITY) {
-        if (tid == 0) out[r] = at == LLONG_MAX ? 0 : static_cast<int32_t>(at);
+        if (tid == 0) finish(at == LLONG_MAX ? 0 : at);
         return;
     }
     const float max = fminf(best, FLT_MAX);
@@ -421,18 +425,12 @@ __global__ void __launch_bounds__(kDrawThreads)
     for (int64_t i = first * kDrawLanes; i < n_cols; ++i) {
         const float w = sampler_weight(row[i], max, t);
         cumulative = __dadd_rn(cumulative, static_cast<double>(w));
-        if (w > 0.0f && target < cumulative) {
-            out[r] = static_cast<int32_t>(i);
-            return;
-        }
+        if (w > 0.0f && target < cumulative) return finish(i);
     }
     // Rounding left the target at the very top: the last token that can be drawn.
     for (int64_t last = n_cols; last-- > 0;)
-        if (sampler_weight(row[last], max, t) > 0.0f) {
-            out[r] = static_cast<int32_t>(last);
-            return;
-        }
-    out[r] = 0;
+        if (sampler_weight(row[last], max, t) > 0.0f) return finish(last);
+    finish(0);
 }
 
 }  // namespace
@@ -492,14 +490,14 @@ size_t draw_rows_workspace_bytes(int64_t n_rows, int64_t n_cols) {
 
 cudaError_t draw_rows(float* x, int64_t n_rows, int64_t n_cols, const float* temperatures, const double* uniforms,
                       const DrawPenalties& penalties, int32_t* out, void* workspace, size_t workspace_bytes,
-                      cudaStream_t s) {
+                      cudaStream_t s, const int32_t* rows, float* out_logits) {
     if (n_rows == 0) return cudaSuccess;
     if (n_rows < 0 || n_rows > 0x7fffffff || n_cols <= 0 || n_cols > 0x7fffffff ||
         workspace_bytes < draw_rows_workspace_bytes(n_rows, n_cols) || (!workspace && n_cols >= kDrawLanes))
         return cudaErrorInvalidValue;
     if (penalties.ids && (!penalties.offsets || !penalties.counts || !penalties.params)) return cudaErrorInvalidValue;
-    draw_rows_kernel<<<static_cast<unsigned>(n_rows), kDrawThreads, 0, s>>>(x, n_cols, temperatures, uniforms, penalties,
-                                                                           static_cast<double*>(workspace), out);
+    draw_rows_kernel<<<static_cast<unsigned>(n_rows), kDrawThreads, 0, s>>>(
+        x, rows, n_cols, temperatures, uniforms, penalties, static_cast<double*>(workspace), out, out_logits);
     return cudaGetLastError();
 }
 

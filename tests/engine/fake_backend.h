@@ -135,13 +135,32 @@ public:
         }
         return {};
     }
-    bool selects_top_k = false;
+    // As a GPU backend does for rows whose best entries could not decide:
+    // each drawn from the step's row with the uniform value its Sampler took
+    // (the Sampler's own reference draw), when `draws_last_rows` is set.
+    bool can_draw_last_rows() const override { return draws_last_rows; }
+    folio::Status draw_last_rows(std::span<const size_t> wanted, std::span<const folio::WholeRowDraw> draws,
+                                 std::span<folio::DrawnToken> out) override {
+        const auto vocab = static_cast<size_t>(n_vocab_);
+        for (size_t i = 0; i < wanted.size(); ++i) {
+            if ((wanted[i] + 1) * vocab > last_logits_.size()) return folio::make_error("fake: no such row");
+            const std::span<const float> row(last_logits_.data() + wanted[i] * vocab, vocab);
+            folio::SamplingParams p;
+            p.temperature = draws[i].temperature, p.top_k = 0, p.top_p = draws[i].top_p, p.min_p = draws[i].min_p;
+            folio::SampleInfo info;
+            const int32_t id = folio::draw_with_uniform(row, p, draws[i].uniform, &info);
+            out[i] = {id, info.n_candidates, row[static_cast<size_t>(id)]};  // (the fake's logits are finite)
+            ++last_rows_drawn;
+        }
+        return {};
+    }
+    bool selects_top_k = false, draws_last_rows = false;
     int32_t max_k = 128;
-    uint64_t top_k_steps = 0, sums_steps = 0, whole_rows_fetched = 0;
+    uint64_t top_k_steps = 0, sums_steps = 0, whole_rows_fetched = 0, last_rows_drawn = 0;
     struct Counters {
-        uint64_t sums_steps = 0, whole_rows_fetched = 0;
+        uint64_t sums_steps = 0, whole_rows_fetched = 0, last_rows_drawn = 0;
     };
-    Counters counters() const { return {sums_steps, whole_rows_fetched}; }
+    Counters counters() const { return {sums_steps, whole_rows_fetched, last_rows_drawn}; }
 
     folio::Status copy_blocks(std::span<const folio::BlockCopy> copies) override {
         for (const auto& c : copies)

@@ -256,14 +256,19 @@ private slots:
     // GPU) draws exactly the tokens the Sampler draws from whole rows: seeds,
     // mixed top_k / top_p / min_p, a greedy request in the same steps, n = 3
     // forks, and penalties (the window's tokens come along); a request the
-    // best entries cannot serve (raising penalties, logprobs, no top-k) makes
-    // its steps fetch whole rows.
+    // best entries cannot serve (raising penalties) makes its steps fetch
+    // whole rows; one they cannot decide (a wide top-p set, temperature
+    // alone) fetches its row after the step, or has it drawn by a backend
+    // that can (draw_last_rows).
     void topKStepsSelectedByTheBackendMatchTheSampler() {
-        enum class Extra { None, Penalties, RaisingPenalty, TemperatureOnly, Logprobs, MinPOnly, TopP, FlatTopP };
+        enum class Extra {
+            None, Penalties, RaisingPenalty, TemperatureOnly, TemperatureLogprobs, Logprobs, MinPOnly, TopP, FlatTopP
+        };
         FakeBackend::Counters counters;
-        auto run = [&](bool backend_selects, Extra extra, uint64_t& top_k_steps) {
+        auto run = [&](bool backend_selects, Extra extra, uint64_t& top_k_steps, bool backend_draws = false) {
             FakeBackend backend(267, kEos, 96);
             backend.selects_top_k = backend_selects;
+            backend.draws_last_rows = backend_draws;
             backend.max_k = 1024;
             auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});
             EngineCollector c;
@@ -288,7 +293,8 @@ private slots:
                     if (extra == Extra::RaisingPenalty) r.sampling.frequency_penalty = -0.5f;
                     if (extra == Extra::Logprobs) r.sampling.n_logprobs = 2;
                     if (extra >= Extra::TemperatureOnly && extra != Extra::Logprobs) r.sampling.top_k = 0;
-                    if (extra == Extra::TemperatureOnly) r.sampling.min_p = 0.0f;
+                    if (extra == Extra::TemperatureOnly || extra == Extra::TemperatureLogprobs) r.sampling.min_p = 0.0f;
+                    if (extra == Extra::TemperatureLogprobs) r.sampling.n_logprobs = 2;
                     if (extra == Extra::MinPOnly) r.sampling.min_p = 0.1f;  // 0.05 would keep all 267
                     // The fake's rows: one logit of 5 over 266 of 0. At this
                     // temperature top-p 0.9 ends at the ~240th entry, within
@@ -326,28 +332,46 @@ private slots:
         QVERIFY2(penalized_steps == device, "penalties that only lower logits should still take the best entries");
         QVERIFY2(penalized[0] != want[0] && penalized.back() != want.back(), "the penalties changed nothing");
 
-        for (Extra e : {Extra::RaisingPenalty, Extra::TemperatureOnly}) {
-            uint64_t steps = 0;
-            const auto whole = run(false, e, host);
-            QCOMPARE(run(true, e, steps), whole);
-            QVERIFY2(steps < device, "a request the best entries cannot serve must take whole rows");
-        }
+        uint64_t raising_steps = 0;
+        const auto raising = run(false, Extra::RaisingPenalty, host);
+        QCOMPARE(run(true, Extra::RaisingPenalty, raising_steps), raising);
+        QVERIFY2(raising_steps < device, "a request the best entries cannot serve must take whole rows");
         // Logprobs, min-p and top-p without top-k: the best entries and the
         // row sums decide, the same tokens and logprobs as whole rows; a
-        // top-p set past the entries fetches its row after the step.
-        for (Extra e : {Extra::Logprobs, Extra::MinPOnly, Extra::TopP, Extra::FlatTopP}) {
+        // top-p set past the entries, or a draw by temperature alone, fetches
+        // its row after the step.
+        const std::initializer_list<Extra> undecided = {Extra::TemperatureOnly, Extra::TemperatureLogprobs,
+                                                        Extra::FlatTopP};
+        for (Extra e : {Extra::Logprobs, Extra::MinPOnly, Extra::TopP, Extra::FlatTopP, Extra::TemperatureOnly,
+                        Extra::TemperatureLogprobs}) {
             uint64_t steps = 0;
             const auto whole = run(false, e, host);
             const auto selected = run(true, e, steps);
             QCOMPARE(selected.first, whole.first);
             QCOMPARE(selected.second, whole.second);
             QVERIFY2(steps == device, "every step should select its best entries");
-            const bool sums = e != Extra::MinPOnly;
+            const bool sums = e != Extra::MinPOnly && e != Extra::TemperatureOnly;
             QVERIFY2((counters.sums_steps > 0) == sums, "row sums asked for where not needed, or missing");
-            QVERIFY2((counters.whole_rows_fetched > 0) == (e == Extra::FlatTopP),
+            const bool fetched = std::find(undecided.begin(), undecided.end(), e) != undecided.end();
+            QVERIFY2((counters.whole_rows_fetched > 0) == fetched,
                      ("extra " + std::to_string(static_cast<int>(e)) + ": " +
                       std::to_string(counters.whole_rows_fetched) +
                       " rows fetched whole; want some exactly where the entries cannot decide")
+                         .c_str());
+        }
+        // A backend that draws those rows where the logits are: the same
+        // tokens and logprobs (from the best entries, the sums and the drawn
+        // token's logit: Sampler::report_drawn), no row fetched whole.
+        for (Extra e : undecided) {
+            uint64_t steps = 0;
+            const auto whole = run(false, e, host);
+            const auto drawn = run(true, e, steps, true);
+            QCOMPARE(drawn.first, whole.first);
+            QCOMPARE(drawn.second, whole.second);
+            QVERIFY2(counters.whole_rows_fetched == 0 && counters.last_rows_drawn > 0,
+                     ("extra " + std::to_string(static_cast<int>(e)) + ": " +
+                      std::to_string(counters.last_rows_drawn) + " rows drawn by the backend, " +
+                      std::to_string(counters.whole_rows_fetched) + " fetched whole")
                          .c_str());
         }
         const auto [tokens, logprobs] = run(true, Extra::Logprobs, host);  // [8]: request 6 (5 has 3 samples)

@@ -496,8 +496,10 @@ private slots:
 
     // Top-p or min-p without top-k where the set reaches past the 256 best
     // entries (flat rows): each such row is sorted and drawn on the GPU
-    // (Backend::draw_top_p), and the tokens are those of whole-row draws; so
-    // are the logprobs of the rows that ask for them. With OpenAI-style
+    // (Backend::draw_last_rows), and the tokens are those of whole-row draws; so
+    // are the logprobs of the rows that ask for them. Rows at a temperature
+    // alone in those steps (the logprobs keep them off the step's own draw)
+    // are drawn there by draw_rows. With OpenAI-style
     // penalties (some raising), the rows are penalized and drawn on the GPU
     // in the step itself (forward_draw with top-p and min-p rows).
     void wideTopPSetsAreDrawnOnTheGpu() {
@@ -505,7 +507,7 @@ private slots:
         auto gpu = smollm2_on_gpu();
         QVERIFY2(gpu, gpu ? "" : gpu.error().message.c_str());
         auto& [model, tokenizer, backend] = *gpu;
-        QVERIFY(backend->can_draw_top_p());
+        QVERIFY(backend->can_draw_last_rows());
         struct Run {
             std::vector<std::vector<int32_t>> tokens;
             std::vector<std::vector<float>> logprobs;
@@ -523,6 +525,7 @@ private slots:
                 r.sampling.top_p = i % 4 == 0 ? 0.8f : i % 4 == 1 ? 0.9f : i % 4 == 2 ? 0.95f : 0.99f;
                 r.sampling.min_p = i % 6 == 5 ? 0.01f : 0.0f;
                 if (i % 8 == 3) r.sampling.top_p = 1.0f, r.sampling.min_p = i % 16 == 3 ? 0.002f : 0.02f;  // min-p alone
+                if (i % 8 == 7) r.sampling.top_p = 1.0f, r.sampling.min_p = 0.0f;  // temperature alone
                 r.sampling.seed = 9100 + static_cast<uint64_t>(i);
                 if (penalties && i % 3 == 1) {
                     r.sampling.frequency_penalty = i % 9 == 1 ? -0.3f : 0.5f;
@@ -549,11 +552,11 @@ private slots:
                 differ += want.tokens[i].empty() || got.tokens[i] != want.tokens[i];
             const int logprobs_differ = logprob_entries_differing(want.logprobs, got.logprobs, n_logprobs);
             const std::string msg = std::string(penalties ? "with penalties: " : "") + std::to_string(differ) +
-                                    " of 40 continuations differ between GPU top-p / min-p draws and whole rows, " +
+                                    " of 40 continuations differ between GPU draws and whole rows, " +
                                     std::to_string(logprobs_differ) + " of " + std::to_string(n_logprobs) +
                                     " logprob entries; whole rows drawn: " + std::to_string(got.whole_rows) +
                                     " (GPU) and " + std::to_string(want.whole_rows) +
-                                    " (host); rows drawn by top-p or min-p on the GPU: " +
+                                    " (host); rows drawn from whole rows on the GPU after the step: " +
                                     std::to_string(got.device_top_p);
             std::fprintf(stderr, "%s\n", msg.c_str());
             QVERIFY2(differ == 0 && logprobs_differ == 0 && (penalties || n_logprobs > 0) && got.whole_rows == 0 &&

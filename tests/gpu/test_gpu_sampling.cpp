@@ -19,6 +19,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -424,24 +425,42 @@ private slots:
                 }
                 offsets.push_back(static_cast<int32_t>(ids.size()));
                 QVERIFY(penalized == !ids.empty());
-                DeviceArray<float> dx(x), dtemps(temperatures), dcounts(counts), dparams(penalty_params);
-                DeviceArray<double> duniforms(uniforms);
-                DeviceArray<int32_t> dout(static_cast<size_t>(rows)), doffsets(offsets), dids(ids);
+                // Every fourth draw reads the rows through an index, last first,
+                // and gives the drawn values back (Backend::draw_last_rows' form).
+                const bool indexed = draw % 4 == 0;
+                std::vector<int32_t> order(static_cast<size_t>(rows));
+                for (int64_t r = 0; r < rows; ++r) order[static_cast<size_t>(r)] = static_cast<int32_t>(indexed ? rows - 1 - r : r);
+                auto in_order = [&](const auto& v) {
+                    std::remove_cvref_t<decltype(v)> out;
+                    for (const int32_t r : order) out.push_back(v[static_cast<size_t>(r)]);
+                    return out;
+                };
+                DeviceArray<float> dx(x), dtemps(in_order(temperatures)), dcounts(counts), dparams(penalty_params);
+                DeviceArray<double> duniforms(in_order(uniforms));
+                DeviceArray<int32_t> dout(static_cast<size_t>(rows)), doffsets(offsets), dids(ids), dorder(order);
+                DeviceArray<float> dlogits(static_cast<size_t>(rows));
                 const size_t workspace_bytes = fk::draw_rows_workspace_bytes(rows, cols);
                 DeviceArray<char> dwork(std::max<size_t>(workspace_bytes, 1));
                 fk::DrawPenalties penalties;
                 if (penalized) penalties = {doffsets.ptr, dids.ptr, dcounts.ptr, dparams.ptr};
                 QCOMPARE(code(fk::draw_rows(dx.ptr, rows, cols, dtemps.ptr, duniforms.ptr, penalties, dout.ptr,
-                                            dwork.ptr, workspace_bytes, nullptr)),
+                                            dwork.ptr, workspace_bytes, nullptr, indexed ? dorder.ptr : nullptr,
+                                            indexed ? dlogits.ptr : nullptr)),
                          code(cudaSuccess));
                 std::vector<int32_t> got;
+                std::vector<float> got_logits;
                 QCOMPARE(code(dout.download(got)), code(cudaSuccess));
+                QCOMPARE(code(dlogits.download(got_logits)), code(cudaSuccess));
                 for (int64_t r = 0; r < rows; ++r, ++checked) {
+                    const size_t row = static_cast<size_t>(order[static_cast<size_t>(r)]);
+                    const int32_t id = got[static_cast<size_t>(r)];
                     char what[160];
-                    std::snprintf(what, sizeof what, "%lld columns, row %lld, draw %d: GPU %d, Sampler %d",
-                                  static_cast<long long>(cols), static_cast<long long>(r), draw,
-                                  got[static_cast<size_t>(r)], want[static_cast<size_t>(r)]);
-                    QVERIFY2(got[static_cast<size_t>(r)] == want[static_cast<size_t>(r)], what);
+                    std::snprintf(what, sizeof what, "%lld columns, row %zu, draw %d: GPU %d, Sampler %d",
+                                  static_cast<long long>(cols), row, draw, id, want[row]);
+                    QVERIFY2(id == want[row], what);
+                    const float logit = x[row * static_cast<size_t>(cols) + static_cast<size_t>(id)];
+                    QVERIFY2(!indexed || std::memcmp(&got_logits[static_cast<size_t>(r)], &logit, sizeof logit) == 0,
+                             what);
                 }
             }
         }

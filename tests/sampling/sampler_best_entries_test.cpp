@@ -150,7 +150,16 @@ private slots:
         temperature_only.top_k = 0;
         temperature_only.top_p = 1.0f;
         temperature_only.min_p = 0.0f;
-        QCOMPARE(make(temperature_only).candidates_needed(0), 0);
+        // By temperature alone the draw needs the whole row (made where the
+        // logits are); the best entries serve the logprobs.
+        QCOMPARE(make(temperature_only).candidates_needed(0), 1);
+        temperature_only.n_logprobs = 5;
+        QCOMPARE(make(temperature_only).candidates_needed(0), 5);
+        const std::vector<float> best = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f};
+        const std::vector<int32_t> ids = {4, 0, 3, 1, 2};
+        const RowSum sums{1.0, 3.0f};
+        SampleInfo info;
+        QCOMPARE(make(temperature_only).sample_top_k(best, ids, {}, &sums, &info), Sampler::kNeedsWholeRow);
     }
 
     void entriesWithoutSumsAskForTheRowWhenTheyNeedThem() {

@@ -98,15 +98,15 @@ public:
     virtual Status last_logits_rows(std::span<const size_t> /*rows*/, std::span<float> /*out*/) {
         return make_error("this backend keeps no logits rows");
     }
-    // For rows of the last forward_top_k whose k best could not decide a
-    // top-p or min-p draw (its set reaches past them: a flat distribution),
-    // the token made where the logits are: out[i] = what Sampler::sample
-    // draws from row rows[i] (an index into batch.logits_rows) with top-p
-    // and min-p at draws[i] (no top-k, no penalties), bit for bit, with the
-    // set's size and the token's logit. Backends that cannot say no
-    // (can_draw_top_p); the engine then reads the rows whole.
-    virtual bool can_draw_top_p() const { return false; }
-    virtual Status draw_top_p(std::span<const size_t> /*rows*/, std::span<const TopPDraw> /*draws*/,
+    // For rows of the last forward_top_k whose k best could not decide the
+    // draw (a top-p or min-p set reaching past them, a draw by temperature
+    // alone), the token made where the logits are: out[i] = what
+    // Sampler::sample draws from row rows[i] (an index into
+    // batch.logits_rows) at draws[i] (no top-k, no penalties), bit for bit,
+    // with the set's size and the token's logit. Backends that cannot say no
+    // (can_draw_last_rows); the engine then reads the rows whole.
+    virtual bool can_draw_last_rows() const { return false; }
+    virtual Status draw_last_rows(std::span<const size_t> /*rows*/, std::span<const WholeRowDraw> /*draws*/,
                               std::span<DrawnToken> /*out*/) {
         return make_error("this backend does not draw top-p tokens itself");
     }

@@ -80,10 +80,11 @@ struct RowDraws {
     std::span<const float> top_p, min_p;
 };
 
-// A top-p or min-p draw made where a step's logits are (Backend::draw_top_p):
-// the row's temperature (> 0), top-p (1: off) and min-p, and the uniform
-// value in [0, 1) its Sampler took for the draw (Sampler::take_uniform).
-struct TopPDraw {
+// A draw from a whole row made where a step's logits are
+// (Backend::draw_last_rows): the row's temperature (> 0), top-p (1: off) and
+// min-p (0: off; both off: temperature alone), and the uniform value in
+// [0, 1) its Sampler took for the draw (Sampler::take_uniform).
+struct WholeRowDraw {
     float temperature = 1.0f, top_p = 1.0f, min_p = 0.0f;
     double uniform = 0.0;
 };

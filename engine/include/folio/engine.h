@@ -175,7 +175,7 @@ private:
     // `rows`), made by the backend where the logits are: the rows it drew
     // leave both lists, their tokens go to `tokens` (their logprobs to their
     // requests). Returns how many.
-    size_t draw_top_p_on_backend(const StepPlan& plan, int32_t step_top_k, std::vector<size_t>& undecided,
+    size_t draw_on_backend(const StepPlan& plan, int32_t step_top_k, std::vector<size_t>& undecided,
                                  std::vector<size_t>& rows, std::vector<int32_t>& tokens);
     double now_s() const;
 
@@ -215,7 +215,7 @@ private:
     } draw_penalties_;
     std::vector<double> row_softmax_sums_;
     std::vector<float> whole_row_;     // rows a top-k step's entries could not sample from
-    bool device_top_p_failed_ = false;  // Backend::draw_top_p failed once: those rows come down whole
+    bool device_draws_failed_ = false;  // Backend::draw_last_rows failed once: those rows come down whole
     std::unique_ptr<cpu::ThreadPool> sampling_pool_;  // draws from whole rows, in parallel
     uint64_t step_count_ = 0;
     size_t finished_since_publish_ = 0;

@@ -151,8 +151,9 @@ public:
     // With `sums` (the row's RowSum, made where the logits are) it also
     // draws top-p and min-p without top-k and fills `info` (logprobs). It
     // returns kNeedsWholeRow, having drawn nothing, when the given entries
-    // cannot decide the draw (top-p's or min-p's set reaches past them):
-    // sample() on the whole row then draws what it would have.
+    // cannot decide the draw (top-p's or min-p's set reaches past them, or
+    // the draw is by temperature alone): sample() on the whole row then
+    // draws what it would have (or a backend, Backend::draw_last_rows).
     static constexpr int32_t kNeedsWholeRow = -2;
     int32_t sample_top_k(std::span<const float> logits, std::span<const int32_t> ids,
                          std::span<const int32_t> recent_tokens, const RowSum* sums = nullptr,
@@ -162,7 +163,7 @@ public:
     // (sample_top_k's) with `sums` its RowSum and chosen_logit its cleaned
     // logit: how sample_top_k reports its own draws, and the report for a
     // row it could not decide whose token was drawn where the logits are
-    // (Backend::draw_top_p).
+    // (Backend::draw_last_rows).
     void report_drawn(std::span<const float> logits, std::span<const int32_t> ids, const RowSum& sums,
                       float chosen_logit, int32_t n_candidates, SampleInfo& info);
     // How many of a row's best entries sample_top_k needs to draw what
@@ -170,8 +171,10 @@ public:
     // top_k (1 when greedy) plus the penalty window, as penalties that only
     // lower logits cannot lift an entry from further down, and at least
     // n_logprobs; kTopPCandidates for top-p or min-p without top-k (usually
-    // enough; kNeedsWholeRow otherwise). 0 when only the whole row will do
-    // (temperature alone, penalties that raise logits, penalties without top-k).
+    // enough; kNeedsWholeRow otherwise); by temperature alone 1, or
+    // n_logprobs for the logprobs (the draw is always kNeedsWholeRow's). 0
+    // when only the whole row will do (penalties that raise logits,
+    // penalties without top-k).
     static constexpr int32_t kTopPCandidates = 256;
     int32_t candidates_needed(size_t n_recent) const;
     // Whether sample_top_k needs the row's RowSum (top-p without top-k, logprobs).
@@ -186,9 +189,13 @@ public:
     bool draws_by_temperature() const;
     // Whether sample() draws by top-p and/or min-p from the row after the
     // penalties, without top-k: a draw a GPU can also make where the logits
-    // are (RowDraws' top_p and min_p; Backend::draw_top_p), with
-    // take_uniform()'s value. (Logprobs come from elsewhere: report_drawn.)
+    // are (RowDraws' top_p and min_p), with take_uniform()'s value.
     bool draws_by_top_p() const;
+    // Whether sample() draws from the whole row, without top-k, by
+    // temperature alone, top-p or min-p (not greedy): with no penalties, a
+    // draw a GPU can make from the row of a top-k step that sample_top_k
+    // could not decide (Backend::draw_last_rows; logprobs: report_drawn).
+    bool draws_from_whole_row() const;
     double take_uniform() { return uniform(); }
 
     const SamplingParams& params() const { return params_; }

@@ -85,10 +85,10 @@ public:
     }
     // Top-p and min-p sets wider than the best entries: each row sorted and
     // walked on the device (kernels::top_p_draw_rows), only the token comes back.
-    bool can_draw_top_p() const override { return true; }
-    Status draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws,
+    bool can_draw_last_rows() const override { return true; }
+    Status draw_last_rows(std::span<const size_t> rows, std::span<const WholeRowDraw> draws,
                       std::span<DrawnToken> out) override {
-        return ops_->draw_top_p(rows, draws, out);
+        return ops_->draw_last_rows(rows, draws, out);
     }
 
     // One block is the same slice of each layer's K and V region, regions

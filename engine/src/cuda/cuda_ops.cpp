@@ -408,7 +408,7 @@ Status CudaOps::draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const 
     // (below): there they count as greedy, which skips the temperature
     // draw's sums.
     std::vector<size_t> top_p_rows;
-    std::vector<TopPDraw> top_p;
+    std::vector<WholeRowDraw> top_p;
     std::vector<float> temperatures(draws.temperatures.begin(), draws.temperatures.begin() + rows);
     for (size_t r = 0; r < rows && !draws.top_p.empty(); ++r)
         if ((draws.top_p[r] < 1.0f || draws.min_p[r] > 0.0f) && draws.temperatures[r] > 0.0f) {
@@ -526,15 +526,75 @@ Status CudaOps::last_logits_rows(std::span<const size_t> rows, std::span<float> 
     return error_;
 }
 
-Status CudaOps::draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws, std::span<DrawnToken> out) {
+Status CudaOps::draw_last_rows(std::span<const size_t> rows, std::span<const WholeRowDraw> draws,
+                               std::span<DrawnToken> out) {
     if (draws.size() != rows.size() || out.size() < rows.size())
-        return make_error("draw_top_p: rows, draws and outputs differ in number");
-    if (Status checked = check_last_rows(rows, "draw_top_p"); !checked) return checked;
-    return top_p_draws(last_logits_, last_vocab_, rows, draws, out);
+        return make_error("draw_last_rows: rows, draws and outputs differ in number");
+    if (Status checked = check_last_rows(rows, "draw_last_rows"); !checked) return checked;
+    // Two groups: by temperature alone, by top-p or min-p.
+    std::vector<size_t> at[2], group_rows[2];
+    std::vector<WholeRowDraw> group_draws[2];
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const int g = draws[i].top_p < 1.0f || draws[i].min_p > 0.0f ? 1 : 0;
+        at[g].push_back(i), group_rows[g].push_back(rows[i]), group_draws[g].push_back(draws[i]);
+    }
+    for (int g = 0; g < 2 && error_; ++g) {
+        if (at[g].empty()) continue;
+        std::vector<DrawnToken> drawn(at[g].size());
+        const Status s = g == 0 ? temperature_draws(last_logits_, last_vocab_, group_rows[g], group_draws[g], drawn)
+                                : top_p_draws(last_logits_, last_vocab_, group_rows[g], group_draws[g], drawn);
+        if (!s) return s;
+        for (size_t j = 0; j < at[g].size(); ++j) out[at[g][j]] = drawn[j];
+    }
+    return error_;
+}
+
+Status CudaOps::temperature_draws(const float* logits, int64_t vocab, std::span<const size_t> rows,
+                                  std::span<const WholeRowDraw> draws, std::span<DrawnToken> out) {
+    const size_t n = rows.size();
+    if (n == 0 || !error_) return error_;
+    // One upload (row indices, temperatures, uniforms), the drawn ids and
+    // their logits after them (one download), then draw_rows' workspace.
+    auto align = [](size_t v, size_t to) { return (v + to - 1) / to * to; };
+    const size_t temps_at = n * sizeof(int32_t), uniforms_at = align(temps_at + n * sizeof(float), 8);
+    const size_t ids_at = uniforms_at + n * sizeof(double), logits_at = ids_at + n * sizeof(int32_t);
+    const size_t work_at = align(logits_at + n * sizeof(float), 256);
+    const size_t work_bytes = kernels::draw_rows_workspace_bytes(static_cast<int64_t>(n), vocab);
+    if (!grow(temperature_device_, work_at + work_bytes, "temperature draws", InGraphs::No)) return error_;
+    std::vector<std::byte> host(ids_at);
+    for (size_t i = 0; i < n; ++i) {
+        const auto row = static_cast<int32_t>(rows[i]);
+        std::memcpy(host.data() + i * sizeof(int32_t), &row, sizeof row);
+        std::memcpy(host.data() + temps_at + i * sizeof(float), &draws[i].temperature, sizeof(float));
+        std::memcpy(host.data() + uniforms_at + i * sizeof(double), &draws[i].uniform, sizeof(double));
+    }
+    auto* base = static_cast<std::byte*>(temperature_device_.data());
+    std::vector<std::byte> drawn(work_at - ids_at);
+    // Without penalties draw_rows leaves the rows as they are.
+    if (ok(cudaMemcpyAsync(base, host.data(), ids_at, cudaMemcpyHostToDevice, stream_), "upload") &&
+        ok(kernels::draw_rows(const_cast<float*>(logits), static_cast<int64_t>(n), vocab,
+                              reinterpret_cast<const float*>(base + temps_at),
+                              reinterpret_cast<const double*>(base + uniforms_at), {},
+                              reinterpret_cast<int32_t*>(base + ids_at), base + work_at, work_bytes, stream_,
+                              reinterpret_cast<const int32_t*>(base), reinterpret_cast<float*>(base + logits_at)),
+           "temperature draws"))
+        ok(cudaMemcpyAsync(drawn.data(), base + ids_at, logits_at + n * sizeof(float) - ids_at,
+                           cudaMemcpyDeviceToHost, stream_),
+           "download");
+    ok(cudaStreamSynchronize(stream_), "step");
+    for (size_t i = 0; i < n && error_; ++i) {
+        int32_t id = 0;
+        float logit = 0.0f;
+        std::memcpy(&id, drawn.data() + i * sizeof(int32_t), sizeof id);
+        std::memcpy(&logit, drawn.data() + (logits_at - ids_at) + i * sizeof(float), sizeof logit);
+        // As Sampler::sample reports a draw by temperature alone: from the whole vocabulary.
+        out[i] = {id, static_cast<int32_t>(vocab), sampling_math::clean(logit)};
+    }
+    return error_;
 }
 
 Status CudaOps::top_p_draws(const float* logits, int64_t vocab, std::span<const size_t> rows,
-                            std::span<const TopPDraw> draws, std::span<DrawnToken> out) {
+                            std::span<const WholeRowDraw> draws, std::span<DrawnToken> out) {
     const size_t n = rows.size();
     if (n == 0 || !error_) return error_;
     // One upload (row indices, then [n][3] parameters, then uniforms), the

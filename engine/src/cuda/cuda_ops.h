@@ -135,13 +135,19 @@ public:
                        std::span<int32_t> ids) override;
     // Rows of the logits the last top_k() selected from, one after the other.
     Status last_logits_rows(std::span<const size_t> rows, std::span<float> out);
-    // Top-p draws from those rows (Backend::draw_top_p).
-    Status draw_top_p(std::span<const size_t> rows, std::span<const TopPDraw> draws, std::span<DrawnToken> out);
+    // Draws from those rows (Backend::draw_last_rows): by temperature alone
+    // (temperature_draws), by top-p or min-p (top_p_draws).
+    Status draw_last_rows(std::span<const size_t> rows, std::span<const WholeRowDraw> draws,
+                          std::span<DrawnToken> out);
+    // Draws by temperature alone from rows `rows` of `logits` (device memory,
+    // [..][vocab], not changed): kernels::draw_rows over those rows.
+    Status temperature_draws(const float* logits, int64_t vocab, std::span<const size_t> rows,
+                             std::span<const WholeRowDraw> draws, std::span<DrawnToken> out);
     // Top-p draws from rows `rows` of `logits` (device memory, [..][vocab]):
     // kernels::top_p_draw_rows, or on the host (the same tokens) where its
     // workspace cannot be had.
     Status top_p_draws(const float* logits, int64_t vocab, std::span<const size_t> rows,
-                       std::span<const TopPDraw> draws, std::span<DrawnToken> out);
+                       std::span<const WholeRowDraw> draws, std::span<DrawnToken> out);
 
 private:
     // Records the first failure; true when `err` is a success.
@@ -198,6 +204,7 @@ private:
     DeviceBuffer argmax_device_, top_k_device_;  // chosen ids / top-k entries before they go to the host
     DeviceBuffer draw_device_;  // draw_tokens: uniforms, temperatures, drawn ids, draw_rows' workspace
     DeviceBuffer top_p_device_;  // top_p_draws: rows, parameters, uniforms, drawn ids, top_p_draw_rows' workspace
+    DeviceBuffer temperature_device_;  // temperature_draws: rows, temperatures, uniforms, ids, logits, workspace
     bool top_p_on_host_ = false;  // its workspace could not be had once (said on stderr)
     // An error unless every row is one of the last top_k()'s.
     Status check_last_rows(std::span<const size_t> rows, const char* what) const;

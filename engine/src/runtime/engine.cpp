@@ -309,13 +309,16 @@ void Engine::step() {
     // top-p or min-p, logprobs; Sampler::candidates_needed) gets each row's
     // k best (k = the most any row needs), with sums over each whole row
     // where a row needs them (top-p without top-k, logprobs). A row those
-    // cannot decide is fetched whole afterwards. A step whose rows are all
-    // greedy or drawn by temperature alone or by top-p or min-p without
-    // top-k, penalties or not (no logprobs), gets each row's token drawn there (with the uniform
-    // value its Sampler takes here and the counts of its penalty window);
-    // where top-p rows could take the top-k path (no penalties, no row that
-    // needs more), that path is cheaper (no sort of whole rows). Anything else
-    // (penalties that raise logits under a top-k, ...) gets whole rows.
+    // cannot decide (a wide top-p or min-p set, a draw by temperature alone)
+    // is drawn there afterwards (draw_on_backend), else fetched whole. A
+    // step whose rows are all greedy or drawn by temperature alone or by
+    // top-p or min-p without top-k, penalties or not, and want no logprobs,
+    // gets each row's token drawn there (with the uniform value its Sampler
+    // takes here and the counts of its penalty window); where top-p rows
+    // could take the top-k path (no penalties, no row that needs more), that
+    // path is cheaper (no sort of whole rows). Anything else (penalties that
+    // raise logits under a top-k, penalties with logprobs and no top-k) gets
+    // whole rows.
     bool device_greedy = backend_.can_argmax();
     bool device_draw = backend_.can_draw();
     const int32_t max_top_k = backend_.max_top_k(batch_.logits_rows.size());
@@ -483,8 +486,8 @@ void Engine::step() {
             whole_rows.push_back(logits_.data() + row_of[i] * n_vocab);
         }
     }
-    if (!undecided.empty() && backend_.can_draw_top_p() && !device_top_p_failed_)
-        n_device_top_p += draw_top_p_on_backend(plan, step_top_k, undecided, undecided_rows, tokens);
+    if (!undecided.empty() && backend_.can_draw_last_rows() && !device_draws_failed_)
+        n_device_top_p += draw_on_backend(plan, step_top_k, undecided, undecided_rows, tokens);
     if (!undecided.empty()) {
         whole_row_.resize(undecided.size() * n_vocab);
         const Status fetched = backend_.last_logits_rows(undecided_rows, whole_row_);
@@ -575,19 +578,19 @@ void Engine::step() {
     publish_step(plan, now_s() - t0, forward_s);
 }
 
-size_t Engine::draw_top_p_on_backend(const StepPlan& plan, int32_t step_top_k, std::vector<size_t>& undecided,
-                                     std::vector<size_t>& rows, std::vector<int32_t>& tokens) {
-    // Top-p and min-p rows without penalties (penalties never get here
-    // without top-k: their steps bring whole rows). Each Sampler takes its
-    // uniform value as its own draw would; a row that wants logprobs gets
-    // them from the best entries and RowSum it already has, with the drawn
-    // token's logit.
+size_t Engine::draw_on_backend(const StepPlan& plan, int32_t step_top_k, std::vector<size_t>& undecided,
+                               std::vector<size_t>& rows, std::vector<int32_t>& tokens) {
+    // Rows drawn from the whole row (temperature alone, top-p, min-p) without
+    // penalties (penalties never get here without top-k: their steps bring
+    // whole rows). Each Sampler takes its uniform value as its own draw
+    // would; a row that wants logprobs gets them from the best entries and
+    // RowSum it already has, with the drawn token's logit.
     std::vector<size_t> drawn, drawn_rows, left, left_rows;
-    std::vector<TopPDraw> draws;
+    std::vector<WholeRowDraw> draws;
     for (size_t j = 0; j < undecided.size(); ++j) {
         Request& r = *requests_.at(plan.sequences[undecided[j]].id);
         const SamplingParams& p = r.params.sampling;
-        if (!r.sampler.draws_by_top_p() || p.has_penalties()) {
+        if (!r.sampler.draws_from_whole_row() || p.has_penalties()) {
             left.push_back(undecided[j]), left_rows.push_back(rows[j]);
             continue;
         }
@@ -596,12 +599,12 @@ size_t Engine::draw_top_p_on_backend(const StepPlan& plan, int32_t step_top_k, s
     }
     if (drawn.empty()) return 0;
     std::vector<DrawnToken> out(drawn.size());
-    if (const Status s = backend_.draw_top_p(drawn_rows, draws, out); !s) {
+    if (const Status s = backend_.draw_last_rows(drawn_rows, draws, out); !s) {
         // The rows come down whole instead, from now on (their Samplers have
         // taken a value: the draws are still the Sampler's, from the next value
         // of their streams).
-        std::fprintf(stderr, "folio: %s; drawing wide top-p sets on the host from now on\n", s.error().message.c_str());
-        device_top_p_failed_ = true;
+        std::fprintf(stderr, "folio: %s; drawing those rows on the host from now on\n", s.error().message.c_str());
+        device_draws_failed_ = true;
         return 0;
     }
     const auto k = static_cast<size_t>(step_top_k);

@@ -161,7 +161,11 @@ int32_t Sampler::candidates_needed(size_t n_recent) const {
     const bool greedy = params_.temperature == 0.0f;
     if (!greedy && params_.top_k <= 0) {
         // Top-p's mass is over the penalized row, which only the host has.
-        if (params_.has_penalties() || (params_.top_p >= 1.0f && params_.min_p <= 0.0f)) return 0;
+        if (params_.has_penalties()) return 0;
+        // By temperature alone the draw is from the whole row (made where the
+        // logits are, or from the row fetched whole); the best entries give
+        // the logprobs.
+        if (params_.top_p >= 1.0f && params_.min_p <= 0.0f) return std::max(1, params_.n_logprobs);
         return std::max(kTopPCandidates, params_.n_logprobs);
     }
     const int32_t kept = greedy ? 1 : params_.top_k;
@@ -175,9 +179,9 @@ bool Sampler::draws_by_temperature() const {
                                                                         params_.min_p <= 0.0f));
 }
 
-bool Sampler::draws_by_top_p() const {
-    return params_.temperature != 0.0f && params_.top_k <= 0 && (params_.top_p < 1.0f || params_.min_p > 0.0f);
-}
+bool Sampler::draws_from_whole_row() const { return params_.temperature != 0.0f && params_.top_k <= 0; }
+
+bool Sampler::draws_by_top_p() const { return draws_from_whole_row() && (params_.top_p < 1.0f || params_.min_p > 0.0f); }
 
 bool Sampler::needs_row_sums() const {
     return params_.n_logprobs > 0 || (params_.temperature != 0.0f && params_.top_k <= 0 && params_.top_p < 1.0f);
@@ -193,6 +197,7 @@ int32_t Sampler::sample_top_k(std::span<const float> logits, std::span<const int
     int32_t n_candidates = 1;
     if (!greedy && params_.top_k <= 0) {
         if (!recent_tokens.empty() && params_.has_penalties()) return kNeedsWholeRow;
+        if (params_.top_p >= 1.0f && params_.min_p <= 0.0f) return kNeedsWholeRow;  // temperature alone
         chosen = sample_best(logits, ids, given, sums, n_candidates);
         if (chosen == kNeedsWholeRow) return chosen;
     } else {

@@ -54,7 +54,10 @@ cudaError_t softmax_sums(const float* x, int64_t n_rows, int64_t n_cols, const f
 // penalized_logit for each of its distinct window tokens ids[k] seen
 // counts[k] times, k in [offsets[r], offsets[r + 1]), with the repetition,
 // frequency and presence penalties params[3r ..] (ids outside the row are
-// skipped): x is changed in place. One block per row; each draw is chains of
+// skipped): x is changed in place. With `rows` (device memory, may be null)
+// draw r is made from row rows[r] of x instead of row r; with `out_logits`
+// (may be null) out_logits[r] is the drawn column's value (after the
+// penalties; not cleaned). One block per row; each draw is chains of
 // ~n_cols / 8 dependent double adds. The workspace holds
 // draw_rows_workspace_bytes() (a double per 8 columns).
 struct DrawPenalties {
@@ -65,7 +68,7 @@ struct DrawPenalties {
 };
 cudaError_t draw_rows(float* x, int64_t n_rows, int64_t n_cols, const float* temperatures, const double* uniforms,
                       const DrawPenalties& penalties, int32_t* out, void* workspace, size_t workspace_bytes,
-                      cudaStream_t s);
+                      cudaStream_t s, const int32_t* rows = nullptr, float* out_logits = nullptr);
 size_t draw_rows_workspace_bytes(int64_t n_rows, int64_t n_cols);
 
 // The engine Sampler's draw from whole rows with top-p and/or min-p, no
