@@ -135,7 +135,8 @@ int main() {
                                       nullptr),
                   "top_p_draw_rows");
         });
-        std::printf("top_p_draw_rows rows %lld cols %lld sigma %.1f top-p %.2f min-p %.2f: median %.1f us (workspace %.0f MB)\n",
+        std::printf("top_p_draw_rows rows %lld cols %lld sigma %.1f top-p %.2f min-p %.2f: median %.1f us "
+                    "(workspace %.0f MB)\n",
                     static_cast<long long>(c.rows), static_cast<long long>(c.cols), c.sigma, c.top_p, c.min_p, ms * 1e3,
                     static_cast<double>(workspace_bytes) / 1e6);
         for (void* p : {static_cast<void*>(dx), static_cast<void*>(drows), static_cast<void*>(dparams),

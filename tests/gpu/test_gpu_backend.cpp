@@ -524,7 +524,8 @@ private slots:
                 r.sampling.top_k = 0;
                 r.sampling.top_p = i % 4 == 0 ? 0.8f : i % 4 == 1 ? 0.9f : i % 4 == 2 ? 0.95f : 0.99f;
                 r.sampling.min_p = i % 6 == 5 ? 0.01f : 0.0f;
-                if (i % 8 == 3) r.sampling.top_p = 1.0f, r.sampling.min_p = i % 16 == 3 ? 0.002f : 0.02f;  // min-p alone
+                if (i % 8 == 3)  // min-p alone
+                    r.sampling.top_p = 1.0f, r.sampling.min_p = i % 16 == 3 ? 0.002f : 0.02f;
                 if (i % 8 == 7) r.sampling.top_p = 1.0f, r.sampling.min_p = 0.0f;  // temperature alone
                 r.sampling.seed = 9100 + static_cast<uint64_t>(i);
                 if (penalties && i % 3 == 1) {
@@ -541,7 +542,8 @@ private slots:
             Run out;
             out.whole_rows = (*engine)->metrics().sampled_whole_rows_total;
             out.device_top_p = (*engine)->metrics().sampled_device_top_p_total;
-            for (int i = 0; i < 40; ++i) out.tokens.push_back(c.get(i).tokens), out.logprobs.push_back(c.get(i).logprobs);
+            for (int i = 0; i < 40; ++i)
+                out.tokens.push_back(c.get(i).tokens), out.logprobs.push_back(c.get(i).logprobs);
             return out;
         };
         WholeRows whole(*backend);

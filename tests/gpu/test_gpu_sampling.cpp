@@ -429,7 +429,8 @@ private slots:
                 // and gives the drawn values back (Backend::draw_last_rows' form).
                 const bool indexed = draw % 4 == 0;
                 std::vector<int32_t> order(static_cast<size_t>(rows));
-                for (int64_t r = 0; r < rows; ++r) order[static_cast<size_t>(r)] = static_cast<int32_t>(indexed ? rows - 1 - r : r);
+                for (int64_t r = 0; r < rows; ++r)
+                    order[static_cast<size_t>(r)] = static_cast<int32_t>(indexed ? rows - 1 - r : r);
                 auto in_order = [&](const auto& v) {
                     std::remove_cvref_t<decltype(v)> out;
                     for (const int32_t r : order) out.push_back(v[static_cast<size_t>(r)]);
@@ -512,8 +513,9 @@ private slots:
                     p.temperature = std::array{0.5f, 0.8f, 1.0f, 1.7f}[static_cast<size_t>(i + draw) % 4];
                     p.top_k = 0;
                     p.top_p = std::array{0.3f, 0.9f, 0.95f, 1.0f, 0.99f, 0.5f}[static_cast<size_t>(i) % 6];
-                    p.min_p = p.top_p < 1.0f ? std::array{0.0f, 0.0f, 0.02f, 0.1f}[static_cast<size_t>(i / 6) % 4]
-                                             : std::array{0.001f, 0.02f, 0.1f, 0.5f}[static_cast<size_t>(i / 6 + draw) % 4];
+                    const auto j = static_cast<size_t>(i / 6), k = static_cast<size_t>(i / 6 + draw);
+                    p.min_p = p.top_p < 1.0f ? std::array{0.0f, 0.0f, 0.02f, 0.1f}[j % 4]
+                                             : std::array{0.001f, 0.02f, 0.1f, 0.5f}[k % 4];  // min-p alone
                     p.seed = 900 + static_cast<uint64_t>(100 * i + draw);
                     auto host = folio::Sampler::create(p), device = folio::Sampler::create(p);
                     QVERIFY(host && device);

@@ -598,7 +598,7 @@ Status CudaOps::top_p_draws(const float* logits, int64_t vocab, std::span<const 
     const size_t n = rows.size();
     if (n == 0 || !error_) return error_;
     // One upload (row indices, then [n][3] parameters, then uniforms), the
-    // drawn ids after them, then the kernel's workspace.
+    // drawn tokens after them, then the kernel's workspace.
     auto align = [](size_t v, size_t to) { return (v + to - 1) / to * to; };
     const size_t params_at = align(n * sizeof(int32_t), 16), uniforms_at = params_at + align(n * 3 * sizeof(float), 16);
     const size_t out_at = align(uniforms_at + n * sizeof(double), 16);

@@ -181,7 +181,9 @@ bool Sampler::draws_by_temperature() const {
 
 bool Sampler::draws_from_whole_row() const { return params_.temperature != 0.0f && params_.top_k <= 0; }
 
-bool Sampler::draws_by_top_p() const { return draws_from_whole_row() && (params_.top_p < 1.0f || params_.min_p > 0.0f); }
+bool Sampler::draws_by_top_p() const {
+    return draws_from_whole_row() && (params_.top_p < 1.0f || params_.min_p > 0.0f);
+}
 
 bool Sampler::needs_row_sums() const {
     return params_.n_logprobs > 0 || (params_.temperature != 0.0f && params_.top_k <= 0 && params_.top_p < 1.0f);
