@@ -73,8 +73,13 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, kUnroll >= 16 || NT > 2 ?
         }
         allow_later_grids();  // dependents only start: they wait for this grid to finish
         wait_for_earlier_grids();
+        // F16: each slot, once unpacked, loads the chunk one round (32
+        // kUnroll) ahead, so that a long row streams without a round trip
+        // between rounds. F32 and BF16 load a round at a time: the same form
+        // spills their registers (ptxas).
+        constexpr bool kRolling = T == WeightType::F16;
         for (int64_t base = 0; base < chunks; base += 32 * kUnroll) {
-            if (base > 0) {
+            if (!kRolling && base > 0) {
 #pragma unroll
                 for (int i = 0; i < kUnroll; ++i) {
                     const int64_t c = base + 32 * i + lane;
@@ -87,6 +92,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, kUnroll >= 16 || NT > 2 ?
                 if (c >= chunks) break;
                 float f[kElems];
                 unpack16<T>(v[i], f);
+                if (kRolling && c + 32 * kUnroll < chunks)
+                    v[i] = __ldcs(reinterpret_cast<const uint4*>(wr) + c + 32 * kUnroll);
 #pragma unroll
                 for (int j = 0; j < NT; ++j) {
                     const float4* xv = reinterpret_cast<const float4*>(xs + j * cols + c * kElems);

@@ -391,10 +391,24 @@ constexpr bool kSuperBlocks = T == WeightType::Q4_K || T == WeightType::Q5_K || 
 template <WeightType T>
 constexpr int kUnroll = kSuperBlocks<T> ? 2 : 4;
 
+template <WeightType T>
+__device__ __forceinline__ void load_first(const uint8_t* __restrict__ w, const SplitLayout& l, int64_t first_unit,
+                                           int units, int lane, typename UnitOf<T>::type::Unit (&unit)[kUnroll<T>]) {
+#pragma unroll
+    for (int i = 0; i < kUnroll<T>; ++i) {
+        const int u = 32 * i + lane;
+        if (u < units) unit[i] = UnitOf<T>::type::load(w, l, first_unit + u);
+    }
+}
+
 // acc[j] = weight row (units first_unit ..) times activation row j0 + j for
 // the calling warp: lane l takes units l, l + 32, ... in this order, kU at a
 // time; `unit` holds the first kU units already when `first_loaded`. The
-// same order for every tile size: batch invariance rests on it.
+// same order for every tile size: batch invariance rests on it. With one
+// activation row (and the first units loaded) and more than one round, each
+// slot of `unit`, once used, loads the unit one round (32 kU) ahead, so that
+// a long row streams without a round trip between rounds (more registers:
+// tiles of several rows keep the plain rounds).
 template <WeightType T, int NT>
 __device__ __forceinline__ void row_dot(const uint8_t* __restrict__ w, const SplitLayout& l, int64_t first_unit,
                                         int units, int lane, typename UnitOf<T>::type::Unit (&unit)[kUnroll<T>],
@@ -403,34 +417,36 @@ __device__ __forceinline__ void row_dot(const uint8_t* __restrict__ w, const Spl
     constexpr int kU = kUnroll<T>;
 #pragma unroll
     for (int j = 0; j < NT; ++j) acc[j] = 0.0f;
-    for (int base = 0; base < units; base += 32 * kU) {
-        if (base > 0 || !first_loaded) {
+    if (NT == 1 && first_loaded && units > 32 * kU) {
+        for (int base = 0; base < units; base += 32 * kU) {
 #pragma unroll
             for (int i = 0; i < kU; ++i) {
                 const int u = base + 32 * i + lane;
-                if (u < units) unit[i] = U::load(w, l, first_unit + u);
+                if (u >= units) break;
+                U::template dot<NT>(unit[i], a, u, j0, acc);
+                if (u + 32 * kU < units) unit[i] = U::load(w, l, first_unit + u + 32 * kU);
             }
         }
+    } else {
+        for (int base = 0; base < units; base += 32 * kU) {
+            if (base > 0 || !first_loaded) {
 #pragma unroll
-        for (int i = 0; i < kU; ++i) {
-            const int u = base + 32 * i + lane;
-            if (u < units) U::template dot<NT>(unit[i], a, u, j0, acc);
+                for (int i = 0; i < kU; ++i) {
+                    const int u = base + 32 * i + lane;
+                    if (u < units) unit[i] = U::load(w, l, first_unit + u);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < kU; ++i) {
+                const int u = base + 32 * i + lane;
+                if (u < units) U::template dot<NT>(unit[i], a, u, j0, acc);
+            }
         }
     }
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) acc[j] = __fadd_rn(acc[j], __shfl_xor_sync(0xffffffffu, acc[j], o));
-    }
-}
-
-template <WeightType T>
-__device__ __forceinline__ void load_first(const uint8_t* __restrict__ w, const SplitLayout& l, int64_t first_unit,
-                                           int units, int lane, typename UnitOf<T>::type::Unit (&unit)[kUnroll<T>]) {
-#pragma unroll
-    for (int i = 0; i < kUnroll<T>; ++i) {
-        const int u = 32 * i + lane;
-        if (u < units) unit[i] = UnitOf<T>::type::load(w, l, first_unit + u);
     }
 }
 
