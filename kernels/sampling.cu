@@ -322,7 +322,7 @@ __global__ void __launch_bounds__(kDrawThreads)
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     auto finish = [&](int64_t id) {
         out[r] = static_cast<int32_t>(id);
-        if (out_logits) out_logits[r] = row[id];
+        if (out_logits) out_logits[r] = isnan(row[id]) ? -INFINITY : fminf(row[id], FLT_MAX);
     };
     if (penalties.ids) {  // the penalties first, in place (a row's ids are distinct)
         for (int32_t k = penalties.offsets[r] + tid; k < penalties.offsets[r + 1]; k += kDrawThreads) {

@@ -558,7 +558,7 @@ private slots:
                                     std::to_string(logprobs_differ) + " of " + std::to_string(n_logprobs) +
                                     " logprob entries; whole rows drawn: " + std::to_string(got.whole_rows) +
                                     " (GPU) and " + std::to_string(want.whole_rows) +
-                                    " (host); GPU draws by top-p / min-p, or after a top-k step: " +
+                                    " (host); GPU draws by top-p or min-p: " +
                                     std::to_string(got.device_top_p);
             std::fprintf(stderr, "%s\n", msg.c_str());
             QVERIFY2(differ == 0 && logprobs_differ == 0 && (penalties || n_logprobs > 0) && got.whole_rows == 0 &&

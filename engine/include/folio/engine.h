@@ -170,11 +170,12 @@ private:
     void fill_block_map(StepEvent& event) const;
     // Copy `index` of a request at its first token: a scheduler fork sharing its blocks.
     RequestId fork(Request& parent, int32_t index);
-    // The top-p and min-p draws of a step of step_top_k best entries a row
-    // that these could not decide (planned sequences `undecided`, logits rows
-    // `rows`), made by the backend where the logits are: the rows it drew
-    // leave both lists, their tokens go to `tokens` (their logprobs to their
-    // requests). Returns how many.
+    // In a step that brought step_top_k best entries a row, the draws those
+    // could not decide (planned sequences `undecided`, logits rows `rows`:
+    // wide top-p or min-p sets, temperature alone) made by the backend where
+    // the logits are: the rows it drew leave both lists, their tokens go to
+    // `tokens` (their logprobs to their requests). Returns how many of them
+    // were drawn by top-p or min-p.
     size_t draw_on_backend(const StepPlan& plan, int32_t step_top_k, std::vector<size_t>& undecided,
                                  std::vector<size_t>& rows, std::vector<int32_t>& tokens);
     double now_s() const;

@@ -85,9 +85,8 @@ struct EngineMetrics {
                                            // steps that could not keep the logits there, and rows whose
                                            // best entries could not decide)
     uint64_t sampled_device_top_p_total = 0;  // of those, top-p / min-p draws made on the GPU from the
-                                              // whole row, sorted there (rows whose best entries could not
-                                              // decide, and such rows of steps drawn in the step), and draws
-                                              // by temperature alone of rows a top-k step could not decide
+                                              // whole row (rows whose best entries could not decide, and
+                                              // such rows of steps drawn in the step)
     uint64_t num_preemptions_total = 0;    // running requests pushed back to waiting (or swapped out)
     uint64_t kv_swapped_out_blocks_total = 0;  // KV blocks of preempted requests copied to host swap space
     uint64_t kv_swapped_in_blocks_total = 0;   // and copied back

@@ -588,7 +588,7 @@ Status CudaOps::temperature_draws(const float* logits, int64_t vocab, std::span<
         std::memcpy(&id, drawn.data() + i * sizeof(int32_t), sizeof id);
         std::memcpy(&logit, drawn.data() + (logits_at - ids_at) + i * sizeof(float), sizeof logit);
         // As Sampler::sample reports a draw by temperature alone: from the whole vocabulary.
-        out[i] = {id, static_cast<int32_t>(vocab), sampling_math::clean(logit)};
+        out[i] = {id, static_cast<int32_t>(vocab), logit};
     }
     return error_;
 }

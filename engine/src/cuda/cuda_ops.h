@@ -143,9 +143,9 @@ public:
     // [..][vocab], not changed): kernels::draw_rows over those rows.
     Status temperature_draws(const float* logits, int64_t vocab, std::span<const size_t> rows,
                              std::span<const WholeRowDraw> draws, std::span<DrawnToken> out);
-    // Top-p draws from rows `rows` of `logits` (device memory, [..][vocab]):
-    // kernels::top_p_draw_rows, or on the host (the same tokens) where its
-    // workspace cannot be had.
+    // Top-p and min-p draws from rows `rows` of `logits` (device memory,
+    // [..][vocab]): kernels::top_p_draw_rows, or on the host (the same
+    // tokens) where its workspace cannot be had.
     Status top_p_draws(const float* logits, int64_t vocab, std::span<const size_t> rows,
                        std::span<const WholeRowDraw> draws, std::span<DrawnToken> out);
 
@@ -203,7 +203,7 @@ private:
     bool capturing_ = false;
     DeviceBuffer argmax_device_, top_k_device_;  // chosen ids / top-k entries before they go to the host
     DeviceBuffer draw_device_;  // draw_tokens: uniforms, temperatures, drawn ids, draw_rows' workspace
-    DeviceBuffer top_p_device_;  // top_p_draws: rows, parameters, uniforms, drawn ids, top_p_draw_rows' workspace
+    DeviceBuffer top_p_device_;  // top_p_draws: rows, parameters, uniforms, drawn tokens, workspace
     DeviceBuffer temperature_device_;  // temperature_draws: rows, temperatures, uniforms, ids, logits, workspace
     bool top_p_on_host_ = false;  // its workspace could not be had once (said on stderr)
     // An error unless every row is one of the last top_k()'s.

@@ -151,8 +151,7 @@ std::string prometheus_text(const EngineMetrics& m, std::string_view model_name)
                 "Tokens sampled on the host from a whole logits row (not from entries selected on the GPU).",
                 m.sampled_whole_rows_total);
     out.counter("folio:sampled_device_top_p_total",
-                "Tokens drawn on the GPU from a whole logits row by top-p or min-p (sorted there), or by "
-                "temperature alone in a step of selected entries.",
+                "Tokens drawn by top-p or min-p on the GPU from a whole logits row.",
                 m.sampled_device_top_p_total);
     out.counter("folio:generation_tokens_total", "Number of generation tokens processed.",
                 m.generation_tokens_total);

@@ -356,7 +356,7 @@ void Engine::step() {
     }
     if (status) status = backend_.copy_blocks(plan.copies);
     const size_t n_rows = batch_.logits_rows.size();
-    size_t n_device_top_p = 0;  // rows drawn by top-p where the logits are
+    size_t n_device_top_p = 0;  // rows drawn by top-p or min-p where the logits are
     const double t_forward = now_s();
     if (device_greedy) {
         step_top_k = 0;
@@ -608,10 +608,12 @@ size_t Engine::draw_on_backend(const StepPlan& plan, int32_t step_top_k, std::ve
         return 0;
     }
     const auto k = static_cast<size_t>(step_top_k);
+    size_t n_top_p = 0;
     for (size_t j = 0; j < drawn.size(); ++j) {
         const size_t i = drawn[j];
         tokens[i] = out[j].id;
         Request& r = *requests_.at(plan.sequences[i].id);
+        n_top_p += r.sampler.draws_by_top_p();
         if (r.params.sampling.n_logprobs == 0) continue;
         const size_t at = drawn_rows[j] * k;
         r.sampler.report_drawn(std::span<const float>(logits_.data() + at, k),
@@ -621,7 +623,7 @@ size_t Engine::draw_on_backend(const StepPlan& plan, int32_t step_top_k, std::ve
     }
     undecided = std::move(left);
     rows = std::move(left_rows);
-    return drawn.size();
+    return n_top_p;
 }
 
 RequestId Engine::fork(Request& parent, int32_t index) {

@@ -56,8 +56,9 @@ cudaError_t softmax_sums(const float* x, int64_t n_rows, int64_t n_cols, const f
 // frequency and presence penalties params[3r ..] (ids outside the row are
 // skipped): x is changed in place. With `rows` (device memory, may be null)
 // draw r is made from row rows[r] of x instead of row r; with `out_logits`
-// (may be null) out_logits[r] is the drawn column's value (after the
-// penalties; not cleaned). One block per row; each draw is chains of
+// (may be null) out_logits[r] is the drawn column's value after the
+// penalties, NaN as -inf and +inf as the largest float (top_p_draw_rows'
+// TopPDrawn::logit). One block per row; each draw is chains of
 // ~n_cols / 8 dependent double adds. The workspace holds
 // draw_rows_workspace_bytes() (a double per 8 columns).
 struct DrawPenalties {
