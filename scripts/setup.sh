@@ -15,7 +15,7 @@ sudo_cmd=()
 debs=(
   build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip
   clang libclang-rt-14-dev            # libFuzzer target of the GGUF reader
-  qt6-base-dev qt6-base-dev-tools libqt6svg6-dev qt6-svg-dev libgl-dev
+  qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl-dev
   libqcustomplot-dev libqcustomplot2.1-qt6
   nlohmann-json3-dev libpcre2-dev
   xvfb xauth                          # GUI tests and screenshots on a real X server
@@ -38,8 +38,16 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c 'import gguf, numpy, safetensors, tokenizers, jinja2, transformers' 2>/dev/null; then
-  .venv/bin/pip install -q --disable-pip-version-check -r tools/requirements.txt
+# A stamp of the requirements installed: a second run compares it rather than
+# importing transformers (seconds).
+stamp=.venv/folio-requirements.sha256
+want=$(sha256sum tools/requirements.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  if ! .venv/bin/python -c 'import gguf, numpy, safetensors, tokenizers, jinja2, transformers' 2>/dev/null; then
+    echo "setup: Python tools into .venv (tools/requirements.txt)"
+    .venv/bin/pip install -q --disable-pip-version-check -r tools/requirements.txt
+  fi
+  echo "$want" >"$stamp"
 fi
 
 bash scripts/fetch-models.sh

@@ -15,6 +15,7 @@
 #include "cuda/cuda_ops.h"
 #include "cuda/nvml.h"
 #include "folio/backend.h"
+#include "folio_kernels/check.h"
 #include "folio_kernels/matmul.h"
 #include "folio_kernels/sampling.h"
 #include "model/architecture.h"
@@ -55,8 +56,9 @@ public:
         if (stream_) cudaStreamDestroy(stream_);
     }
 
+    // `index` is the user's cuda:N, `device` the runtime's id of that GPU.
     Status init(const ModelDescription& model, std::unique_ptr<model::Architecture> arch, const BackendOptions& options,
-                int device);
+                int index, int device);
 
     Status forward(const Batch& batch, std::span<float> logits) override {
         return step(batch, model::StepOutput::all_logits(logits));
@@ -202,14 +204,18 @@ private:
 };
 
 Status CudaBackend::init(const ModelDescription& model, std::unique_ptr<model::Architecture> arch,
-                         const BackendOptions& options, int device) {
+                         const BackendOptions& options, int index, int device) {
     device_ = device;
     arch_ = std::move(arch);
     use_graphs_ = options.cuda_graphs;
     FOLIO_CUDA_OR_ERROR(cudaSetDevice(device_), "select device " + std::to_string(device_));
     cudaDeviceProp prop{};
     FOLIO_CUDA_OR_ERROR(cudaGetDeviceProperties(&prop, device_), "device properties");
-    name_ = "cuda:" + std::to_string(device_) + " (" + prop.name + ")";
+    name_ = "cuda:" + std::to_string(index) + " (" + prop.name + ")";
+    if (cudaError_t err = kernels::kernel_image_status(); err != cudaSuccess)
+        return make_error(name_ + ": this build of Folio has no CUDA code for sm_" + std::to_string(prop.major) +
+                          std::to_string(prop.minor) + " (" + cudaGetErrorString(err) +
+                          "); rebuild with -DCMAKE_CUDA_ARCHITECTURES=native, or use --device cpu");
     char pci[32] = {};
     if (cudaDeviceGetPCIBusId(pci, sizeof pci, device_) == cudaSuccess) nvml_ = cuda::Nvml::open(pci);
     FOLIO_CUDA_OR_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
@@ -523,29 +529,48 @@ Result<int> parse_device(const std::string& device) {
 
 namespace {
 
+// Folio's kernels need sm_80 (cp.async, bf16 tensor-core MMA).
+constexpr int kMinComputeCapability = 80;
+
+// The GPUs Folio can use, in the runtime's order: "cuda:N" is the N-th of
+// them. A GPU older than sm_80 is left out and named in the description.
 struct DeviceScan {
-    int count = 0;
+    std::vector<int> usable;  // runtime device ids
     std::string description;
 };
+
+std::string describe_device(const cudaDeviceProp& p) {
+    char memory[64];
+    std::snprintf(memory, sizeof memory, ", %.1f GiB, sm_%d%d", static_cast<double>(p.totalGlobalMem) / (1 << 30),
+                  p.major, p.minor);
+    return std::string(p.name) + memory;
+}
 
 const DeviceScan& scan_devices() {
     static const DeviceScan scan = [] {
         DeviceScan d;
-        if (cudaError_t err = cudaGetDeviceCount(&d.count); err != cudaSuccess) {
+        int count = 0;
+        if (cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
             cudaGetLastError();  // clear it
-            d.count = 0;
             d.description = std::string("no usable CUDA GPU: ") + cudaGetErrorString(err);
             return d;
         }
-        if (d.count == 0) d.description = "no CUDA GPU found";
-        for (int i = 0; i < d.count; ++i) {
+        std::vector<std::string> usable, too_old;
+        for (int i = 0; i < count; ++i) {
             cudaDeviceProp p{};
             if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-            char memory[64];
-            std::snprintf(memory, sizeof memory, ", %.1f GiB, sm_%d%d", static_cast<double>(p.totalGlobalMem) / (1 << 30),
-                          p.major, p.minor);
-            d.description += (d.description.empty() ? "cuda:" : "\ncuda:") + std::to_string(i) + " " + p.name + memory;
+            if (p.major * 10 + p.minor < kMinComputeCapability) {
+                too_old.push_back(describe_device(p));
+                continue;
+            }
+            usable.push_back("cuda:" + std::to_string(d.usable.size()) + " " + describe_device(p));
+            d.usable.push_back(i);
         }
+        for (const std::string& line : usable) d.description += (d.description.empty() ? "" : "\n") + line;
+        if (count == 0) d.description = "no CUDA GPU found";
+        for (const std::string& gpu : too_old)
+            d.description += (d.description.empty() ? "no usable CUDA GPU: " : "\nnot used: ") + gpu +
+                             " is older than sm_80, which Folio's CUDA kernels need";
         return d;
     }();
     return scan;
@@ -553,7 +578,7 @@ const DeviceScan& scan_devices() {
 
 }  // namespace
 
-int cuda_device_count() { return scan_devices().count; }
+int cuda_device_count() { return static_cast<int>(scan_devices().usable.size()); }
 
 std::string describe_cuda_devices() { return scan_devices().description; }
 
@@ -565,13 +590,14 @@ Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& mod
     if (count == 0) return make_error(describe_cuda_devices());
     if (*device >= count)
         return make_error("device cuda:" + std::to_string(*device) + " does not exist (" + std::to_string(count) +
-                          " GPU" + (count == 1 ? "" : "s") + ")");
+                          " usable GPU" + (count == 1 ? "" : "s") + ")");
     if (options.block_size == 0 || options.block_size > 1024)
         return make_error("KV block size must be between 1 and 1024 tokens");
     auto arch = model::create_architecture(model);
     if (!arch) return arch.error();
     auto backend = std::make_unique<CudaBackend>();
-    if (Status s = backend->init(model, std::move(*arch), options, *device); !s) return s.error();
+    if (Status s = backend->init(model, std::move(*arch), options, *device, scan_devices().usable[*device]); !s)
+        return s.error();
     return std::unique_ptr<Backend>(std::move(backend));
 }
 

@@ -18,4 +18,9 @@ inline unsigned blocks_for(long long count, int threads) {
     return static_cast<unsigned>(b > 0 ? b : 1);
 }
 
+// cudaSuccess when this build holds code the current device can run (machine
+// code for its architecture, or PTX it can compile); cudaErrorNoKernelImageForDevice
+// (or the driver's error) otherwise.
+cudaError_t kernel_image_status();
+
 }  // namespace folio::kernels
