@@ -10,6 +10,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 say() { echo "run.sh: $*" >&2; }
+# Set-up and build talk on stderr; stdout is the answer alone (CI reads it).
+exec 3>&1 1>&2
 
 bash scripts/setup.sh
 
@@ -58,8 +60,8 @@ cmake --build --preset default -j "$(nproc)" --target folio folio-studio
 
 model=models/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
-  exec ./build/app/folio-studio "$model"
+  exec ./build/app/folio-studio "$model" >&3
 fi
 say "no display; the default model answers a prompt on the CPU instead of opening the studio"
 exec ./build/app/folio run -m "$model" --chat \
-  -p "${FOLIO_PROMPT:-In two sentences, what is a KV cache in a language model?}" -n 128
+  -p "${FOLIO_PROMPT:-In two sentences, what is a KV cache in a language model?}" -n 128 >&3

@@ -20,6 +20,7 @@ debs=(
   nlohmann-json3-dev libpcre2-dev
   xvfb xauth                          # GUI tests and screenshots on a real X server
   appstream                           # validates the studio's AppStream metainfo
+  debootstrap rpm                     # the package install test (packaging/linux/test-install.sh)
 )
 
 if [ "${FOLIO_SKIP_APT:-0}" != 1 ]; then

@@ -10,6 +10,8 @@
 #include <QThreadPool>
 #include <QTimer>
 
+#include <cstdio>
+
 #include "folio/backend.h"
 
 #include "ui/chat_controller.h"
@@ -19,6 +21,7 @@
 #include "ui/resources.h"
 #include "ui/session_list_panel.h"
 #include "ui/session_store.h"
+#include "smoke_test.h"
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
@@ -35,9 +38,17 @@ int main(int argc, char** argv) {
     parser.addPositionalArgument("model", "GGUF file or Hugging Face folder to open");
     const QCommandLineOption no_model("no-model", "Start without loading a model.");
     const QCommandLineOption chat("chat", "Start a new chat with TEXT once the model is loaded.", "TEXT");
+    const QCommandLineOption smoke_test("smoke-test",
+                                        "With --chat: save the window to PNG once the reply is there, then quit "
+                                        "(exit status 1 if the model or the reply fails).", "PNG");
     parser.addOption(no_model);
     parser.addOption(chat);
+    parser.addOption(smoke_test);
     parser.process(app);
+    if (parser.isSet(smoke_test) && !parser.isSet(chat)) {
+        std::fprintf(stderr, "folio-studio: --smoke-test needs --chat TEXT\n");
+        return 2;
+    }
 
     // One studio per data folder: two would overwrite each other's sessions.
     // A lock left by a killed studio is stale (its process is gone) and taken over.
@@ -63,6 +74,7 @@ int main(int argc, char** argv) {
     folio::ui::MainWindow window(options);
     window.show();
 
+    if (parser.isSet(smoke_test)) start_smoke_test(window, parser.value(smoke_test));
     if (parser.isSet(chat)) {
         const QString text = parser.value(chat);
         QObject::connect(window.bridge(), &folio::ui::EngineBridge::modelLoaded, &window, [&window, text] {
