@@ -172,7 +172,9 @@ QRgb BlockMapWidget::cellColor(int first, int count) const {
 QString BlockMapWidget::summary() const {
     const std::shared_ptr<const folio::StepEvent>& e = snapshot_.event;
     const int n = e ? static_cast<int>(e->blocks.size()) : 0;
-    if (n == 0) return tr("No engine running");
+    if (n == 0) return tr("No model loaded");
+    // The pool of a model just loaded, before its first step.
+    if (e->step == 0) return tr("%1 blocks × %2 tokens · all free · idle").arg(n).arg(e->block_size);
     QString summary = tr("%1 blocks × %2 tokens · %3% in use · %4 running, %5 waiting · step %6").arg(n).arg(e->block_size)
             .arg(e->kv_usage * 100.0, 0, 'f', 1).arg(e->running).arg(e->waiting).arg(e->step);
     if (e->preempted > 0) summary += tr(" · %1 preempted").arg(e->preempted);

@@ -5,6 +5,7 @@
 // --chat starts a new chat with TEXT once the model is loaded.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QCoreApplication>
 #include <QLockFile>
 #include <QMessageBox>
 #include <QThreadPool>
@@ -20,23 +21,47 @@
 #include "ui/session_list_panel.h"
 #include "ui/session_store.h"
 
-int main(int argc, char** argv) {
-    QApplication app(argc, argv);
-    QApplication::setOrganizationName("Folio");
-    QApplication::setApplicationName("Folio Studio");
-    QApplication::setApplicationVersion(FOLIO_VERSION);
-    QApplication::setDesktopFileName("org.folio.Studio");
-    folio::ui::init_resources();
+namespace {
 
+void describe_application() {
+    QCoreApplication::setOrganizationName("Folio");
+    QCoreApplication::setApplicationName("Folio Studio");
+    QCoreApplication::setApplicationVersion(FOLIO_VERSION);
+}
+
+bool asks_for_help_or_version(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const QByteArray a(argv[i]);
+        if (a == "--help" || a == "-h" || a == "-?" || a == "--help-all" || a == "--version" || a == "-v") return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const QCommandLineOption no_model("no-model", "Start without loading a model.");
+    const QCommandLineOption chat("chat", "Start a new chat with TEXT once the model is loaded.", "TEXT");
     QCommandLineParser parser;
     parser.setApplicationDescription("Folio Studio: chat with local LLMs and watch the engine work.");
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument("model", "GGUF file or Hugging Face folder to open");
-    const QCommandLineOption no_model("no-model", "Start without loading a model.");
-    const QCommandLineOption chat("chat", "Start a new chat with TEXT once the model is loaded.", "TEXT");
     parser.addOption(no_model);
     parser.addOption(chat);
+    // --help and --version need no display: answered before QApplication,
+    // which cannot start without one (ssh, a container, a CI log).
+    if (asks_for_help_or_version(argc, argv)) {
+        QCoreApplication core(argc, argv);
+        describe_application();
+        parser.process(core);  // prints and exits
+        return 0;
+    }
+
+    QApplication app(argc, argv);
+    describe_application();
+    QApplication::setDesktopFileName("org.folio.Studio");
+    folio::ui::init_resources();
     parser.process(app);
 
     // One studio per data folder: two would overwrite each other's sessions.
