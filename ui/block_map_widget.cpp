@@ -103,9 +103,21 @@ QVector<BlockMapWidget::Legend> BlockMapWidget::legend() const {
     return items;
 }
 
+QStringList BlockMapWidget::summaryLines() const {
+    // Wrapped at its " · " separators, so that a narrow panel shows all of it.
+    const QFontMetrics fm(font());
+    const QString sep = QStringLiteral(" · ");
+    QStringList lines;
+    for (const QString& part : summary().split(sep)) {
+        if (!lines.isEmpty() && fm.horizontalAdvance(lines.back() + sep + part) <= width() - 8) lines.back() += sep + part;
+        else lines << part;
+    }
+    return lines;
+}
+
 int BlockMapWidget::legendHeight() const {
     const QFontMetrics fm(font());
-    int x = 4, rows = 2;  // the summary line, then the first legend row
+    int x = 4, rows = static_cast<int>(summaryLines().size()) + 1;  // the summary, then the first legend row
     for (const Legend& l : legend()) {
         const int w = 16 + fm.horizontalAdvance(l.label) + 12;
         if (x + w > width() - 4 && x > 4) {
@@ -191,9 +203,11 @@ void BlockMapWidget::paintEvent(QPaintEvent*) {
     const int n = e ? static_cast<int>(e->blocks.size()) : 0;
 
     p.setPen(palette().text().color());
-    p.drawText(QRect(4, 2, width() - 8, kLegendRow), Qt::AlignLeft | Qt::AlignVCenter, summary());
-
-    int x = 4, y = 2 + kLegendRow;
+    int x = 4, y = 2;
+    for (const QString& line : summaryLines()) {
+        p.drawText(QRect(4, y, width() - 8, kLegendRow), Qt::AlignLeft | Qt::AlignVCenter, line);
+        y += kLegendRow;
+    }
     for (const Legend& l : legend()) {
         const int w = 16 + fm.horizontalAdvance(l.label) + 12;
         if (x + w > width() - 4 && x > 4) {

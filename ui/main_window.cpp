@@ -147,6 +147,7 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     connect(model_panel_, &ModelPanel::unloadRequested, bridge_, &EngineBridge::unload);
 
     default_state_ = saveState();
+    installEventFilter(this);
     auto settings = studio_settings();
     apply_theme(theme_from_string(settings->value("view/theme", "system").toString()));
     restoring_ = true;
@@ -435,8 +436,20 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
     if (!restoring_) QTimer::singleShot(0, this, &MainWindow::updateCompactLayout);
 }
 
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+    // A dock separator dragged (the main window draws and moves them itself): the roomy layout as the user made it.
+    if (watched == this && event->type() == QEvent::MouseButtonRelease && !compact_)
+        QTimer::singleShot(0, this, [this] {
+            if (!compact_) roomy_state_ = saveState();
+        });
+    return QMainWindow::eventFilter(watched, event);
+}
+
 void MainWindow::updateCompactLayout() {
     const bool small = width() < kCompactWidth || height() < kCompactHeight;
+    // Every settled roomy size is remembered: by the time a resize to a
+    // small size arrives, the layout has already squeezed the docks.
+    if (!small && !compact_) roomy_state_ = saveState();
     if (small == compact_) return;
     QDockWidget* chats = findChild<QDockWidget*>("chatsDock");
     QDockWidget* settings = findChild<QDockWidget*>("chatSettingsDock");
@@ -444,7 +457,7 @@ void MainWindow::updateCompactLayout() {
     QDockWidget* map = findChild<QDockWidget*>("blockMapDock");
     QDockWidget* plots = findChild<QDockWidget*>("plotsDock");
     if (small) {
-        roomy_state_ = saveState();
+        if (roomy_state_.isEmpty()) roomy_state_ = saveState();  // compact from the start: the layout restored
         compact_ = true;
         // One tabbed column on each side, narrow: the chat keeps the middle and the full height.
         for (QDockWidget* d : {model, map, plots}) {

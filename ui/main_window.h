@@ -84,6 +84,8 @@ protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
+    // Sees the end of a dock separator drag: the roomy layout is remembered as the user left it.
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     QDockWidget* addPanel(QWidget* panel, const QString& title, const QString& name, Qt::DockWidgetArea area);

@@ -171,10 +171,11 @@ int run_run(int argc, char** argv) {
     const EngineMetrics metrics = m.engine->metrics();
     std::fprintf(stderr,
                  "folio: %zu sequences, %lld tokens generated in %.2f s (%.1f tok/s overall); "
-                 "time to first token p50 %.3f s; %llu preemptions; prefix cache %llu of %llu prompt tokens\n",
+                 "time to first token p50 %.3f s; %llu preemption%s; prefix cache %llu of %llu prompt tokens\n",
                  requests.size(), static_cast<long long>(generated), seconds, static_cast<double>(generated) / seconds,
                  metrics.time_to_first_token_seconds.quantile(0.5),
                  static_cast<unsigned long long>(metrics.num_preemptions_total),
+                 metrics.num_preemptions_total == 1 ? "" : "s",
                  static_cast<unsigned long long>(metrics.prefix_cache_hits_total),
                  static_cast<unsigned long long>(metrics.prefix_cache_queries_total));
     return failures ? 1 : 0;

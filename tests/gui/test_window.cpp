@@ -217,6 +217,8 @@ private slots:
         QCOMPARE(window.dockWidgetArea(plots), Qt::BottomDockWidgetArea);
         const QSize chat_roomy = window.chatView()->size();
         const QSize plots_roomy = plots->size();
+        QDockWidget* list = window.findChild<QDockWidget*>("chatsDock");
+        const QSize list_roomy = list->size();
 
         window.resize(1024, 700);
         QTRY_VERIFY(window.isCompact());
@@ -238,6 +240,9 @@ private slots:
                                 .arg(window.chatView()->width()).arg(window.chatView()->height())
                                 .arg(chat_roomy.width()).arg(chat_roomy.height())
                                 .arg(plots->height()).arg(plots_roomy.height())));
+        QVERIFY2(std::abs(list->height() - list_roomy.height()) <= 4 && std::abs(list->width() - list_roomy.width()) <= 4,
+                 qPrintable(QString("chat list %1x%2 (was %3x%4)").arg(list->width()).arg(list->height())
+                                .arg(list_roomy.width()).arg(list_roomy.height())));
     }
 
     void keyboard_leaves_the_message_box_and_switches_chats() {
