@@ -144,7 +144,7 @@ void EngineHost::submit(const ChatRequest& request) {
     const int32_t context = static_cast<int32_t>(loaded_->status.effective_context());
     auto turn = folio::chat_turn_prompt(loaded_->chat_template, loaded_->tokenizer, request.messages, request.overflow,
                                         context, request.max_tokens);
-    if (!turn) return reject(tr("The conversation does not fit: %1.").arg(QString::fromStdString(turn.error().message)));
+    if (!turn) return reject(tr("The chat does not fit the context: %1.").arg(QString::fromStdString(turn.error().message)));
 
     folio::GenerationRequest g;
     g.prompt_tokens = std::move(turn->tokens);
