@@ -103,9 +103,21 @@ QVector<BlockMapWidget::Legend> BlockMapWidget::legend() const {
     return items;
 }
 
+QStringList BlockMapWidget::summaryLines() const {
+    // Wrapped at its " · " separators, so that a narrow panel shows all of it.
+    const QFontMetrics fm(font());
+    const QString sep = QStringLiteral(" · ");
+    QStringList lines;
+    for (const QString& part : summary().split(sep)) {
+        if (!lines.isEmpty() && fm.horizontalAdvance(lines.back() + sep + part) <= width() - 8) lines.back() += sep + part;
+        else lines << part;
+    }
+    return lines;
+}
+
 int BlockMapWidget::legendHeight() const {
     const QFontMetrics fm(font());
-    int x = 4, rows = 2;  // the summary line, then the first legend row
+    int x = 4, rows = static_cast<int>(summaryLines().size()) + 1;  // the summary, then the first legend row
     for (const Legend& l : legend()) {
         const int w = 16 + fm.horizontalAdvance(l.label) + 12;
         if (x + w > width() - 4 && x > 4) {
@@ -172,7 +184,9 @@ QRgb BlockMapWidget::cellColor(int first, int count) const {
 QString BlockMapWidget::summary() const {
     const std::shared_ptr<const folio::StepEvent>& e = snapshot_.event;
     const int n = e ? static_cast<int>(e->blocks.size()) : 0;
-    if (n == 0) return tr("No engine running");
+    if (n == 0) return tr("No model loaded");
+    // The pool of a model just loaded, before its first step.
+    if (e->step == 0) return tr("%1 blocks × %2 tokens · all free · idle").arg(n).arg(e->block_size);
     QString summary = tr("%1 blocks × %2 tokens · %3% in use · %4 running, %5 waiting · step %6").arg(n).arg(e->block_size)
             .arg(e->kv_usage * 100.0, 0, 'f', 1).arg(e->running).arg(e->waiting).arg(e->step);
     if (e->preempted > 0) summary += tr(" · %1 preempted").arg(e->preempted);
@@ -189,9 +203,11 @@ void BlockMapWidget::paintEvent(QPaintEvent*) {
     const int n = e ? static_cast<int>(e->blocks.size()) : 0;
 
     p.setPen(palette().text().color());
-    p.drawText(QRect(4, 2, width() - 8, kLegendRow), Qt::AlignLeft | Qt::AlignVCenter, summary());
-
-    int x = 4, y = 2 + kLegendRow;
+    int x = 4, y = 2;
+    for (const QString& line : summaryLines()) {
+        p.drawText(QRect(4, y, width() - 8, kLegendRow), Qt::AlignLeft | Qt::AlignVCenter, line);
+        y += kLegendRow;
+    }
     for (const Legend& l : legend()) {
         const int w = 16 + fm.horizontalAdvance(l.label) + 12;
         if (x + w > width() - 4 && x > 4) {

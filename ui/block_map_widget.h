@@ -45,6 +45,8 @@ public:
     // The line above the map: pool, usage, requests (running, waiting,
     // preempted and swapped this step), step number.
     QString summary() const;
+    // The summary as drawn: wrapped to the widget's width.
+    QStringList summaryLines() const;
     // The block under a widget position, -1 for none (the first of the cell when aggregated).
     int blockAt(QPoint pos) const;
 

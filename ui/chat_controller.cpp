@@ -80,6 +80,14 @@ void ChatController::setSampling(const QString& id, const SamplingSettings& samp
     scheduleSave(500);
 }
 
+void ChatController::setOverflow(const QString& id, folio::ChatOverflow overflow) {
+    ChatSession* s = find(id);
+    if (!s || s->overflow == overflow) return;
+    s->overflow = overflow;
+    emit sessionChanged(id);
+    scheduleSave(500);
+}
+
 bool ChatController::send(const QString& id, const QString& text) {
     ChatSession* s = find(id);
     if (!s || text.trimmed().isEmpty()) return false;
@@ -126,10 +134,13 @@ bool ChatController::startReply(ChatSession& s) {
     }
     request.sampling = s.sampling.to_params();
     request.max_tokens = s.sampling.max_tokens;
+    request.overflow = s.overflow;
 
     ChatMessageRecord reply;
     reply.role = "assistant";
     reply.created = QDateTime::currentDateTimeUtc();
+    // The engine host takes the request once the load in progress is done.
+    if (bridge_->isLoading()) reply.waiting = ChatMessageRecord::Waiting::Model;
     s.messages.push_back(reply);
     s.updated = reply.created;
 
@@ -165,6 +176,19 @@ void ChatController::onUpdate(const RequestUpdate& u) {
     ChatSession* s = find(id);
     if (!s || s->messages.isEmpty() || !s->messages.back().generating()) return;
     ChatMessageRecord& m = s->messages.back();
+    if (u.dropped_messages > 0) {
+        m.dropped_messages = u.dropped_messages;
+        m.full_prompt_tokens = u.full_prompt_tokens;
+        m.context_tokens = u.context_tokens;
+    }
+    if (u.stage != RequestStage::Streaming) {
+        m.waiting = u.stage == RequestStage::Loading  ? ChatMessageRecord::Waiting::Model
+                    : u.stage == RequestStage::Queued ? ChatMessageRecord::Waiting::Queue
+                                                      : ChatMessageRecord::Waiting::Prompt;
+        m.waiting_ahead = u.ahead;
+        emit messageUpdated(id, static_cast<int>(s->messages.size()) - 1);
+        return;
+    }
     m.content += u.text;
     const folio::RequestTimings& t = u.timings;
     m.has_stats = true;
@@ -175,6 +199,7 @@ void ChatController::onUpdate(const RequestUpdate& u) {
     m.stats.cached_prompt_tokens = t.cached_prompt_tokens;
     m.stats.generated_tokens = t.generated_tokens;
     m.stats.preemptions = t.preemptions;
+    m.stats.truncated_tokens = t.truncated_tokens;
     m.stats.prefill_tokens_per_s = t.prefill_tokens_per_s();
     if (u.finished) {
         m.stats.decode_tokens_per_s = t.decode_tokens_per_s();

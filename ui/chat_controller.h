@@ -33,6 +33,7 @@ public:
     void renameSession(const QString& id, const QString& title);
     void setSystemPrompt(const QString& id, const QString& prompt);
     void setSampling(const QString& id, const SamplingSettings& sampling);
+    void setOverflow(const QString& id, folio::ChatOverflow overflow);
 
     // False (and nothing changes) when the text is empty or the session is unknown.
     bool send(const QString& id, const QString& text);

@@ -13,7 +13,9 @@ QString MessageStats::summary() const {
     parts << QObject::tr("decode %1 tok/s").arg(decode_tokens_per_s, 0, 'f', 1);
     parts << QObject::tr("%1 prompt + %2 generated tokens").arg(prompt_tokens).arg(generated_tokens);
     parts << QObject::tr("%1 reused from prefix cache").arg(cached_prompt_tokens);
-    if (preemptions > 0) parts << QObject::tr("%1 preemptions").arg(preemptions);
+    if (preemptions == 1) parts << QObject::tr("1 preemption");
+    if (preemptions > 1) parts << QObject::tr("%1 preemptions").arg(preemptions);
+    if (truncated_tokens > 0) parts << QObject::tr("%1 tokens left out to fit the context").arg(truncated_tokens);
     return parts.join(QStringLiteral(" · "));
 }
 
@@ -47,7 +49,8 @@ QJsonObject stats_to_json(const MessageStats& s) {
                        {"prompt_tokens", s.prompt_tokens},
                        {"cached_prompt_tokens", s.cached_prompt_tokens},
                        {"generated_tokens", s.generated_tokens},
-                       {"preemptions", s.preemptions}};
+                       {"preemptions", s.preemptions},
+                       {"truncated_tokens", s.truncated_tokens}};
 }
 
 MessageStats stats_from_json(const QJsonObject& o) {
@@ -61,6 +64,7 @@ MessageStats stats_from_json(const QJsonObject& o) {
     s.cached_prompt_tokens = o.value("cached_prompt_tokens").toInt();
     s.generated_tokens = o.value("generated_tokens").toInt();
     s.preemptions = o.value("preemptions").toInt();
+    s.truncated_tokens = o.value("truncated_tokens").toInt();
     return s;
 }
 
@@ -94,6 +98,10 @@ QJsonObject ChatSession::to_json() const {
                       {"created", m.created.toString(Qt::ISODateWithMs)},
                       {"finish_reason", m.finish_reason}};
         if (!m.error.isEmpty()) o.insert("error", m.error);
+        if (m.dropped_messages > 0)
+            o.insert("dropped", QJsonObject{{"messages", m.dropped_messages},
+                                            {"prompt_tokens", m.full_prompt_tokens},
+                                            {"context_tokens", m.context_tokens}});
         if (m.has_stats) o.insert("stats", stats_to_json(m.stats));
         list.append(o);
     }
@@ -101,6 +109,7 @@ QJsonObject ChatSession::to_json() const {
                        {"title", title},
                        {"system_prompt", system_prompt},
                        {"sampling", sampling_to_json(sampling)},
+                       {"overflow", QString::fromUtf8(folio::to_string(overflow).data(), static_cast<qsizetype>(folio::to_string(overflow).size()))},
                        {"created", created.toString(Qt::ISODateWithMs)},
                        {"updated", updated.toString(Qt::ISODateWithMs)},
                        {"messages", list}};
@@ -113,6 +122,8 @@ ChatSession ChatSession::from_json(const QJsonObject& object) {
     s.title = object.value("title").toString();
     s.system_prompt = object.value("system_prompt").toString();
     s.sampling = sampling_from_json(object.value("sampling").toObject());
+    s.overflow = folio::chat_overflow_from_string(object.value("overflow").toString().toStdString())
+                     .value_or(folio::ChatOverflow::DropOldestTurns);
     s.created = QDateTime::fromString(object.value("created").toString(), Qt::ISODateWithMs);
     s.updated = QDateTime::fromString(object.value("updated").toString(), Qt::ISODateWithMs);
     for (const QJsonValue& v : object.value("messages").toArray()) {
@@ -124,6 +135,10 @@ ChatSession ChatSession::from_json(const QJsonObject& object) {
         m.created = QDateTime::fromString(o.value("created").toString(), Qt::ISODateWithMs);
         m.finish_reason = o.value("finish_reason").toString();
         m.error = o.value("error").toString();
+        const QJsonObject dropped = o.value("dropped").toObject();
+        m.dropped_messages = dropped.value("messages").toInt();
+        m.full_prompt_tokens = dropped.value("prompt_tokens").toInt();
+        m.context_tokens = dropped.value("context_tokens").toInt();
         if (o.contains("stats")) {
             m.has_stats = true;
             m.stats = stats_from_json(o.value("stats").toObject());

@@ -8,6 +8,7 @@
 #include <QString>
 #include <QVector>
 
+#include "folio/chat_prompt.h"
 #include "folio/sampling.h"
 
 namespace folio::ui {
@@ -23,6 +24,7 @@ struct MessageStats {
     int cached_prompt_tokens = 0;
     int generated_tokens = 0;
     int preemptions = 0;
+    int truncated_tokens = 0;  // left out by the truncate / rolling policies
     QString summary() const;  // "TTFT 0.21 s · prefill 310 tok/s · decode 41.2 tok/s · ..."
 };
 
@@ -37,15 +39,25 @@ struct ChatMessageRecord {
     // ended mid-reply.
     QString finish_reason;
     QString error;
+    // What was left out of the conversation to fit the context (drop-oldest).
+    int dropped_messages = 0;
+    int full_prompt_tokens = 0;
+    int context_tokens = 0;
+    // Before the first token, where the reply stands (not saved).
+    enum class Waiting { Engine, Model, Queue, Prompt };
+    Waiting waiting = Waiting::Engine;
+    int waiting_ahead = 0;  // Queue: requests before it
     bool generating() const { return role == "assistant" && finish_reason.isEmpty(); }
 };
 
+// The defaults are the engine's (SamplingParams), which `folio run` and
+// `folio chat` use too: the studio and the CLI sample alike.
 struct SamplingSettings {
-    double temperature = 0.7;
-    int top_k = 40;
-    double top_p = 0.95;
-    double min_p = 0.05;
-    double repetition_penalty = 1.0;
+    double temperature = folio::SamplingParams{}.temperature;
+    int top_k = folio::SamplingParams{}.top_k;
+    double top_p = folio::SamplingParams{}.top_p;
+    double min_p = folio::SamplingParams{}.min_p;
+    double repetition_penalty = folio::SamplingParams{}.repetition_penalty;
     int max_tokens = 512;
     qint64 seed = -1;  // -1 = random
     folio::SamplingParams to_params() const;
@@ -57,6 +69,7 @@ struct ChatSession {
     QString title;
     QString system_prompt;
     SamplingSettings sampling;
+    folio::ChatOverflow overflow = folio::ChatOverflow::DropOldestTurns;  // when the chat outgrows the context
     QVector<ChatMessageRecord> messages;
     QDateTime created;
     QDateTime updated;

@@ -73,6 +73,7 @@ ChatView::ChatView(ChatController* chats, QWidget* parent) : QWidget(parent), ch
     composer_ = new QPlainTextEdit(this);
     composer_->setPlaceholderText(tr("Message (Enter sends, Shift+Enter for a new line)"));
     composer_->setMaximumHeight(110);
+    composer_->setTabChangesFocus(true);  // Tab leaves the box (keyboard users); a tab character is rarely meant
     composer_->installEventFilter(this);
     row->addWidget(composer_, 1);
     auto* buttons = new QVBoxLayout;

@@ -55,6 +55,7 @@ void EngineHost::release() {
     tickets_.clear();
     requests_.clear();
     first_token_seen_.clear();
+    stages_.clear();
 }
 
 void EngineHost::load(const QString& path, const EngineSettings& settings) {
@@ -138,22 +139,40 @@ void EngineHost::submit(const ChatRequest& request) {
         u.error = message;
         emit requestUpdated(u);
     };
-    if (!loaded_ || !loaded_->engine) return reject(tr("No model is loaded: open one from the Model menu."));
-    auto ids = folio::chat_prompt_tokens(loaded_->chat_template, loaded_->tokenizer, request.messages);
-    if (!ids) return reject(tr("The conversation cannot be sent: %1").arg(QString::fromStdString(ids.error().message)));
+    if (!loaded_ || !loaded_->engine)
+        return reject(tr("No model is loaded: open one with File > Open Model… (Ctrl+O), or drop a file on the window."));
+    const int32_t context = static_cast<int32_t>(loaded_->status.effective_context());
+    auto turn = folio::chat_turn_prompt(loaded_->chat_template, loaded_->tokenizer, request.messages, request.overflow,
+                                        context, request.max_tokens);
+    if (!turn) return reject(tr("The chat does not fit the context: %1.").arg(QString::fromStdString(turn.error().message)));
 
     folio::GenerationRequest g;
-    g.prompt_tokens = std::move(*ids);
+    g.prompt_tokens = std::move(turn->tokens);
+    g.overflow = turn->overflow;
+    g.keep_tokens = turn->keep_tokens;
     g.sampling = request.sampling;
     g.max_tokens = request.max_tokens;
     g.priority = request.priority;
     const quint64 ticket = request.ticket;
-    // The lock is held across submit() so that the id is mapped before its first callback.
-    std::lock_guard lock(mutex_);
-    const folio::RequestId id = loaded_->engine->submit(
-        std::move(g), [this, ticket](const folio::RequestOutput& out) { on_output(ticket, out); });
-    tickets_.insert(id, ticket);
-    requests_.insert(ticket, id);
+    // The first update says what was left out and where the request stands.
+    RequestUpdate first;
+    first.ticket = ticket;
+    first.stage = RequestStage::Queued;
+    first.dropped_messages = static_cast<int>(turn->dropped_messages);
+    first.full_prompt_tokens = static_cast<int>(turn->full_tokens);
+    first.context_tokens = context;
+    {
+        // The lock is held across submit() so that the id is mapped before its first callback.
+        std::lock_guard lock(mutex_);
+        first.ahead = static_cast<int>(tickets_.size());  // every request in flight came first
+        const folio::RequestId id = loaded_->engine->submit(
+            std::move(g), [this, ticket](const folio::RequestOutput& out) { on_output(ticket, out); });
+        first.engine_id = id;
+        tickets_.insert(id, ticket);
+        requests_.insert(ticket, id);
+        stages_.insert(id, {first.stage, first.ahead});
+    }
+    emit requestUpdated(first);
 }
 
 void EngineHost::abort(quint64 ticket) {
@@ -189,6 +208,7 @@ void EngineHost::on_output(quint64 ticket, const folio::RequestOutput& out) {
             requests_.remove(ticket);
             first_token_seen_.remove(out.id);
         }
+        stages_.remove(out.id);  // its first output: it streams from now on
     }
     emit requestUpdated(u);
 }
@@ -197,6 +217,36 @@ void EngineHost::on_step(std::shared_ptr<const folio::StepEvent> event) {
     std::lock_guard lock(mutex_);
     latest_step_ = std::move(event);
     step_pending_ = true;
+}
+
+void EngineHost::report_stages(const folio::StepEvent& event) {
+    QSet<qint64> holding;  // requests with KV blocks: being read (or already streaming)
+    for (const folio::BlockCell& c : event.blocks)
+        if (c.owner >= 0) holding.insert(c.owner);
+    QVector<RequestUpdate> changed;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = stages_.begin(); it != stages_.end(); ++it) {
+            Stage now;
+            if (holding.contains(it.key())) {
+                now.stage = RequestStage::Prefill;
+            } else {
+                now.stage = RequestStage::Queued;
+                // Requests are served first come, first served (the studio gives its chats one priority).
+                for (auto t = tickets_.cbegin(); t != tickets_.cend(); ++t)
+                    if (t.key() < it.key()) ++now.ahead;
+            }
+            if (now.stage == it->stage && now.ahead == it->ahead) continue;
+            *it = now;
+            RequestUpdate u;
+            u.ticket = tickets_.value(it.key());
+            u.engine_id = it.key();
+            u.stage = now.stage;
+            u.ahead = now.ahead;
+            changed.push_back(u);
+        }
+    }
+    for (const RequestUpdate& u : changed) emit requestUpdated(u);
 }
 
 void EngineHost::tick() {
@@ -211,7 +261,10 @@ void EngineHost::tick() {
                 step_pending_ = false;
             }
         }
-        if (snapshot.event) emit blockMapUpdated(snapshot);
+        if (snapshot.event) {
+            emit blockMapUpdated(snapshot);
+            report_stages(*snapshot.event);
+        }
     }
     if (++ticks_ % 2 != 0) return;
 

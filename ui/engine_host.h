@@ -55,6 +55,8 @@ private:
     struct Loaded;
     void on_step(std::shared_ptr<const folio::StepEvent> event);   // engine thread
     void on_output(quint64 ticket, const folio::RequestOutput& out);  // engine thread
+    // Where each request without a token yet stands (queued or being read), sent when it changes.
+    void report_stages(const folio::StepEvent& event);
     void tick();  // host thread, every 50 ms: at most 20 block maps a second, a plot sample every 100 ms
     void release();
 
@@ -70,6 +72,11 @@ private:
     QHash<qint64, quint64> tickets_;   // engine id -> ticket, while the request lives
     QHash<quint64, qint64> requests_;  // ticket -> engine id
     QSet<qint64> first_token_seen_;
+    struct Stage {
+        RequestStage stage = RequestStage::Queued;
+        int ahead = 0;
+    };
+    QHash<qint64, Stage> stages_;  // requests without an output yet, as last reported
     double ttft_sum_ = 0;
     int ttft_count_ = 0;
 

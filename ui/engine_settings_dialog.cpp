@@ -1,5 +1,7 @@
 #include "ui/engine_settings_dialog.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -65,6 +67,14 @@ EngineSettingsDialog::EngineSettingsDialog(const EngineSettings& s, const ModelS
     estimate_ = new QLabel(this);
     estimate_->setWordWrap(true);
     layout->addWidget(estimate_);
+    warning_ = new QLabel(this);
+    warning_->setObjectName("kvContextWarning");
+    warning_->setWordWrap(true);
+    QPalette warn = warning_->palette();
+    warn.setColor(QPalette::WindowText, QColor(0xd0, 0x40, 0x30));
+    warning_->setPalette(warn);
+    warning_->setVisible(false);
+    layout->addWidget(warning_);
     auto* note = new QLabel(tr("Applying restarts the engine: replies in progress stop; chats are kept."), this);
     note->setWordWrap(true);
     layout->addWidget(note);
@@ -83,7 +93,8 @@ EngineSettingsDialog::EngineSettingsDialog(const EngineSettings& s, const ModelS
         prefix_caching_->setChecked(d.prefix_caching);
         threads_->setValue(d.threads);
     });
-    for (QSpinBox* b : {block_size_, kv_budget_}) connect(b, &QSpinBox::valueChanged, this, &EngineSettingsDialog::updateEstimate);
+    for (QSpinBox* b : {block_size_, kv_budget_, max_context_})
+        connect(b, &QSpinBox::valueChanged, this, &EngineSettingsDialog::updateEstimate);
     updateEstimate();
 }
 
@@ -101,12 +112,31 @@ EngineSettings EngineSettingsDialog::settings() const {
 }
 
 void EngineSettingsDialog::updateEstimate() {
+    const QString warning = contextWarning();
+    warning_->setText(warning);
+    warning_->setVisible(!warning.isEmpty());
     if (!model_.valid()) {
         estimate_->setText(tr("Load a model to see the memory estimate."));
         return;
     }
     const MemoryEstimate e = estimate_memory(model_, settings());
     estimate_->setText(tr("%1: %2").arg(model_.name, e.describe()));
+}
+
+QString EngineSettingsDialog::contextWarning() const {
+    if (!model_.valid() || model_.kv_bytes_per_token == 0) return {};
+    const EngineSettings s = settings();
+    const MemoryEstimate e = estimate_memory(model_, s);
+    // The context the engine will run: the setting, capped at the model's trained context (as the backend does).
+    uint64_t context = s.max_context;
+    if (model_.n_ctx_train > 0) context = std::min<uint64_t>(context, model_.n_ctx_train);
+    if (!e.known || e.kv_tokens >= context) return {};
+    const uint64_t block_bytes = model_.kv_bytes_per_token * s.block_size;
+    const uint64_t needed = (context + s.block_size - 1) / s.block_size * block_bytes;
+    const uint64_t needed_mib = (needed + (uint64_t{1} << 20) - 1) >> 20;
+    return tr("⚠ The KV cache budget holds %1 tokens, less than one full context (%2 tokens): a chat longer than that "
+              "loses its oldest turns (or fails, as its Chat Settings say). %3 MiB holds a whole context.")
+        .arg(e.kv_tokens).arg(context).arg(needed_mib);
 }
 
 }  // namespace folio::ui

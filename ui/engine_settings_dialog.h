@@ -19,6 +19,8 @@ class EngineSettingsDialog : public QDialog {
 public:
     EngineSettingsDialog(const EngineSettings& settings, const ModelSummary& model, QWidget* parent = nullptr);
     EngineSettings settings() const;
+    // The warning shown when the KV budget holds less than one full context ("" when it holds one).
+    QString contextWarning() const;
 
 private:
     void updateEstimate();
@@ -33,6 +35,7 @@ private:
     QSpinBox* threads_ = nullptr;
     QComboBox* device_ = nullptr;
     QLabel* estimate_ = nullptr;
+    QLabel* warning_ = nullptr;
 };
 
 }  // namespace folio::ui

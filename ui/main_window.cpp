@@ -5,19 +5,25 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QCoreApplication>
+#include <QDesktopServices>
 #include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
+#include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QResizeEvent>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTimer>
 #include <QToolBar>
+#include <QUrl>
 
 #include "ui/block_map_widget.h"
 #include "ui/chat_controller.h"
@@ -38,6 +44,38 @@ namespace folio::ui {
 namespace {
 constexpr int kMaxRecent = 8;
 const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
+}  // namespace
+
+QString model_display_name(const ModelSummary& summary) {
+    const QString file = QFileInfo(summary.path).fileName();
+    return file.isEmpty() ? summary.name : file;
+}
+
+QStringList add_recent_model(const QStringList& recent, const QString& path, int max) {
+    // Absolute, so that a model opened from another folder's relative path is the same entry.
+    auto absolute = [](const QString& p) { return QFileInfo(p).absoluteFilePath(); };
+    QStringList out{absolute(path)};
+    for (const QString& r : recent)
+        if (!r.isEmpty() && !out.contains(absolute(r))) out << absolute(r);
+    while (out.size() > max) out.removeLast();
+    return out;
+}
+
+namespace {
+
+// Where the studio's documentation is: the source tree's docs/studio.md, or the installed copy.
+QUrl docs_url() {
+    QStringList candidates;
+#ifdef FOLIO_STUDIO_SOURCE_DIR
+    candidates << QStringLiteral(FOLIO_STUDIO_SOURCE_DIR) + "/docs/studio.md";
+#endif
+    const QString exe = QCoreApplication::applicationDirPath();
+    candidates << exe + "/../share/doc/folio/studio.md" << exe + "/../docs/studio.md";
+    for (const QString& c : candidates)
+        if (QFileInfo::exists(c)) return QUrl::fromLocalFile(QFileInfo(c).canonicalFilePath());
+    return {};
+}
+
 }  // namespace
 
 QString default_model_path() {
@@ -96,6 +134,8 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     connectBridge();
 
     connect(session_list_, &SessionListPanel::currentSessionChanged, this, &MainWindow::selectSession);
+    // Enter (or a double click's activation) on a chat in the list goes on to its message box.
+    connect(session_list_->list(), &QListWidget::itemActivated, this, [this] { chat_view_->composer()->setFocus(); });
     connect(chats_, &ChatController::errorOccurred, this, [this](const QString& message) {
         last_error_ = message;
         statusBar()->showMessage(message, 8000);
@@ -107,10 +147,14 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     connect(model_panel_, &ModelPanel::unloadRequested, bridge_, &EngineBridge::unload);
 
     default_state_ = saveState();
+    installEventFilter(this);
     auto settings = studio_settings();
     apply_theme(theme_from_string(settings->value("view/theme", "system").toString()));
+    restoring_ = true;
     restoreGeometry(settings->value("window/geometry").toByteArray());
     restoreState(settings->value("window/state").toByteArray());
+    restoring_ = false;
+    updateCompactLayout();
     const EngineSettings engine_settings = EngineSettings::load(*settings);
 
     if (chats_->sessions().isEmpty()) chats_->createSession();
@@ -124,7 +168,9 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
         if (model.isEmpty()) model = settings->value("model/last").toString();
         if (model.isEmpty() || !QFileInfo::exists(model)) model = default_model_path();
         if (!model.isEmpty()) openModel(model);
-        else model_panel_->setState(tr("No model yet: open a GGUF file or a Hugging Face folder (Ctrl+O), or drop one here."));
+        else showModelState();
+    } else {
+        showModelState();
     }
 }
 
@@ -160,6 +206,21 @@ void MainWindow::createMenus() {
     QAction* regen = chat->addAction(QIcon(":/icons/regenerate.svg"), tr("&Regenerate Reply"), chat_view_, &ChatView::regenerate);
     regen->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     chat->addAction(QIcon(":/icons/delete.svg"), tr("&Delete Chat"), session_list_, &SessionListPanel::deleteCurrent);
+    chat->addSeparator();
+    QAction* next = chat->addAction(tr("Ne&xt Chat"), this, [this] { switchChat(+1); });
+    next->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Tab), QKeySequence(Qt::CTRL | Qt::Key_PageDown)});
+    QAction* previous = chat->addAction(tr("Pre&vious Chat"), this, [this] { switchChat(-1); });
+    previous->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Backtab), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Tab),
+                            QKeySequence(Qt::CTRL | Qt::Key_PageUp)});
+    QAction* list = chat->addAction(tr("Go to the Chat &List"), this, [this] {
+        raisePanel(session_list_);
+        session_list_->list()->setFocus(Qt::ShortcutFocusReason);
+    });
+    list->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
+    QAction* compose = chat->addAction(tr("Go to the &Message Box"), this, [this] {
+        chat_view_->composer()->setFocus(Qt::ShortcutFocusReason);
+    });
+    compose->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
 
     QMenu* engine = menuBar()->addMenu(tr("&Engine"));
     QAction* settings = engine->addAction(QIcon(":/icons/settings.svg"), tr("&Settings…"), this, &MainWindow::showEngineSettings);
@@ -189,9 +250,20 @@ void MainWindow::createMenus() {
             studio_settings()->setValue("view/theme", name);
         });
     }
-    view_menu_->addAction(tr("&Reset Layout"), this, [this] { restoreState(default_state_); });
+    view_menu_->addAction(tr("&Reset Layout"), this, [this] {
+        restoreState(default_state_);
+        roomy_state_.clear();
+        compact_ = false;
+        updateCompactLayout();
+    });
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* keys = help->addAction(tr("&Keyboard Shortcuts"), this, &MainWindow::showShortcuts);
+    keys->setShortcut(QKeySequence::HelpContents);
+    help->addAction(tr("&Documentation"), this, [] {
+        const QUrl url = docs_url();
+        if (url.isValid()) QDesktopServices::openUrl(url);
+    });
     help->addAction(tr("&About Folio Studio"), this, [this] {
         QMessageBox::about(this, tr("About Folio Studio"),
                            tr("<b>Folio Studio</b> %1<br>An LLM inference studio: chats on a continuous-batching engine, "
@@ -233,13 +305,20 @@ void MainWindow::connectBridge() {
         if (!e.fits()) {
             const auto answer = QMessageBox::warning(this, tr("Model may not fit"),
                 tr("%1\n\nLoad it anyway?").arg(e.describe()), QMessageBox::Yes | QMessageBox::No);
-            if (answer != QMessageBox::Yes) return;
+            if (answer != QMessageBox::Yes) {
+                if (bridge_->isLoaded()) model_panel_->showSummary(bridge_->model(), bridge_->settings(), true);
+                showModelState();
+                return;
+            }
         }
         bridge_->load(s.path, bridge_->settings());
     });
     connect(bridge_, &EngineBridge::modelInspectFailed, this, [this](const QString& path, const QString& message) {
         if (path == pending_load_) pending_load_.clear();
-        model_panel_->setState(tr("Could not open %1").arg(QFileInfo(path).fileName()));
+        // The model loaded before, if any, is still there and still answers: the panel keeps showing it.
+        if (bridge_->isLoaded()) model_panel_->showSummary(bridge_->model(), bridge_->settings(), true);
+        showModelState();
+        statusBar()->showMessage(tr("Could not open %1").arg(QFileInfo(path).fileName()), 8000);
         showError(tr("Cannot open model"), tr("%1\n\n%2").arg(path, message));
     });
     connect(bridge_, &EngineBridge::loadingChanged, this, [this](bool loading, const QString& path) {
@@ -251,33 +330,155 @@ void MainWindow::connectBridge() {
     });
     connect(bridge_, &EngineBridge::modelLoaded, this, [this](const ModelSummary& s, const EngineStatus& st) {
         model_panel_->showSummary(s, st.settings, true);
-        model_panel_->setState(tr("Loaded: %1 on %2, %3 KV blocks of %4 tokens (%5), context %6")
-                                   .arg(s.name, st.device).arg(st.n_blocks).arg(st.block_size)
-                                   .arg(format_bytes(st.kv_cache_bytes)).arg(st.max_context));
+        showModelState();
+        const QString name = model_display_name(s);
         device_label_->setText(st.device);
-        model_label_->setText(s.name);
-        setWindowTitle(tr("Folio Studio — %1").arg(s.name));
-        statusBar()->showMessage(tr("Loaded %1").arg(s.name), 4000);
+        model_label_->setText(name);
+        model_label_->setToolTip(tr("Loaded model: %1 (%2)").arg(s.name, s.path));
+        setWindowTitle(tr("Folio Studio — %1").arg(name));
+        statusBar()->showMessage(tr("Loaded %1").arg(name), 4000);
+        // The pool as it is before the first step: every block free.
+        auto idle = std::make_shared<folio::StepEvent>();
+        idle->blocks.resize(st.n_blocks);
+        idle->block_size = st.block_size;
+        block_map_->setSnapshot({idle, {}});
         rememberRecent(s.path);
-        studio_settings()->setValue("model/last", s.path);
+        studio_settings()->setValue("model/last", QFileInfo(s.path).absoluteFilePath());
         if (!s.chat_template_notice.isEmpty()) statusBar()->showMessage(s.chat_template_notice, 8000);
     });
     connect(bridge_, &EngineBridge::modelLoadFailed, this, [this](const QString& path, const QString& message) {
-        model_panel_->setState(tr("Not loaded"));
+        // A failed load has already let go of the model before it (the host unloads first).
+        model_panel_->setState(tr("Not loaded: %1 could not be loaded").arg(QFileInfo(path).fileName()));
         device_label_->setText(tr("no engine"));
         showError(tr("Cannot load model"), tr("%1\n\n%2").arg(path, message));
     });
     connect(bridge_, &EngineBridge::modelUnloaded, this, [this] {
         model_panel_->showSummary(model_panel_->summary(), bridge_->settings(), false);
-        model_panel_->setState(tr("Unloaded"));
+        model_panel_->setState(tr("No model loaded (unloaded)"));
         device_label_->setText(tr("no engine"));
         model_label_->setText(tr("no model"));
+        model_label_->setToolTip(tr("Loaded model"));
         kv_label_->setText(tr("KV —"));
         block_map_->setSnapshot({});
         setWindowTitle(tr("Folio Studio"));
     });
     connect(bridge_, &EngineBridge::blockMapUpdated, block_map_, &BlockMapWidget::setSnapshot);
     connect(bridge_, &EngineBridge::sampled, this, &MainWindow::onSample);
+}
+
+void MainWindow::showModelState() {
+    if (!bridge_->isLoaded()) {
+        model_panel_->setState(tr("No model loaded: open a GGUF file or a Hugging Face folder (Ctrl+O), or drop one here."));
+        return;
+    }
+    const ModelSummary& s = bridge_->model();
+    const EngineStatus& st = bridge_->status();
+    QString state = tr("Loaded: %1 on %2, %3 KV blocks of %4 tokens (%5)")
+                        .arg(model_display_name(s), st.device).arg(st.n_blocks).arg(st.block_size)
+                        .arg(format_bytes(st.kv_cache_bytes));
+    if (st.effective_context() < st.max_context)
+        state += tr("; effective context %1 tokens (the KV cache holds less than the context of %2: a longer chat "
+                    "loses its oldest turns)").arg(st.effective_context()).arg(st.max_context);
+    else
+        state += tr("; context %1 tokens").arg(st.max_context);
+    model_panel_->setState(state);
+}
+
+void MainWindow::switchChat(int step) {
+    const QVector<ChatSession>& all = chats_->sessions();
+    if (all.isEmpty()) return;
+    const int at = chats_->indexOf(session_list_->currentSession());
+    const int n = static_cast<int>(all.size());
+    const int next = ((at < 0 ? 0 : at + step) % n + n) % n;
+    session_list_->setCurrentSession(all[next].id);
+}
+
+QString MainWindow::shortcutsHtml() {
+    const QList<QPair<QString, QString>> keys = {
+        {tr("Enter"), tr("send the message")},
+        {tr("Shift+Enter"), tr("a new line in the message")},
+        {tr("Esc"), tr("stop the reply (or cancel an edit)")},
+        {tr("Tab / Shift+Tab"), tr("leave the message box (next / previous control)")},
+        {tr("Ctrl+Tab, Ctrl+PgDown"), tr("next chat")},
+        {tr("Ctrl+Shift+Tab, Ctrl+PgUp"), tr("previous chat")},
+        {tr("Ctrl+L"), tr("go to the chat list (Enter there goes to the message box)")},
+        {tr("Ctrl+Shift+L"), tr("go to the message box")},
+        {tr("Ctrl+N"), tr("new chat")},
+        {tr("Ctrl+R"), tr("regenerate the last reply")},
+        {tr("Ctrl+."), tr("stop the reply")},
+        {tr("Ctrl+O"), tr("open a model")},
+        {tr("Ctrl+,"), tr("engine settings")},
+        {tr("Ctrl+M"), tr("engine metrics (Prometheus)")},
+        {tr("F1"), tr("this list")},
+        {tr("Ctrl+Q"), tr("quit")},
+    };
+    QString html = "<table cellspacing='4'>";
+    for (const auto& [key, what] : keys) html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(key.toHtmlEscaped(), what.toHtmlEscaped());
+    html += "</table>";
+    const QUrl docs = docs_url();
+    html += docs.isValid() ? tr("<p>More in the documentation: <a href='%1'>docs/studio.md</a>.</p>").arg(docs.toString())
+                           : tr("<p>More in the documentation: docs/studio.md in Folio's source tree.</p>");
+    return html;
+}
+
+void MainWindow::showShortcuts() {
+    auto* box = new QMessageBox(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), shortcutsHtml(), QMessageBox::Close, this);
+    box->setObjectName("shortcutsDialog");
+    box->setTextFormat(Qt::RichText);
+    box->setTextInteractionFlags(Qt::TextBrowserInteraction);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+    QMainWindow::resizeEvent(event);
+    // After the resize settles: restoreState() inside a resize would fight the layout in progress.
+    if (!restoring_) QTimer::singleShot(0, this, &MainWindow::updateCompactLayout);
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+    // A dock separator dragged (the main window draws and moves them itself): the roomy layout as the user made it.
+    if (watched == this && event->type() == QEvent::MouseButtonRelease && !compact_)
+        QTimer::singleShot(0, this, [this] {
+            if (!compact_) roomy_state_ = saveState();
+        });
+    return QMainWindow::eventFilter(watched, event);
+}
+
+void MainWindow::updateCompactLayout() {
+    const bool small = width() < kCompactWidth || height() < kCompactHeight;
+    // Every settled roomy size is remembered: by the time a resize to a
+    // small size arrives, the layout has already squeezed the docks.
+    if (!small && !compact_) roomy_state_ = saveState();
+    if (small == compact_) return;
+    QDockWidget* chats = findChild<QDockWidget*>("chatsDock");
+    QDockWidget* settings = findChild<QDockWidget*>("chatSettingsDock");
+    QDockWidget* model = findChild<QDockWidget*>("modelDock");
+    QDockWidget* map = findChild<QDockWidget*>("blockMapDock");
+    QDockWidget* plots = findChild<QDockWidget*>("plotsDock");
+    if (small) {
+        if (roomy_state_.isEmpty()) roomy_state_ = saveState();  // compact from the start: the layout restored
+        compact_ = true;
+        // One tabbed column on each side, narrow: the chat keeps the middle and the full height.
+        for (QDockWidget* d : {model, map, plots}) {
+            if (d->isFloating()) continue;
+            addDockWidget(Qt::RightDockWidgetArea, d);
+        }
+        tabifyDockWidget(model, map);
+        tabifyDockWidget(map, plots);
+        tabifyDockWidget(chats, settings);
+        map->raise();
+        chats->raise();
+        resizeDocks({map, chats}, {width() * 26 / 100, width() * 18 / 100}, Qt::Horizontal);
+        return;
+    }
+    compact_ = false;
+    if (roomy_state_.isEmpty()) return;
+    // Panels the user showed or hid meanwhile stay so.
+    QHash<QDockWidget*, bool> visible;
+    for (QDockWidget* d : findChildren<QDockWidget*>()) visible.insert(d, d->isVisible());
+    restoreState(roomy_state_);
+    for (auto it = visible.cbegin(); it != visible.cend(); ++it) it.key()->setVisible(it.value());
 }
 
 void MainWindow::onSample(const EngineSample& s) {
@@ -334,14 +535,16 @@ void MainWindow::showError(const QString& title, const QString& message) {
     error_box_->open();  // window-modal, returns at once
 }
 
-QStringList MainWindow::recentModels() const { return studio_settings()->value("model/recent").toStringList(); }
+QStringList MainWindow::recentModels() const {
+    // Lists written before paths were made absolute are cleaned up as they are read.
+    QStringList recent = studio_settings()->value("model/recent").toStringList();
+    if (recent.isEmpty()) return recent;
+    const QString first = recent.takeFirst();
+    return add_recent_model(recent, first, kMaxRecent);
+}
 
 void MainWindow::rememberRecent(const QString& path) {
-    QStringList recent = recentModels();
-    recent.removeAll(path);
-    recent.prepend(path);
-    while (recent.size() > kMaxRecent) recent.removeLast();
-    studio_settings()->setValue("model/recent", recent);
+    studio_settings()->setValue("model/recent", add_recent_model(recentModels(), path, kMaxRecent));
     rebuildRecentMenu();
 }
 
@@ -362,6 +565,14 @@ void MainWindow::rebuildRecentMenu() {
 void MainWindow::closeEvent(QCloseEvent* event) {
     auto settings = studio_settings();
     settings->setValue("window/geometry", saveGeometry());
+    if (compact_ && !roomy_state_.isEmpty()) {
+        // Saved as the roomy layout (with the panels shown or hidden as now): a larger window next time gets it.
+        QHash<QDockWidget*, bool> visible;
+        for (QDockWidget* d : findChildren<QDockWidget*>()) visible.insert(d, d->isVisible());
+        restoreState(roomy_state_);
+        for (auto it = visible.cbegin(); it != visible.cend(); ++it) it.key()->setVisible(it.value());
+        compact_ = false;
+    }
     settings->setValue("window/state", saveState());
     chats_->saveNow();
     QMainWindow::closeEvent(event);

@@ -35,6 +35,16 @@ struct MainWindowOptions {
     bool load_model = true;     // false: start without loading anything
 };
 
+// How the studio names a model: its file (or folder) name; the name in its
+// metadata is often a family name several files share, so it goes in tooltips.
+QString model_display_name(const ModelSummary& summary);
+
+// The recent-models list with `path` first: absolute paths, no duplicates, at most `max`.
+QStringList add_recent_model(const QStringList& recent, const QString& path, int max);
+
+// The window is compact below this size: the chat takes the room the block map and plots had.
+constexpr int kCompactWidth = 1200, kCompactHeight = 800;
+
 // The default model: $FOLIO_MODEL, else models/SmolLM2-135M-Instruct.Q4_1.gguf in the source tree
 // or next to the executable; "" when none exists.
 QString default_model_path();
@@ -58,6 +68,9 @@ public:
     QMessageBox* errorDialog() const { return error_box_; }
     MetricsDialog* metricsDialog() const { return metrics_dialog_; }
     QStringList recentModels() const;
+    bool isCompact() const { return compact_; }
+    // The Help > Keyboard Shortcuts text (HTML).
+    static QString shortcutsHtml();
 
 public slots:
     // Inspects `path` (metadata and memory estimate), then loads it.
@@ -70,6 +83,9 @@ protected:
     void closeEvent(QCloseEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+    // Sees the end of a dock separator drag: the roomy layout is remembered as the user left it.
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     QDockWidget* addPanel(QWidget* panel, const QString& title, const QString& name, Qt::DockWidgetArea area);
@@ -80,6 +96,13 @@ private:
     void rebuildRecentMenu();
     void selectSession(const QString& id);
     void onSample(const EngineSample& sample);
+    // The model panel's state line: the loaded model, or that none is.
+    void showModelState();
+    // Below kCompactWidth x kCompactHeight the right and bottom panels share
+    // one tabbed dock; above, the roomy layout as it was comes back.
+    void updateCompactLayout();
+    void switchChat(int step);
+    void showShortcuts();
 
     EngineBridge* bridge_ = nullptr;
     ChatController* chats_ = nullptr;
@@ -101,6 +124,9 @@ private:
     QPointer<QMessageBox> error_box_;
     MetricsDialog* metrics_dialog_ = nullptr;
     QByteArray default_state_;
+    QByteArray roomy_state_;  // the dock layout before the window went compact
+    bool compact_ = false;
+    bool restoring_ = false;  // restoreState() at start: not a user's resize
 };
 
 }  // namespace folio::ui

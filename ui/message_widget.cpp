@@ -6,6 +6,8 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "ui/chat_markdown.h"
+
 namespace folio::ui {
 
 namespace {
@@ -26,6 +28,30 @@ QString reason_text(const QString& reason) {
     if (reason == "interrupted") return QObject::tr("interrupted (the studio closed mid-reply)");
     if (reason == "error") return QObject::tr("failed");
     return reason;
+}
+
+// What the user can do about a failed reply, from what failed.
+QString advice_for(const QString& error) {
+    if (error.contains("No model"))
+        return QObject::tr("Open a model with File > Open Model… (Ctrl+O), or drop a GGUF file or a model folder on the window.");
+    if (error.contains("context") || error.contains("KV cache") || error.contains("does not fit"))
+        return QObject::tr("Choose “Drop oldest turns” under Chat Settings > When the chat is too long, start a new chat "
+                           "(Ctrl+N), or raise the context length or the KV cache budget in Engine > Settings (Ctrl+,).");
+    return QObject::tr("Regenerate (Ctrl+R) tries again; Engine > Restart starts the engine afresh.");
+}
+
+QString waiting_text(const ChatMessageRecord& m) {
+    using W = ChatMessageRecord::Waiting;
+    switch (m.waiting) {
+        case W::Model: return QObject::tr("waiting for the model to load…");
+        case W::Queue:
+            if (m.waiting_ahead == 1) return QObject::tr("queued behind 1 request…");
+            if (m.waiting_ahead > 1) return QObject::tr("queued behind %1 requests…").arg(m.waiting_ahead);
+            return QObject::tr("queued…");
+        case W::Prompt: return QObject::tr("reading the prompt…");
+        case W::Engine: break;
+    }
+    return QObject::tr("waiting for the engine…");
 }
 
 }  // namespace
@@ -52,12 +78,28 @@ MessageWidget::MessageWidget(int index, QWidget* parent) : QFrame(parent), index
     header->addWidget(regenerate_);
     layout->addLayout(header);
 
+    notice_ = new QLabel(this);
+    notice_->setObjectName("contextNotice");
+    notice_->setWordWrap(true);
+    notice_->setForegroundRole(QPalette::PlaceholderText);
+    notice_->setVisible(false);
+    layout->addWidget(notice_);
+
     body_ = new QLabel(this);
     body_->setWordWrap(true);
     body_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
     body_->setOpenExternalLinks(true);
     body_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
     layout->addWidget(body_);
+
+    error_ = new QLabel(this);
+    error_->setObjectName("errorCard");
+    error_->setWordWrap(true);
+    error_->setTextFormat(Qt::RichText);
+    error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    error_->setStyleSheet("QLabel#errorCard { border: 1px solid #d04030; border-radius: 4px; padding: 6px; }");
+    error_->setVisible(false);
+    layout->addWidget(error_);
 
     stats_ = new QLabel(this);
     stats_->setWordWrap(true);
@@ -83,6 +125,7 @@ void MessageWidget::setMessage(const ChatMessageRecord& m, bool is_last_reply) {
     regenerate_->setVisible(!user && is_last_reply && !m.generating());
     content_ = m.content;
 
+    const bool failed = !user && m.finish_reason == "error";
     QString shown = m.content;
     if (m.generating()) shown += QStringLiteral(" ▍");
     if (shown != rendered_) {
@@ -92,22 +135,44 @@ void MessageWidget::setMessage(const ChatMessageRecord& m, bool is_last_reply) {
             body_->setText(shown);
         } else {
             body_->setTextFormat(Qt::MarkdownText);
-            body_->setText(shown.isEmpty() ? tr("…") : shown);
+            body_->setText(shown.isEmpty() ? tr("…") : chat_markdown(shown));
         }
     }
+    // A failed reply with no text is the error card alone, not "…".
+    body_->setVisible(user || !failed || !m.content.isEmpty());
+    error_->setVisible(failed);
+    if (failed) {
+        const QString what = m.error.isEmpty() ? tr("The engine gave no reason.") : m.error;
+        error_->setText(tr("<b>The reply failed.</b> %1<br>%2").arg(what.toHtmlEscaped(), advice_for(what).toHtmlEscaped()));
+    }
+
+    QString notice;
+    if (!user && m.dropped_messages > 0)
+        notice = (m.dropped_messages == 1 ? tr("The oldest message was left out")
+                                          : tr("The %1 oldest messages were left out").arg(m.dropped_messages)) +
+                 tr(": the conversation (%1 tokens) is longer than the context holds (%2 tokens). The system prompt "
+                    "and the latest messages were sent.").arg(m.full_prompt_tokens).arg(m.context_tokens);
+    notice_->setText(notice);
+    notice_->setVisible(!notice.isEmpty());
 
     QStringList footer;
     if (!user) {
-        if (m.generating() && !m.has_stats) footer << tr("waiting for the engine…");
-        if (m.has_stats) footer << m.stats.summary();
-        const QString reason = reason_text(m.finish_reason);
+        if (m.generating() && !m.has_stats) footer << waiting_text(m);
+        // A failed reply's numbers are empty: the card says what happened.
+        if (m.has_stats && !failed) footer << m.stats.summary();
+        const QString reason = failed ? QString() : reason_text(m.finish_reason);
         if (!reason.isEmpty()) footer << reason;
-        if (!m.error.isEmpty()) footer << m.error;
     }
     stats_->setVisible(!footer.isEmpty());
     stats_->setText(footer.join(QStringLiteral(" · ")));
 }
 
 QString MessageWidget::statsText() const { return stats_->text(); }
+
+QString MessageWidget::noticeText() const { return notice_->text(); }
+
+bool MessageWidget::isErrorCard() const { return !error_->isHidden(); }
+
+QString MessageWidget::errorText() const { return error_->text(); }
 
 }  // namespace folio::ui

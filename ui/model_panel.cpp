@@ -60,6 +60,8 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
 
 void ModelPanel::setState(const QString& text) { state_->setText(text); }
 
+QString ModelPanel::stateText() const { return state_->text(); }
+
 QString ModelPanel::estimateText() const { return estimate_->text(); }
 
 void ModelPanel::showSummary(const ModelSummary& s, const EngineSettings& settings, bool loaded) {

@@ -23,6 +23,7 @@ public:
 
     void showSummary(const ModelSummary& summary, const EngineSettings& settings, bool loaded);
     void setState(const QString& text);
+    QString stateText() const;
     const ModelSummary& summary() const { return summary_; }
     QString estimateText() const;
     bool estimateFits() const { return fits_; }

@@ -5,6 +5,7 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMenu>
 #include <QMessageBox>
 #include <QSaveFile>
 #include <QTextStream>
@@ -13,11 +14,14 @@
 
 #include <qcustomplot.h>
 
+#include "ui/plot_axes.h"
+
 namespace folio::ui {
 
 namespace {
 
 constexpr size_t kMaxSamples = 36000;
+constexpr double kMaxSampleGap = 1.0;      // samples come every 0.1 s: a longer silence is a gap
 
 QCPGraph* add_graph(QCustomPlot* plot, const QString& name, const QColor& color) {
     QCPGraph* g = plot->addGraph();
@@ -38,8 +42,9 @@ void style_for_palette(QCustomPlot* plot, const QPalette& pal) {
     }
     plot->legend->setBrush(pal.base());
     plot->legend->setTextColor(pal.text().color());
-    plot->legend->setBorderPen(QPen(pal.mid().color()));
-    if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) title->setTextColor(pal.text().color());
+    plot->legend->setBorderPen(Qt::NoPen);
+    if (auto* header = qobject_cast<QCPLayoutGrid*>(plot->plotLayout()->element(0, 0)))
+        if (auto* title = qobject_cast<QCPTextElement*>(header->element(0, 0))) title->setTextColor(pal.text().color());
 }
 
 QString csv_number(double v) { return std::isnan(v) ? QString() : QString::number(v, 'g', 8); }
@@ -49,9 +54,12 @@ QString csv_number(double v) { return std::isnan(v) ? QString() : QString::numbe
 PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
+    // The columns follow the width (arrangePlots), so the columns of the
+    // moment must not hold the panel at their width: it may always narrow.
+    layout->setSizeConstraint(QLayout::SetNoConstraint);
     auto* bar = new QHBoxLayout;
-    bar->addWidget(new QLabel(tr("Window"), this));
     window_ = new QComboBox(this);
+    window_->setToolTip(tr("The time the plots span, up to now"));
     for (int s : {30, 60, 300, 900}) window_->addItem(s < 60 ? tr("%1 s").arg(s) : tr("%1 min").arg(s / 60), s);
     window_->setCurrentIndex(1);
     bar->addWidget(window_);
@@ -61,58 +69,121 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent) {
     pause_->setText(tr("Pause"));
     pause_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     bar->addWidget(pause_);
-    bar->addStretch(1);
-    auto* png = new QToolButton(this);
-    png->setIcon(QIcon(":/icons/export.svg"));
-    png->setText(tr("PNG…"));
-    png->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    auto* csv = new QToolButton(this);
-    csv->setIcon(QIcon(":/icons/export.svg"));
-    csv->setText(tr("CSV…"));
-    csv->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    bar->addWidget(png);
-    bar->addWidget(csv);
-    layout->addLayout(bar);
-
-    auto* grid = new QGridLayout;
     throughput_ = makePlot(tr("Throughput"), tr("tokens/s"));
     add_graph(throughput_, tr("prompt"), QColor(0x4f, 0x7c, 0xff));
     add_graph(throughput_, tr("generation"), QColor(0xf2, 0x8c, 0x28));
     kv_ = makePlot(tr("KV cache usage"), tr("%"));
     add_graph(kv_, tr("usage"), QColor(0x2e, 0xa0, 0x6b))->setBrush(QColor(0x2e, 0xa0, 0x6b, 50));
-    kv_->yAxis->setRange(0, 100);
+    kv_->yAxis->setRange(0, percent_axis_top(0));
     requests_ = makePlot(tr("Requests"), tr("count"));
     add_graph(requests_, tr("running"), QColor(0x4f, 0x7c, 0xff))->setLineStyle(QCPGraph::lsStepLeft);
     add_graph(requests_, tr("waiting"), QColor(0xd6, 0x45, 0x45))->setLineStyle(QCPGraph::lsStepLeft);
+    requests_->yAxis->setTicker(count_ticker());
+    requests_->yAxis->setNumberFormat("f");
+    requests_->yAxis->setNumberPrecision(0);
     latency_ = makePlot(tr("Latency"), tr("ms"));
     add_graph(latency_, tr("TTFT"), QColor(0x9b, 0x59, 0xb6))->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
     latency_->graph(0)->setLineStyle(QCPGraph::lsNone);
     add_graph(latency_, tr("inter-token"), QColor(0xf2, 0x8c, 0x28));
-    grid->addWidget(throughput_, 0, 0);
-    grid->addWidget(kv_, 0, 1);
-    grid->addWidget(requests_, 1, 0);
-    grid->addWidget(latency_, 1, 1);
-    layout->addLayout(grid, 1);
+
+    // The chooser: a menu of the plots, so that the bar stays narrow enough for a side panel.
+    auto* show = new QToolButton(this);
+    show->setObjectName("plotChooser");
+    show->setText(tr("Plots"));
+    show->setToolTip(tr("Choose the plots shown (fewer plots, each larger); export them"));
+    show->setPopupMode(QToolButton::InstantPopup);
+    auto* menu = new QMenu(show);
+    const QStringList names{tr("Throughput"), tr("KV cache usage"), tr("Requests"), tr("Latency")};
+    for (int i = 0; i < names.size(); ++i) {
+        QAction* a = menu->addAction(names[i]);
+        a->setCheckable(true);
+        a->setChecked(true);
+        connect(a, &QAction::toggled, this, [this, i](bool on) { setPlotVisible(i, on); });
+        choosers_ << a;
+    }
+    menu->addSeparator();
+    menu->addAction(QIcon(":/icons/export.svg"), tr("Export as PNG…"), this, &PlotsPanel::exportPngInteractive);
+    menu->addAction(QIcon(":/icons/export.svg"), tr("Export Samples as CSV…"), this, &PlotsPanel::exportCsvInteractive);
+    show->setMenu(menu);
+    bar->addWidget(show);
+    bar->addStretch(1);
+    layout->addLayout(bar);
+
+    grid_ = new QGridLayout;
+    grid_->setSpacing(4);
+    layout->addLayout(grid_, 1);
+    arrangePlots();
 
     connect(window_, &QComboBox::currentIndexChanged, this, [this](int) { setWindowSeconds(window_->currentData().toInt()); });
     connect(pause_, &QToolButton::toggled, this, &PlotsPanel::setPaused);
-    connect(png, &QToolButton::clicked, this, &PlotsPanel::exportPngInteractive);
-    connect(csv, &QToolButton::clicked, this, &PlotsPanel::exportCsvInteractive);
+}
+
+void PlotsPanel::setPlotVisible(int index, bool visible) {
+    const QVector<QCustomPlot*> all = plots();
+    if (index < 0 || index >= all.size()) return;
+    if (choosers_[index]->isChecked() != visible) choosers_[index]->setChecked(visible);  // comes back here
+    all[index]->setVisible(visible);
+    columns_ = 0;  // rearrange
+    arrangePlots();
+}
+
+void PlotsPanel::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    arrangePlots();
+}
+
+// The shown plots in the number of columns that makes each one most
+// readable: plots read best about twice as wide as tall.
+void PlotsPanel::arrangePlots() {
+    QVector<QCustomPlot*> shown;
+    for (int i = 0; i < plots().size(); ++i)
+        if (choosers_.isEmpty() || choosers_[i]->isChecked()) shown << plots()[i];
+    const int n = static_cast<int>(shown.size());
+    const int w = std::max(1, width() - 8), h = std::max(1, height() - 40);
+    int best = 1;
+    double best_score = -1;
+    for (int c = 1; c <= std::max(1, n); ++c) {
+        const int rows = (n + c - 1) / std::max(1, c);
+        const double cw = double(w) / c, ch = double(h) / std::max(1, rows);
+        const double score = std::min(cw, 2.0 * ch);
+        if (score > best_score + 1e-9) {
+            best_score = score;
+            best = c;
+        }
+    }
+    if (best == columns_ && grid_->count() == n) return;
+    columns_ = best;
+    while (grid_->count() > 0) grid_->takeAt(0);
+    for (int i = 0; i < n; ++i) grid_->addWidget(shown[i], i / best, i % best);
+    for (int c = 0; c < 4; ++c) grid_->setColumnStretch(c, c < best ? 1 : 0);
+    for (int r = 0; r < 4; ++r) grid_->setRowStretch(r, r < (n + best - 1) / best ? 1 : 0);
 }
 
 QCustomPlot* PlotsPanel::makePlot(const QString& title, const QString& y_label) {
     auto* plot = new QCustomPlot(this);
-    plot->setMinimumSize(200, 110);
+    plot->setMinimumSize(160, 100);
+    // A header row above the plot area: the title, then the legend in one row,
+    // so that the legend never covers the newest data at the right edge.
+    auto* header = new QCPLayoutGrid;
     plot->plotLayout()->insertRow(0);
-    plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, QFont(font().family(), font().pointSize(), QFont::Bold)));
-    plot->xAxis->setLabel(tr("seconds"));
-    plot->yAxis->setLabel(y_label);
-    plot->yAxis->ticker()->setTickCount(4);
-    plot->xAxis->ticker()->setTickCount(6);
+    plot->plotLayout()->addElement(0, 0, header);
+    plot->plotLayout()->setRowStretchFactor(0, 0.001);
+    header->addElement(0, 0, new QCPTextElement(plot, title, QFont(font().family(), font().pointSize(), QFont::Bold)));
+    plot->axisRect()->insetLayout()->take(plot->legend);
+    plot->axisRect()->insetLayout()->simplify();
+    header->addElement(0, 1, plot->legend);
+    header->setColumnStretchFactor(0, 1);
+    header->setColumnStretchFactor(1, 0.001);
+    plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    plot->legend->setWrap(0);
     plot->legend->setVisible(true);
     plot->legend->setFont(QFont(font().family(), std::max(7, font().pointSize() - 2)));
-    plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-    plot->legend->setRowSpacing(0);
+    plot->legend->setBorderPen(Qt::NoPen);
+    plot->legend->setColumnSpacing(8);
+    plot->xAxis->setTicker(QSharedPointer<RelativeTimeTicker>::create());
+    plot->yAxis->setLabel(y_label);
+    plot->yAxis->ticker()->setTickCount(4);
+    plot->xAxis->ticker()->setTickCount(5);
     style_for_palette(plot, palette());
     return plot;
 }
@@ -152,43 +223,54 @@ void PlotsPanel::setWindowSeconds(int seconds) {
 void PlotsPanel::replot() {
     const double now = samples_.empty() ? 0.0 : samples_.back().time_s;
     const double start = now - window_s_;
-    QVector<double> t, prompt, gen, kv, running, waiting, ttft_t, ttft, itl_t, itl;
-    double max_tps = 1, max_req = 1, max_ms = 1;
+    // Times relative to now (the newest sample), so the axis reads "-30 s ... now".
+    QVector<double> t, kv, running, waiting, prompt_t, prompt, gen_t, gen, ttft_t, ttft, itl_t, itl;
+    double max_tps = 1, max_req = 1, max_ms = 1, max_kv = 0;
+    const double nan = std::nan("");
     for (auto it = std::lower_bound(samples_.begin(), samples_.end(), start,
                                     [](const EngineSample& s, double v) { return s.time_s < v; });
          it != samples_.end(); ++it) {
-        t << it->time_s;
-        prompt << it->prompt_tokens_per_s;
-        gen << it->generation_tokens_per_s;
+        const double x = it->time_s - now;
+        // Idle (nothing running or waiting, no tokens): a gap, not a line along zero between two bursts.
+        const bool idle = it->running == 0 && it->waiting == 0 && it->prompt_tokens_per_s == 0 &&
+                          it->generation_tokens_per_s == 0;
+        append_point(prompt_t, prompt, x, idle ? nan : it->prompt_tokens_per_s, kMaxSampleGap);
+        append_point(gen_t, gen, x, idle ? nan : it->generation_tokens_per_s, kMaxSampleGap);
+        append_point(itl_t, itl, x, std::isnan(it->inter_token_s) ? nan : it->inter_token_s * 1000.0, kMaxSampleGap);
+        // The gauges are defined even when idle; only a silence in the samples breaks them.
+        if (!t.isEmpty() && x - t.back() > kMaxSampleGap) {
+            t << t.back() + kMaxSampleGap / 2;
+            kv << nan;
+            running << nan;
+            waiting << nan;
+        }
+        t << x;
         kv << it->kv_usage * 100.0;
         running << it->running;
         waiting << it->waiting;
         max_tps = std::max({max_tps, it->prompt_tokens_per_s, it->generation_tokens_per_s});
         max_req = std::max({max_req, double(it->running), double(it->waiting)});
+        max_kv = std::max(max_kv, it->kv_usage * 100.0);
         if (!std::isnan(it->ttft_s)) {
-            ttft_t << it->time_s;
+            ttft_t << x;
             ttft << it->ttft_s * 1000.0;
             max_ms = std::max(max_ms, it->ttft_s * 1000.0);
         }
-        if (!std::isnan(it->inter_token_s)) {
-            itl_t << it->time_s;
-            itl << it->inter_token_s * 1000.0;
-            max_ms = std::max(max_ms, it->inter_token_s * 1000.0);
-        }
+        if (!std::isnan(it->inter_token_s)) max_ms = std::max(max_ms, it->inter_token_s * 1000.0);
     }
-    throughput_->graph(0)->setData(t, prompt, true);
-    throughput_->graph(1)->setData(t, gen, true);
+    throughput_->graph(0)->setData(prompt_t, prompt, true);
+    throughput_->graph(1)->setData(gen_t, gen, true);
     kv_->graph(0)->setData(t, kv, true);
     requests_->graph(0)->setData(t, running, true);
     requests_->graph(1)->setData(t, waiting, true);
     latency_->graph(0)->setData(ttft_t, ttft, true);
     latency_->graph(1)->setData(itl_t, itl, true);
     throughput_->yAxis->setRange(0, max_tps * 1.1);
-    requests_->yAxis->setRange(0, max_req + 1);
+    kv_->yAxis->setRange(0, percent_axis_top(max_kv));
+    requests_->yAxis->setRange(0, std::ceil(max_req) + 1);
     latency_->yAxis->setRange(0, max_ms * 1.1);
     for (QCustomPlot* plot : plots()) {
-        // Rolling: the newest sample at the right edge once the window has filled.
-        plot->xAxis->setRange(std::max(0.0, start), std::max(now, double(window_s_)));
+        plot->xAxis->setRange(-window_s_, 0);
         plot->replot(QCustomPlot::rpQueuedReplot);
     }
 }

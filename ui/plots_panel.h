@@ -1,7 +1,10 @@
 // Live plots of the engine (QCustomPlot): prompt and generation throughput,
 // KV cache usage, running and waiting requests, time to first token and
-// inter-token latency, over a rolling window. Pause freezes the view (the
-// samples keep coming); export writes the plots as PNG and every sample as CSV.
+// inter-token latency, over a rolling window that ends at "now". Legends sit
+// above the plot area, never over the newest data; the plots shown (a
+// chooser) share the panel in as many columns as keep each one readable.
+// Pause freezes the view (the samples keep coming); export writes the plots
+// as PNG and every sample as CSV.
 #pragma once
 
 #include <QVector>
@@ -12,7 +15,9 @@
 #include "ui/studio_types.h"
 
 class QCustomPlot;
+class QAction;
 class QComboBox;
+class QGridLayout;
 class QToolButton;
 
 namespace folio::ui {
@@ -32,6 +37,9 @@ public:
     bool exportCsv(const QString& path) const;
     size_t sampleCount() const { return samples_.size(); }
     QVector<QCustomPlot*> plots() const { return {throughput_, kv_, requests_, latency_}; }
+    // Shows or hides one of plots() (the chooser's buttons do this).
+    void setPlotVisible(int index, bool visible);
+    int columns() const { return columns_; }
 
 public slots:
     void exportPngInteractive();
@@ -39,9 +47,12 @@ public slots:
 
 protected:
     void changeEvent(QEvent* event) override;  // follows the theme
+    void resizeEvent(QResizeEvent* event) override;
+    QSize minimumSizeHint() const override { return {200, 180}; }
 
 private:
     void replot();
+    void arrangePlots();
     QCustomPlot* makePlot(const QString& title, const QString& y_label);
 
     std::deque<EngineSample> samples_;  // everything, up to an hour at 10 Hz
@@ -51,6 +62,9 @@ private:
     QCustomPlot* latency_ = nullptr;
     QComboBox* window_ = nullptr;
     QToolButton* pause_ = nullptr;
+    QVector<QAction*> choosers_;  // one per plot, checked when shown
+    QGridLayout* grid_ = nullptr;
+    int columns_ = 0;
     bool paused_ = false;
     int window_s_ = 60;
 };

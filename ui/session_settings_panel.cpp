@@ -1,5 +1,6 @@
 #include "ui/session_settings_panel.h"
 
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QLabel>
@@ -66,6 +67,16 @@ SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, QWidget* paren
     form->addRow(tr("Repetition penalty"), repetition_);
     form->addRow(tr("Max tokens"), max_tokens_);
     form->addRow(tr("Seed"), seed_);
+    overflow_ = new QComboBox(this);
+    overflow_->setObjectName("overflowChoice");
+    overflow_->addItem(tr("Drop oldest turns"), static_cast<int>(folio::ChatOverflow::DropOldestTurns));
+    overflow_->addItem(tr("Stop with an error"), static_cast<int>(folio::ChatOverflow::Stop));
+    overflow_->addItem(tr("Truncate the middle"), static_cast<int>(folio::ChatOverflow::TruncateMiddle));
+    overflow_->addItem(tr("Rolling window"), static_cast<int>(folio::ChatOverflow::RollingWindow));
+    overflow_->setToolTip(tr("When the conversation is longer than the context holds: leave out the oldest messages "
+                             "(the system prompt stays; the reply says what was left out), fail with an error, keep "
+                             "the system prompt and the latest tokens, or keep only the latest tokens"));
+    form->addRow(tr("When the chat is too long"), overflow_);
     layout->addLayout(form);
     layout->addStretch(1);
 
@@ -73,6 +84,7 @@ SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, QWidget* paren
     for (QDoubleSpinBox* b : {temperature_, top_p_, min_p_, repetition_})
         connect(b, &QDoubleSpinBox::valueChanged, this, &SessionSettingsPanel::store);
     for (QSpinBox* b : {top_k_, max_tokens_, seed_}) connect(b, &QSpinBox::valueChanged, this, &SessionSettingsPanel::store);
+    connect(overflow_, &QComboBox::currentIndexChanged, this, &SessionSettingsPanel::store);
     connect(chats_, &ChatController::sessionChanged, this, [this](const QString& id) {
         if (id == session_) load();
     });
@@ -98,6 +110,7 @@ void SessionSettingsPanel::load() {
     repetition_->setValue(src.sampling.repetition_penalty);
     max_tokens_->setValue(src.sampling.max_tokens);
     seed_->setValue(static_cast<int>(std::min<qint64>(src.sampling.seed, 2147483647)));
+    overflow_->setCurrentIndex(std::max(0, overflow_->findData(static_cast<int>(src.overflow))));
     loading_ = false;
 }
 
@@ -112,6 +125,7 @@ void SessionSettingsPanel::store() {
     s.max_tokens = max_tokens_->value();
     s.seed = seed_->value();
     chats_->setSampling(session_, s);
+    chats_->setOverflow(session_, static_cast<folio::ChatOverflow>(overflow_->currentData().toInt()));
     chats_->setSystemPrompt(session_, system_prompt_->toPlainText());
 }
 

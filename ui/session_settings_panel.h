@@ -4,6 +4,7 @@
 
 #include <QWidget>
 
+class QComboBox;
 class QDoubleSpinBox;
 class QPlainTextEdit;
 class QSpinBox;
@@ -33,6 +34,7 @@ private:
     QDoubleSpinBox* repetition_ = nullptr;
     QSpinBox* max_tokens_ = nullptr;
     QSpinBox* seed_ = nullptr;
+    QComboBox* overflow_ = nullptr;
 };
 
 }  // namespace folio::ui

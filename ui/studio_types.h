@@ -10,12 +10,14 @@
 #include <QString>
 #include <QVector>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "folio/chat_prompt.h"
 #include "folio/chat_template.h"
 #include "folio/engine.h"
 #include "folio/sampling.h"
@@ -75,6 +77,8 @@ struct EngineStatus {
     uint32_t max_context = 0;
     uint64_t kv_cache_bytes = 0;
     EngineSettings settings;
+    // The longest conversation the engine runs: its context, or the KV pool when that is smaller.
+    uint32_t effective_context() const { return std::min(max_context, n_blocks * block_size); }
 };
 
 // A chat turn for the engine: the conversation, rendered by the model's
@@ -85,6 +89,15 @@ struct ChatRequest {
     folio::SamplingParams sampling;
     int32_t max_tokens = 512;
     int32_t priority = 0;
+    folio::ChatOverflow overflow = folio::ChatOverflow::DropOldestTurns;
+};
+
+// Where a reply stands before its first token (RequestUpdate::stage).
+enum class RequestStage {
+    Streaming,  // an ordinary update: text, statistics, the finish
+    Loading,    // the model it waits for is loading
+    Queued,     // in the engine's queue, behind `ahead` requests
+    Prefill,    // the engine is reading its prompt
 };
 
 // One streamed update of a request (what is new since the last one).
@@ -97,6 +110,11 @@ struct RequestUpdate {
     QString reason;         // "stop", "stop_string", "length", "abort", "error" when finished
     QString error;
     folio::RequestTimings timings;
+    RequestStage stage = RequestStage::Streaming;  // not Streaming: only where the request stands
+    int ahead = 0;                // Queued: requests before it in the engine
+    int dropped_messages = 0;     // the oldest messages left out to fit the context (drop-oldest)
+    int full_prompt_tokens = 0;   // the whole conversation's prompt, when messages were dropped
+    int context_tokens = 0;       // the context it was fitted to
 };
 
 // One point of the live plots, over the interval since the previous one.

@@ -1,6 +1,8 @@
 #include "args.h"
 
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 
 namespace folio::cli {
 
@@ -16,6 +18,10 @@ Result<Args> Args::parse(int argc, char** argv, int first, const std::vector<Fla
                 inline_value = token.substr(eq + 1);
             }
         }
+        if (token == "--version") {
+            std::printf("folio %s\n", FOLIO_VERSION);
+            std::exit(0);
+        }
         const FlagSpec* spec = nullptr;
         for (const auto& s : specs) {
             if ((!s.short_name.empty() && s.short_name == name) || s.long_name == name) {
@@ -27,6 +33,7 @@ Result<Args> Args::parse(int argc, char** argv, int first, const std::vector<Fla
             if (token.empty() || token[0] != '-') return make_error("unexpected argument '" + token + "'");
             return make_error("unknown option '" + name + "' (see --help)");
         }
+        if (name != spec->long_name) args.typed_[spec->long_name] = name;
         if (spec->value_name.empty()) {
             if (inline_value) return make_error("option " + spec->long_name + " takes no value");
             args.values_[spec->long_name] = "";
@@ -60,11 +67,16 @@ Result<int64_t> Args::get_int(const std::string& long_name, int64_t fallback, in
     const char* end = text->data() + text->size();
     auto [ptr, ec] = std::from_chars(text->data(), end, value);
     if (ec != std::errc() || ptr != end)
-        return make_error("option " + long_name + " expects an integer, got '" + *text + "'");
+        return make_error("option " + display_name(long_name) + " expects an integer, got '" + *text + "'");
     if (value < min || value > max)
-        return make_error("option " + long_name + " must be between " + std::to_string(min) + " and " +
+        return make_error("option " + display_name(long_name) + " must be between " + std::to_string(min) + " and " +
                           std::to_string(max) + ", got " + *text);
     return value;
+}
+
+std::string Args::display_name(const std::string& long_name) const {
+    auto it = typed_.find(long_name);
+    return it == typed_.end() ? long_name : it->second + " (" + long_name + ")";
 }
 
 std::string usage(const std::string& verb, const std::string& synopsis, const std::vector<FlagSpec>& specs) {

@@ -78,7 +78,11 @@ int run_bench(int argc, char** argv) {
     if (!n_prompt || !n_gen || !reps || !depth)
         return fail("bench", (!n_prompt ? n_prompt.error() : !n_gen ? n_gen.error() : !reps ? reps.error() : depth.error()).message);
     const int64_t context = std::max<int64_t>(*n_prompt, *depth + *n_gen) + 2;
-    auto loaded = load_for_inference(*args, static_cast<uint32_t>(std::max<int64_t>(context, 512)));
+    // Without -c, the context run and chat use (4096), or the next power of two the test fits in: the
+    // load line then names a context a user would choose, not the test's own 514 tokens.
+    int64_t default_context = 4096;
+    while (default_context < context) default_context *= 2;
+    auto loaded = load_for_inference(*args, static_cast<uint32_t>(std::min<int64_t>(default_context, 1 << 24)));
     if (!loaded) return fail("bench", loaded.error().message);
     LoadedModel& m = **loaded;
     if (context > m.backend->max_context())

@@ -89,6 +89,8 @@ int run_run(int argc, char** argv) {
     }
     auto n_predict = args->get_int("--n-predict", 128, -1, 1 << 24);
     if (!n_predict) return fail("run", n_predict.error().message);
+    if (*n_predict == 0)
+        return fail("run", "option " + args->display_name("--n-predict") + " must be at least 1 (or -1: until the context is full), got 0");
     SamplingParams params;
     if (Status s = read_sampling_flags(*args, params); !s) return fail("run", s.error().message);
 
@@ -121,7 +123,7 @@ int run_run(int argc, char** argv) {
 
     const auto t0 = std::chrono::steady_clock::now();
     if (requests.size() == 1) {
-        const Completion c = complete(*m.engine, std::move(requests[0]), /*stream=*/true);
+        const Completion c = complete(*m.engine, std::move(requests[0]), /*stream=*/true, {.prefill_progress = true});
         std::fputc('\n', stdout);
         std::fflush(stdout);
         if (c.last.reason == FinishReason::Error) return fail("run", c.last.error);
@@ -169,10 +171,11 @@ int run_run(int argc, char** argv) {
     const EngineMetrics metrics = m.engine->metrics();
     std::fprintf(stderr,
                  "folio: %zu sequences, %lld tokens generated in %.2f s (%.1f tok/s overall); "
-                 "time to first token p50 %.3f s; %llu preemptions; prefix cache %llu of %llu prompt tokens\n",
+                 "time to first token p50 %.3f s; %llu preemption%s; prefix cache %llu of %llu prompt tokens\n",
                  requests.size(), static_cast<long long>(generated), seconds, static_cast<double>(generated) / seconds,
                  metrics.time_to_first_token_seconds.quantile(0.5),
                  static_cast<unsigned long long>(metrics.num_preemptions_total),
+                 metrics.num_preemptions_total == 1 ? "" : "s",
                  static_cast<unsigned long long>(metrics.prefix_cache_hits_total),
                  static_cast<unsigned long long>(metrics.prefix_cache_queries_total));
     return failures ? 1 : 0;

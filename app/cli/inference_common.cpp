@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <optional>
+
+#include "prefill_progress.h"
 
 namespace folio::cli {
 
@@ -25,8 +29,12 @@ std::vector<FlagSpec> model_flags() {
 }
 
 std::vector<FlagSpec> sampling_flags() {
+    // The engine's defaults, which the studio's chats start from too.
+    char temp[96];
+    std::snprintf(temp, sizeof temp, "temperature, 0 = greedy (default %g, as in the studio)",
+                  static_cast<double>(SamplingParams{}.temperature));
     return {
-        {"", "--temp", "T", "temperature, 0 = greedy (default 0.8)"},
+        {"", "--temp", "T", temp},
         {"-s", "--seed", "N", "random seed (default: random)"},
         {"", "--top-k", "N", "top-k, 0 = off (default 40)"},
         {"", "--top-p", "P", "top-p, 1 = off (default 0.95)"},
@@ -62,7 +70,7 @@ Result<float> get_float(const Args& args, const std::string& long_name, float fa
     {
         char range[64];
         std::snprintf(range, sizeof range, "%g and %g", static_cast<double>(min), static_cast<double>(max));
-        return make_error(long_name + " wants a number between " + range + ", got '" + *text + "'");
+        return make_error(args.display_name(long_name) + " wants a number between " + range + ", got '" + *text + "'");
     }
     return static_cast<float>(value);
 }
@@ -127,6 +135,11 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     if (!block_size) return block_size.error();
     auto kv_budget = args.get_int("--kv-budget", 0, 1, int64_t{1} << 30);
     if (!kv_budget) return kv_budget.error();
+    // Every value is checked before the model loads (seconds, for a large one).
+    auto swap_gib = get_float(args, "--swap-space", 0.0f, 0.0f, 1024.0f);
+    if (!swap_gib) return swap_gib.error();
+    auto fraction = get_float(args, "--kv-fraction", 0.5f, 0.001f, 0.95f);
+    if (!fraction) return fraction.error();
 
     BackendOptions options;
     options.device = args.get("--device").value_or("cpu");
@@ -144,17 +157,13 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     options.cuda_graphs = !args.has("--no-cuda-graphs");
     options.f32_activations = args.has("--f32-activations");
     if (args.has("--swap-space")) {
-        auto swap = get_float(args, "--swap-space", 0.0f, 0.0f, 1024.0f);
-        if (!swap) return swap.error();
-        options.swap_space_bytes = static_cast<int64_t>(static_cast<double>(*swap) * double(uint64_t{1} << 30));
+        options.swap_space_bytes = static_cast<int64_t>(static_cast<double>(*swap_gib) * double(uint64_t{1} << 30));
     }
     options.max_context = static_cast<uint32_t>(*ctx);
     options.block_size = static_cast<uint32_t>(*block_size);
     if (args.has("--kv-budget")) {
         options.kv_budget_bytes = static_cast<uint64_t>(*kv_budget) << 20;
     } else if (args.has("--kv-fraction")) {
-        auto fraction = get_float(args, "--kv-fraction", 0.5f, 0.001f, 0.95f);
-        if (!fraction) return fraction.error();
         options.kv_memory_fraction = *fraction;
     } else {
         const uint64_t context = std::min<uint64_t>(options.max_context, loaded->model.hparams.n_ctx_train
@@ -206,17 +215,22 @@ Result<std::unique_ptr<LoadedModel>> start_engine(const Args& args, uint32_t def
     return loaded;
 }
 
-Completion complete(Engine& engine, GenerationRequest request, bool stream) {
+Completion complete(Engine& engine, GenerationRequest request, bool stream, const ReplyWatch& watch) {
     Completion result;
     std::mutex mutex;
     std::condition_variable done_cv;
-    bool done = false;
-    engine.submit(std::move(request), [&](const RequestOutput& out) {
+    bool done = false, first_output = false;
+    std::optional<PrefillProgress> progress;
+    if (watch.prefill_progress) progress.emplace(engine, static_cast<int64_t>(request.prompt_tokens.size()));
+    const RequestId id = engine.submit(std::move(request), [&](const RequestOutput& out) {
+        std::lock_guard lock(mutex);
+        // The progress line ends before the reply's first text.
+        if (progress && !first_output) progress->finish(out.timings);
+        first_output = true;
         if (stream && !out.text.empty()) {
             std::fwrite(out.text.data(), 1, out.text.size(), stdout);
             std::fflush(stdout);
         }
-        std::lock_guard lock(mutex);
         result.text += out.text;
         result.tokens.insert(result.tokens.end(), out.token_ids.begin(), out.token_ids.end());
         if (out.finished) {
@@ -226,7 +240,20 @@ Completion complete(Engine& engine, GenerationRequest request, bool stream) {
         }
     });
     std::unique_lock lock(mutex);
-    done_cv.wait(lock, [&] { return done; });
+    if (!progress && !watch.interrupted) {
+        done_cv.wait(lock, [&] { return done; });
+        return result;
+    }
+    bool aborted = false;
+    while (!done_cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; })) {
+        if (!aborted && watch.interrupted && watch.interrupted()) {
+            engine.abort(id);  // the callback still gets its finished output
+            aborted = true;
+        }
+        // Under the lock, so that the callback's finish() cannot interleave;
+        // metrics() takes the engine's lock, which no callback runs under.
+        if (progress && !first_output) progress->update();
+    }
     return result;
 }
 

@@ -45,8 +45,13 @@ struct Completion {
     std::vector<int32_t> tokens;
     RequestOutput last;  // finish reason, error, timings
 };
+// What a caller watches while one reply runs (the interactive verbs).
+struct ReplyWatch {
+    bool prefill_progress = false;   // a long prompt's prefill shown on stderr (prefill_progress.h)
+    bool (*interrupted)() = nullptr; // polled: true aborts the reply (Ctrl+C in folio chat)
+};
 // Runs one request to the end, writing its text to stdout as it streams when `stream`.
-Completion complete(Engine& engine, GenerationRequest request, bool stream);
+Completion complete(Engine& engine, GenerationRequest request, bool stream, const ReplyWatch& watch = {});
 
 // A float flag within [min, max]; the error names the flag.
 Result<float> get_float(const Args& args, const std::string& long_name, float fallback, float min, float max);

@@ -1,10 +1,11 @@
 // folio-studio: the Qt desktop front end of the engine.
-//   folio-studio [MODEL] [--no-model] [--chat TEXT]
+//   folio-studio [MODEL] [--no-model] [--chat TEXT [--smoke-test PNG]]
 // MODEL is a GGUF file or a Hugging Face folder (default: the last one
 // opened, else models/SmolLM2-135M-Instruct.Q4_1.gguf or $FOLIO_MODEL).
 // --chat starts a new chat with TEXT once the model is loaded.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QCoreApplication>
 #include <QLockFile>
 #include <QMessageBox>
 #include <QThreadPool>
@@ -23,27 +24,51 @@
 #include "ui/session_store.h"
 #include "smoke_test.h"
 
-int main(int argc, char** argv) {
-    QApplication app(argc, argv);
-    QApplication::setOrganizationName("Folio");
-    QApplication::setApplicationName("Folio Studio");
-    QApplication::setApplicationVersion(FOLIO_VERSION);
-    QApplication::setDesktopFileName("org.folio.Studio");
-    folio::ui::init_resources();
+namespace {
 
-    QCommandLineParser parser;
-    parser.setApplicationDescription("Folio Studio: chat with local LLMs and watch the engine work.");
-    parser.addHelpOption();
-    parser.addVersionOption();
-    parser.addPositionalArgument("model", "GGUF file or Hugging Face folder to open");
+void describe_application() {
+    QCoreApplication::setOrganizationName("Folio");
+    QCoreApplication::setApplicationName("Folio Studio");
+    QCoreApplication::setApplicationVersion(FOLIO_VERSION);
+}
+
+bool asks_for_help_or_version(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const QByteArray a(argv[i]);
+        if (a == "--help" || a == "-h" || a == "-?" || a == "--help-all" || a == "--version" || a == "-v") return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
     const QCommandLineOption no_model("no-model", "Start without loading a model.");
     const QCommandLineOption chat("chat", "Start a new chat with TEXT once the model is loaded.", "TEXT");
     const QCommandLineOption smoke_test("smoke-test",
                                         "With --chat: save the window to PNG once the reply is there, then quit "
                                         "(exit status 1 if the model or the reply fails).", "PNG");
+    QCommandLineParser parser;
+    parser.setApplicationDescription("Folio Studio: chat with local LLMs and watch the engine work.");
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument("model", "GGUF file or Hugging Face folder to open");
     parser.addOption(no_model);
     parser.addOption(chat);
     parser.addOption(smoke_test);
+    // --help and --version need no display: answered before QApplication,
+    // which cannot start without one (ssh, a container, a CI log).
+    if (asks_for_help_or_version(argc, argv)) {
+        QCoreApplication core(argc, argv);
+        describe_application();
+        parser.process(core);  // prints and exits
+        return 0;
+    }
+
+    QApplication app(argc, argv);
+    describe_application();
+    QApplication::setDesktopFileName("org.folio.Studio");
+    folio::ui::init_resources();
     parser.process(app);
     if (parser.isSet(smoke_test) && !parser.isSet(chat)) {
         std::fprintf(stderr, "folio-studio: --smoke-test needs --chat TEXT\n");

@@ -77,6 +77,55 @@ private slots:
         std::filesystem::remove(path);
     }
 
+    void every_verb_answers_version() {
+        for (const char* verb : {"run", "chat", "bench", "inspect", "tokenize", "perplexity"}) {
+            auto r = run_folio(std::string(verb) + " --version");
+            QVERIFY2(r.exit_code == 0, verb);
+            QVERIFY2(r.out.rfind("folio ", 0) == 0, (std::string(verb) + ": " + r.out).c_str());
+        }
+        // A value that happens to read "--version" is still a value.
+        auto r = run_folio("tokenize -m /nonexistent/model.gguf -p --version");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("/nonexistent/model.gguf") != std::string::npos, r.err.c_str());
+    }
+
+    // Bad values are refused before the model loads (a missing model would be the error otherwise),
+    // in the spelling the user typed.
+    void bad_values_are_named_before_the_model_loads() {
+        const std::string missing = " -m /nonexistent/model.gguf";
+        auto r = run_folio("chat" + missing + " -n 0");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("-n (--n-predict) must be between 1 and") != std::string::npos, r.err.c_str());
+        r = run_folio("run" + missing + " -p hi -n 0");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("-n (--n-predict) must be at least 1") != std::string::npos, r.err.c_str());
+        r = run_folio("run" + missing + " -p hi --n-predict=-5");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("option --n-predict must be between -1 and") != std::string::npos, r.err.c_str());
+        r = run_folio("run" + missing + " -p hi -c 0");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("-c (--ctx-size)") != std::string::npos, r.err.c_str());
+        r = run_folio("run" + missing + " -p hi --kv-fraction 3");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("--kv-fraction wants a number") != std::string::npos, r.err.c_str());
+        r = run_folio("run" + missing + " -p hi --swap-space -1");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("--swap-space wants a number") != std::string::npos, r.err.c_str());
+        r = run_folio("chat" + missing + " --overflow sideways");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("--overflow wants") != std::string::npos, r.err.c_str());
+        r = run_folio("chat" + missing + " -s -3");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("-s (--seed)") != std::string::npos, r.err.c_str());
+    }
+
+    void chat_help_lists_its_commands_and_the_shared_temperature() {
+        auto r = run_folio("chat --help");
+        QCOMPARE(r.exit_code, 0);
+        for (const char* needle : {"/help", "/reset", "/exit", "Ctrl+C", "--overflow", "(default 0.8, as in the studio)"})
+            QVERIFY2(r.out.find(needle) != std::string::npos, needle);
+    }
+
     void tokenize_needs_exactly_one_text_source() {
         auto r = run_folio("tokenize -m x");
         QCOMPARE(r.exit_code, 1);

@@ -1,8 +1,10 @@
 // Screenshots for a reviewer, written to <build>/artifacts/screenshots/:
-// the whole window and the chat mid-generation, the KV block map with
-// several owners, and the live plots after a few replies. Runs under the
-// offscreen platform, and again under Xvfb (xcb) when xvfb-run is installed
-// (into screenshots/xvfb/): widgets are grabbed, not the screen.
+// the whole window and the chat mid-generation at 1500x950, the KV block
+// map with several owners, the live plots after a few replies, and the
+// window again at 1024x700 (compact: the chat keeps the room, the panels
+// share a tabbed column) mid-reply and with its plots tab raised. Runs under
+// the offscreen platform, and again under Xvfb (xcb) when xvfb-run is
+// installed (into screenshots/xvfb/): widgets are grabbed, not the screen.
 #include <QDir>
 
 #include <algorithm>
@@ -105,6 +107,29 @@ private slots:
         QTest::qWait(50);
         QVERIFY(save(window.get(), "studio-window-dark.png"));
         folio::ui::apply_theme(folio::ui::ThemeMode::Light);
+
+        // 1024x700: compact, a reply streaming in the chat.
+        window->resize(1024, 700);
+        QTRY_VERIFY(window->isCompact());
+        SamplingSettings longer = chats->session(ids[1])->sampling;
+        longer.max_tokens = 200;
+        chats->setSampling(ids[1], longer);
+        window->sessionList()->setCurrentSession(ids[1]);
+        QVERIFY(chats->send(ids[1], "Now tell the same story from the lighthouse's point of view."));
+        QTRY_VERIFY_WITH_TIMEOUT(chats->session(ids[1])->messages.back().content.size() > 200, 90000);
+        window->chatView()->flushPendingUpdates();
+        QTest::qWait(100);
+        QVERIFY(save(window.get(), "studio-window-1024x700.png"));
+        window->raisePanel(window->plots());
+        QTest::qWait(100);
+        QVERIFY(save(window.get(), "studio-window-1024x700-plots.png"));
+        QTRY_VERIFY_WITH_TIMEOUT(chats->generatingCount() == 0, 120000);
+        // And back: the roomy layout as it was.
+        window->resize(1500, 950);
+        QTRY_VERIFY(!window->isCompact());
+        QTest::qWait(100);
+        window->raisePanel(window->blockMap());
+        QVERIFY(save(window.get(), "studio-window-1500x950-again.png"));
     }
 };
 

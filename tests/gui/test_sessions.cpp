@@ -9,7 +9,11 @@
 #include <QTemporaryDir>
 
 #include "folio_test.h"
+#include <QTextDocument>
+
 #include "ui/chat_controller.h"
+#include "ui/chat_markdown.h"
+#include "ui/message_widget.h"
 #include "ui/chat_session.h"
 #include "ui/engine_bridge.h"
 #include "ui/plots_panel.h"
@@ -45,6 +49,105 @@ private slots:
         QCOMPARE(back.messages[1].finish_reason, QString("stop"));
         QCOMPARE(back.messages[3].finish_reason, QString("interrupted"));
         QCOMPARE(back.messages[3].content, QString("Half a rep"));
+    }
+
+    void overflow_choice_and_dropped_turns_round_trip() {
+        ChatSession s = ChatSession::create("Long");
+        s.overflow = folio::ChatOverflow::RollingWindow;
+        ChatMessageRecord a{"assistant", "Hi!", QDateTime::currentDateTimeUtc(), true, {}, "stop", {}};
+        a.dropped_messages = 4;
+        a.full_prompt_tokens = 1162;
+        a.context_tokens = 720;
+        a.stats.truncated_tokens = 33;
+        s.messages = {a};
+        const ChatSession back = ChatSession::from_json(s.to_json());
+        QCOMPARE(back.overflow, folio::ChatOverflow::RollingWindow);
+        QCOMPARE(back.messages[0].dropped_messages, 4);
+        QCOMPARE(back.messages[0].full_prompt_tokens, 1162);
+        QCOMPARE(back.messages[0].context_tokens, 720);
+        QCOMPARE(back.messages[0].stats.truncated_tokens, 33);
+        // Files from before the choice existed drop the oldest turns.
+        QJsonObject old = s.to_json();
+        old.remove("overflow");
+        QCOMPARE(ChatSession::from_json(old).overflow, folio::ChatOverflow::DropOldestTurns);
+        QCOMPARE(ChatSession::create("New").overflow, folio::ChatOverflow::DropOldestTurns);
+    }
+
+    void the_studio_samples_with_the_cli_defaults() {
+        // One default temperature (and the rest) for folio run/chat and the studio: the engine's.
+        const folio::SamplingParams engine;
+        const folio::SamplingParams studio = SamplingSettings{}.to_params();
+        QCOMPARE(studio.temperature, engine.temperature);
+        QCOMPARE(studio.temperature, 0.8f);
+        QCOMPARE(studio.top_k, engine.top_k);
+        QCOMPARE(studio.top_p, engine.top_p);
+        QCOMPARE(studio.min_p, engine.min_p);
+        QCOMPARE(studio.repetition_penalty, engine.repetition_penalty);
+    }
+
+    void reply_labels_say_what_happens() {
+        MessageStats stats;
+        stats.preemptions = 1;
+        QVERIFY2(stats.summary().contains("1 preemption") && !stats.summary().contains("1 preemptions"),
+                 qPrintable(stats.summary()));
+        stats.preemptions = 3;
+        QVERIFY(stats.summary().contains("3 preemptions"));
+
+        MessageWidget w(1);
+        ChatMessageRecord reply{"assistant", "", QDateTime::currentDateTimeUtc(), false, {}, "", {}};
+        reply.waiting = ChatMessageRecord::Waiting::Queue;
+        reply.waiting_ahead = 2;
+        w.setMessage(reply, true);
+        QVERIFY2(w.statsText().contains("queued behind 2 requests"), qPrintable(w.statsText()));
+        reply.waiting_ahead = 1;
+        w.setMessage(reply, true);
+        QVERIFY2(w.statsText().contains("queued behind 1 request…"), qPrintable(w.statsText()));
+        reply.waiting = ChatMessageRecord::Waiting::Prompt;
+        w.setMessage(reply, true);
+        QVERIFY2(w.statsText().contains("reading the prompt"), qPrintable(w.statsText()));
+        reply.waiting = ChatMessageRecord::Waiting::Model;
+        w.setMessage(reply, true);
+        QVERIFY2(w.statsText().contains("waiting for the model to load"), qPrintable(w.statsText()));
+
+        QVERIFY(w.noticeText().isEmpty());
+        reply.dropped_messages = 4;
+        reply.full_prompt_tokens = 1162;
+        reply.context_tokens = 720;
+        reply.content = "Sure.";
+        reply.finish_reason = "stop";
+        reply.has_stats = true;
+        w.setMessage(reply, true);
+        QVERIFY2(w.noticeText().contains("The 4 oldest messages were left out") && w.noticeText().contains("1162") &&
+                     w.noticeText().contains("720"),
+                 qPrintable(w.noticeText()));
+        QVERIFY(!w.isErrorCard());
+
+        // A failed reply: the card with advice, no "…", no empty numbers.
+        ChatMessageRecord failed{"assistant", "", QDateTime::currentDateTimeUtc(), true, {}, "error",
+                                 "The conversation does not fit: the conversation is 1162 tokens; the context holds 720."};
+        w.setMessage(failed, true);
+        QVERIFY(w.isErrorCard());
+        QVERIFY2(w.errorText().contains("Drop oldest turns") && w.errorText().contains("Engine &gt; Settings"),
+                 qPrintable(w.errorText()));
+        QVERIFY2(!w.statsText().contains("TTFT"), qPrintable(w.statsText()));
+    }
+
+    void markdown_keeps_single_line_breaks() {
+        auto rendered = [](const QString& text) {
+            QTextDocument doc;
+            doc.setMarkdown(chat_markdown(text));
+            return doc.toPlainText();
+        };
+        // A poem typed without blank lines keeps its lines.
+        const QString poem = rendered("Roses are red\nViolets are blue\nSugar is sweet");
+        QVERIFY2(!poem.contains("red Violets") && poem.contains("Violets are blue"), qPrintable(poem));
+        QCOMPARE(poem.count(QChar::LineSeparator) + poem.count('\n'), 2);
+        // Paragraphs, lists and code stay as Markdown has them.
+        const QString mixed = rendered("Intro line\n\n- one\n- two\n\n```\ncode  line\nnext\n```");
+        QVERIFY2(mixed.contains("one") && mixed.contains("two") && mixed.contains("code  line\nnext"), qPrintable(mixed));
+        QCOMPARE(chat_markdown("a\n```\nx  \ny\n```"), QString("a  \n```\nx  \ny\n```"));
+        QCOMPARE(chat_markdown("| a | b |\n|---|---|\n| 1 | 2 |"), QString("| a | b |\n|---|---|\n| 1 | 2 |"));
+        QCOMPARE(chat_markdown("a\nb"), QString("a  \nb"));
     }
 
     void store_saves_atomically_and_reports_damage() {

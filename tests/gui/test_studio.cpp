@@ -1,10 +1,14 @@
 // Folio Studio on the default model: the model loads at start; a message's
 // reply streams into the chat view; two chats generate at the same moment
 // and the block map shows both as owners; Stop ends a reply mid-way;
-// restarting the engine with new settings keeps the chats; a bad file
-// shows an error dialog (and nothing crashes); and the real app killed
-// mid-reply comes back with its sessions.
+// restarting the engine with new settings keeps the chats; a chat longer
+// than a tiny KV budget holds loses its oldest turns with a notice (or,
+// as its settings say, fails with advice or is truncated); a reply queued
+// behind another says so; a bad file shows an error dialog while the
+// loaded model stays shown; and the real app killed mid-reply comes back
+// with its sessions.
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -72,6 +76,114 @@ private slots:
         QVERIFY(window.recentModels().contains(QString::fromStdString(model)));
         QVERIFY(window.lastError().isEmpty());
         QCOMPARE(window.chats()->sessions().size(), 1);  // a first chat is there to type into
+        // Named by its file (the metadata's name in the tooltip), idle until asked.
+        const QString file = QFileInfo(QString::fromStdString(model)).fileName();
+        QVERIFY2(window.windowTitle().endsWith(file), qPrintable(window.windowTitle()));
+        QVERIFY2(window.modelPanel()->stateText().startsWith("Loaded: " + file), qPrintable(window.modelPanel()->stateText()));
+        QVERIFY2(window.modelPanel()->stateText().contains("context 4096 tokens"), qPrintable(window.modelPanel()->stateText()));
+        QVERIFY2(window.blockMap()->summary().contains("all free · idle"), qPrintable(window.blockMap()->summary()));
+        QCOMPARE(window.recentModels().count(QFileInfo(QString::fromStdString(model)).absoluteFilePath()), 1);
+    }
+
+    void long_chat_drops_its_oldest_turns_with_a_notice() {
+        FOLIO_REQUIRE_MODEL(model, folio_test::kSmolLM2);
+        DataDir data;
+        {
+            // Twelve earlier messages: some 450 tokens, more than the 7 MiB KV budget below holds (304 tokens).
+            ChatSession long_chat = ChatSession::create("Long");
+            const QDateTime now = QDateTime::currentDateTimeUtc();
+            for (int i = 0; i < 6; ++i) {
+                long_chat.messages.push_back({"user", QString("Question %1: tell me something interesting about the "
+                                                             "number %1 and why people like it.").arg(i + 1), now, false, {}, {}, {}});
+                long_chat.messages.push_back({"assistant", QString("The number %1 is interesting because it shows up in "
+                                                                  "many places in mathematics, nature and daily life.").arg(i + 1),
+                                              now, false, {}, "stop", {}});
+            }
+            long_chat.sampling.temperature = 0;
+            long_chat.sampling.max_tokens = 16;
+            QVERIFY(SessionStore(data.path() + "/sessions.json").save({long_chat}));
+        }
+        auto window = open_window(QString::fromStdString(model));
+        QVERIFY2(window->bridge()->isLoaded(), qPrintable(window->lastError()));
+        EngineSettings small = window->bridge()->settings();
+        small.kv_budget_mib = 7;
+        QSignalSpy loaded(window->bridge(), &EngineBridge::modelLoaded);
+        window->bridge()->restart(small);
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.size(), 1, 60000);
+        QCOMPARE(window->bridge()->status().effective_context(), 304u);
+        QVERIFY2(window->modelPanel()->stateText().contains("effective context 304 tokens"),
+                 qPrintable(window->modelPanel()->stateText()));
+
+        ChatController* chats = window->chats();
+        const QString id = chats->sessions().front().id;
+        window->sessionList()->setCurrentSession(id);
+        QVERIFY(chats->send(id, "And what about the number seven?"));
+        QTRY_VERIFY_WITH_TIMEOUT(!chats->isGenerating(id), 60000);
+        const ChatMessageRecord& reply = last_message(chats, id);
+        QVERIFY2(reply.finish_reason != "error", qPrintable(reply.error));
+        QVERIFY(!reply.content.isEmpty());
+        QVERIFY2(reply.dropped_messages >= 2 && reply.dropped_messages % 2 == 0,
+                 qPrintable(QString::number(reply.dropped_messages)));  // whole turns
+        QVERIFY(reply.full_prompt_tokens > 304);
+        QCOMPARE(reply.context_tokens, 304);
+        QVERIFY(reply.stats.prompt_tokens <= 304 - 16);  // room for the reply
+        window->chatView()->flushPendingUpdates();
+        MessageWidget* shown = window->chatView()->messageWidget(window->chatView()->messageCount() - 1);
+        QVERIFY2(shown->noticeText().contains("oldest messages were left out"), qPrintable(shown->noticeText()));
+        QVERIFY(!shown->isErrorCard());
+
+        // "Stop with an error": the card says what to do.
+        chats->setOverflow(id, folio::ChatOverflow::Stop);
+        QVERIFY(chats->regenerate(id));
+        QTRY_VERIFY_WITH_TIMEOUT(!chats->isGenerating(id), 60000);
+        QCOMPARE(last_message(chats, id).finish_reason, QString("error"));
+        window->chatView()->flushPendingUpdates();
+        shown = window->chatView()->messageWidget(window->chatView()->messageCount() - 1);
+        QVERIFY(shown->isErrorCard());
+        QVERIFY2(shown->errorText().contains("the context holds 304") && shown->errorText().contains("Drop oldest turns"),
+                 qPrintable(shown->errorText()));
+
+        // "Truncate the middle": the engine keeps the system prompt and the latest tokens, and says how many went.
+        chats->setOverflow(id, folio::ChatOverflow::TruncateMiddle);
+        QVERIFY(chats->regenerate(id));
+        QTRY_VERIFY_WITH_TIMEOUT(!chats->isGenerating(id), 60000);
+        QVERIFY2(last_message(chats, id).finish_reason != "error", qPrintable(last_message(chats, id).error));
+        QVERIFY(last_message(chats, id).stats.truncated_tokens > 0);
+        QVERIFY(last_message(chats, id).stats.summary().contains("left out to fit the context"));
+        // The choice is the chat's: saved with it.
+        QVERIFY(chats->saveNow());
+        const QVector<ChatSession> saved = SessionStore(data.path() + "/sessions.json").load();
+        QCOMPARE(saved.front().overflow, folio::ChatOverflow::TruncateMiddle);
+    }
+
+    void a_queued_reply_says_what_it_waits_for() {
+        FOLIO_REQUIRE_MODEL(model, folio_test::kSmolLM2);
+        DataDir data;
+        auto window = open_window(QString::fromStdString(model));
+        QVERIFY2(window->bridge()->isLoaded(), qPrintable(window->lastError()));
+        EngineSettings one = window->bridge()->settings();
+        one.max_num_seqs = 1;  // one reply at a time: the second waits
+        QSignalSpy loaded(window->bridge(), &EngineBridge::modelLoaded);
+        window->bridge()->restart(one);
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.size(), 1, 60000);
+        ChatController* chats = window->chats();
+        const QString a = window->chatView()->sessionId();
+        const QString b = chats->createSession("Second");
+        set_max_tokens(chats, a, 300);
+        set_max_tokens(chats, b, 8);
+        QVERIFY(chats->send(a, kLongPrompt));
+        QTRY_VERIFY_WITH_TIMEOUT(!last_message(chats, a).content.isEmpty(), 60000);
+        QVERIFY(chats->send(b, "Hi"));
+        window->sessionList()->setCurrentSession(b);
+        QTRY_VERIFY_WITH_TIMEOUT(window->chatView()->messageWidget(1) &&
+                                     (window->chatView()->flushPendingUpdates(),
+                                      window->chatView()->messageWidget(1)->statsText().contains("queued behind 1 request")),
+                                 10000);
+        QVERIFY(chats->isGenerating(a));
+        chats->stop(a);
+        // Once the first is gone, the second runs.
+        QTRY_VERIFY_WITH_TIMEOUT(!chats->isGenerating(b), 60000);
+        QVERIFY(last_message(chats, b).finish_reason != "error");
     }
 
     void reply_streams_into_the_view() {
@@ -239,8 +351,10 @@ private slots:
         QVERIFY2(box->text().contains("broken.gguf"), qPrintable(box->text()));
         QVERIFY(window->findChild<QMessageBox*>("errorDialog") == box);
         box->accept();
-        // The loaded model is untouched and still answers.
+        // The loaded model is untouched and still answers, and the panel still says so.
         QVERIFY(window->bridge()->isLoaded());
+        QVERIFY2(window->modelPanel()->stateText().startsWith("Loaded: "), qPrintable(window->modelPanel()->stateText()));
+        QCOMPARE(window->modelPanel()->summary().path, window->bridge()->model().path);
         window->openModel(data.path() + "/does-not-exist.gguf");
         QTRY_VERIFY_WITH_TIMEOUT(window->errorDialog() != nullptr && window->lastError().contains("does-not-exist"), 10000);
         window->errorDialog()->accept();

@@ -69,6 +69,7 @@ struct RequestTimings {
     int32_t cached_prompt_tokens = 0;  // supplied by the prefix cache
     int32_t generated_tokens = 0;
     int32_t preemptions = 0;
+    int32_t truncated_tokens = 0;      // left out by the overflow policy (truncate, rolling), so far
     double prefill_tokens_per_s() const;
     double decode_tokens_per_s() const;
 };

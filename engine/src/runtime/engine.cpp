@@ -286,6 +286,7 @@ void Engine::step() {
             r.timings.queue_s = r.scheduled_s - r.submitted_s;
             r.timings.cached_prompt_tokens = scheduler_.find(ss.id)->n_prefix_cached;
         }
+        r.timings.truncated_tokens = scheduler_.find(ss.id)->n_truncated;
     }
 
     batch_.clear();
