@@ -39,7 +39,7 @@ std::vector<FlagSpec> sampling_flags() {
 }
 
 std::vector<FlagSpec> engine_flags() {
-    return {
+    std::vector<FlagSpec> flags = {
         {"-b", "--batch-size", "N", "most tokens per engine step, prefill chunks included (default 256)"},
         {"", "--max-seqs", "N", "most sequences per step (default 64)"},
         {"", "--sampling-threads", "N", "host threads drawing tokens from whole logits rows (default: -t, or up to 8 beside a GPU)"},
@@ -51,6 +51,8 @@ std::vector<FlagSpec> engine_flags() {
         {"", "--no-prefix-cache", "", "do not reuse the KV blocks of earlier identical prefixes"},
         {"", "--no-cuda-graphs", "", "CUDA: launch every decode step's kernels instead of replaying a graph"},
     };
+    for (FlagSpec& f : spec_flags()) flags.push_back(std::move(f));
+    return flags;
 }
 
 Result<float> get_float(const Args& args, const std::string& long_name, float fallback, float min, float max) {
@@ -191,6 +193,7 @@ Result<EngineConfig> read_engine_flags(const Args& args) {
     auto sampling_threads = args.get_int("--sampling-threads", 0, 1, 256);
     if (!sampling_threads) return sampling_threads.error();
     config.sampling_threads = static_cast<int>(*sampling_threads);
+    if (Status s = read_spec_flags(args, config.spec); !s) return s.error();
     return config;
 }
 

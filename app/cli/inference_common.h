@@ -64,6 +64,10 @@ Result<std::vector<int32_t>> chat_tokens(const LoadedModel& m, const std::vector
 std::vector<FlagSpec> model_flags();
 std::vector<FlagSpec> sampling_flags();
 std::vector<FlagSpec> engine_flags();
+// --spec, --draft-max, --draft-min, --ngram-min, --ngram-max (spec_flags.cpp;
+// part of engine_flags()) into `spec`.
+std::vector<FlagSpec> spec_flags();
+Status read_spec_flags(const Args& args, SpecConfig& spec);
 
 // folio bench --workload (cmd_bench_workload.cpp): its flags and the run.
 std::vector<FlagSpec> workload_flags();

@@ -3,6 +3,8 @@
 // cache supplies repeated prompts, aborts at any point and 10,000 short
 // requests leave every block free, bad requests end with clear errors.
 #include <algorithm>
+#include <mutex>
+#include <numeric>
 #include <atomic>
 #include <cstdio>
 #include <thread>
@@ -379,6 +381,150 @@ private slots:
                      logprobs[8].size() == tokens[8].size() * (1 + 2 * 2) && logprobs[1].empty(),
                  ("logprobs reported wrongly: " + std::to_string(tokens[0].size()) + " tokens, " +
                   std::to_string(logprobs[0].size()) + " logprob entries").c_str());
+    }
+
+    // Speculative decoding with n-gram drafts leaves greedy output token for
+    // token what it is without: alone, 16 at once with the prefix cache, in
+    // 7-token steps, with preemption forced by a tiny pool (and swapping),
+    // and with the backend choosing the tokens (a GPU's argmax over the K + 1
+    // rows). Drafts are accepted and rejected; every block is free at the end.
+    void speculationKeepsGreedyOutput() {
+        const auto prompts = make_prompts(16, 9);
+        auto run = [&](folio::EngineConfig config, uint32_t n_blocks, uint32_t swap_slots, bool backend_chooses,
+                       bool together, folio::EngineMetrics* metrics, uint64_t* accepted_flags) {
+            FakeBackend backend(267, kEos, n_blocks);
+            backend.copy_period = 7;
+            backend.swap_slots = swap_slots;
+            backend.chooses_tokens = backend_chooses;
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
+            StepRecorder steps;
+            (*engine)->subscribe(steps.callback());
+            EngineCollector c;
+            std::vector<uint64_t> flags(prompts.size(), 0);
+            std::mutex mutex;
+            std::vector<folio::Submission> batch;
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                auto collect = c.callback(static_cast<int>(i));
+                batch.push_back({greedy(prompts[i], 40), [&, i, collect](const folio::RequestOutput& out) {
+                                     std::lock_guard lock(mutex);
+                                     for (uint8_t f : out.draft_accepted) flags[i] += f;
+                                     collect(out);
+                                 }});
+                if (!together) {
+                    (*engine)->submit(std::move(batch));
+                    (*engine)->wait_idle();
+                    batch.clear();
+                }
+            }
+            if (together) (*engine)->submit(std::move(batch));
+            (*engine)->wait_idle();
+            if (metrics) *metrics = (*engine)->metrics();
+            if (accepted_flags) *accepted_flags = std::accumulate(flags.begin(), flags.end(), uint64_t{0});
+            if (!all_free(*steps.last())) return std::vector<std::vector<int32_t>>{};
+            std::vector<std::vector<int32_t>> out;
+            for (size_t i = 0; i < prompts.size(); ++i) out.push_back(c.get(static_cast<int>(i)).tokens);
+            return out;
+        };
+        const auto want = run(folio::EngineConfig{}, 256, 0, false, false, nullptr, nullptr);
+        QVERIFY(!want.empty());
+        folio::EngineConfig spec;
+        spec.spec.method = folio::SpecMethod::Ngram;
+        spec.spec.draft_max = 4;
+        spec.spec.ngram_min = 1;
+        folio::EngineConfig chunked = spec;
+        chunked.scheduler.max_num_batched_tokens = 7;
+        struct Mode {
+            const char* name;
+            folio::EngineConfig config;
+            uint32_t n_blocks, swap_slots;
+            bool backend_chooses, together;
+        };
+        const Mode modes[] = {
+            {"alone", spec, 256, 0, false, false},
+            {"16 at once, prefix cache", spec, 256, 0, false, true},
+            {"7-token steps", chunked, 256, 0, false, true},
+            {"tiny pool", spec, 30, 0, false, true},
+            {"tiny pool, swapping", spec, 30, 64, false, true},
+            {"backend argmax", spec, 256, 0, true, true},
+        };
+        for (const Mode& m : modes) {
+            folio::EngineMetrics metrics;
+            uint64_t flags = 0;
+            const auto got = run(m.config, m.n_blocks, m.swap_slots, m.backend_chooses, m.together, &metrics, &flags);
+            QVERIFY2(!got.empty(), (std::string(m.name) + ": blocks left in use").c_str());
+            for (size_t i = 0; i < want.size(); ++i)
+                QVERIFY2(got[i] == want[i], (std::string(m.name) + ": request " + std::to_string(i) + " differs").c_str());
+            const uint64_t drafted = metrics.spec_decode_num_draft_tokens_total;
+            const uint64_t accepted = metrics.spec_decode_num_accepted_tokens_total;
+            std::printf("%s: %llu drafts, %llu draft tokens, %llu accepted\n", m.name,
+                        static_cast<unsigned long long>(metrics.spec_decode_num_drafts_total),
+                        static_cast<unsigned long long>(drafted), static_cast<unsigned long long>(accepted));
+            QVERIFY2(accepted > 0 && accepted < drafted, "drafts should be both accepted and rejected");
+            QVERIFY2(flags <= accepted && flags + 16 >= accepted,
+                     "the streamed accepted flags disagree with the counters");  // (a stop may cut a step short)
+            uint64_t per_pos = 0;
+            for (uint64_t n : metrics.spec_decode_num_accepted_tokens_per_pos) per_pos += n;
+            QCOMPARE(per_pos, accepted);
+        }
+    }
+
+    // Sampled requests under speculation: each row of a verified draft is
+    // drawn by the request's Sampler over the draft-extended history, so
+    // penalties, top-k / top-p / min-p and logprobs all hold; requests run
+    // alone or together draw the same tokens (batch invariance holds with
+    // drafts too), and step events carry the acceptance counts.
+    void speculationSamplesWithEveryOption() {
+        const auto prompts = make_prompts(6, 21);
+        auto request = [&](size_t i) {
+            folio::GenerationRequest r = greedy(prompts[i], 30);
+            r.sampling.temperature = 0.6f + 0.1f * static_cast<float>(i);
+            r.sampling.top_k = i % 2 ? 20 : 0;
+            r.sampling.top_p = i == 2 ? 0.9f : 1.0f;
+            r.sampling.min_p = i == 3 ? 0.05f : 0.0f;
+            r.sampling.repetition_penalty = i == 4 ? 1.3f : 1.0f;
+            r.sampling.n_logprobs = i == 5 ? 2 : 0;
+            r.sampling.seed = 40 + i;
+            return r;
+        };
+        folio::EngineConfig spec;
+        spec.spec.method = folio::SpecMethod::Ngram;
+        spec.spec.ngram_min = 1;
+        auto run = [&](bool together, int32_t* event_drafts) {
+            FakeBackend backend(267, kEos, 256);
+            backend.copy_period = 5;
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, spec);
+            std::mutex mutex;
+            int32_t drafts = 0, accepted = 0, per_pos = 0;
+            (*engine)->subscribe([&](std::shared_ptr<const folio::StepEvent> e) {
+                std::lock_guard lock(mutex);
+                drafts += e->draft_tokens;
+                accepted += e->accepted_tokens;
+                for (int32_t n : e->accepted_per_position) per_pos += n;
+            });
+            EngineCollector c;
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                (*engine)->submit(request(i), c.callback(static_cast<int>(i)));
+                if (!together) (*engine)->wait_idle();
+            }
+            (*engine)->wait_idle();
+            const folio::EngineMetrics m = (*engine)->metrics();
+            if (event_drafts) *event_drafts = drafts;
+            std::vector<std::vector<int32_t>> out;
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                const CollectedRequest r = c.get(static_cast<int>(i));
+                out.push_back(r.tokens);
+                if (i == 5 && r.logprobs.size() != r.tokens.size() * 5) out.clear();  // 1 + 2 top pairs each
+            }
+            if (static_cast<uint64_t>(drafts) != m.spec_decode_num_draft_tokens_total ||
+                static_cast<uint64_t>(accepted) != m.spec_decode_num_accepted_tokens_total || per_pos != accepted)
+                out.clear();
+            return out;
+        };
+        int32_t drafts = 0;
+        const auto alone = run(false, &drafts);
+        QVERIFY2(!alone.empty(), "logprobs or step-event counts are wrong");
+        QVERIFY(drafts > 0);
+        QCOMPARE(run(true, nullptr), alone);
     }
 
     void prefixCacheComputesOnlyTheLastPartialBlock() {

@@ -1,0 +1,99 @@
+// Speculative decoding ("guess, then verify"): a Proposer guesses the next
+// few tokens of each speculating sequence cheaply; the target model computes
+// all of them in one step (the scheduler's drafts, Sequence::drafts), and the
+// verifier keeps the longest accepted prefix plus one token of the target's
+// own (Leviathan et al. 2023; Chen et al. 2023), so that the output has
+// exactly the distribution the target alone would give: token for token the
+// same under greedy decoding.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "folio/error.h"
+#include "folio/sampling.h"
+
+namespace folio {
+
+enum class SpecMethod {
+    Off,
+    Ngram,  // prompt lookup: the tokens that followed the latest earlier match of the last n tokens
+};
+
+// "off", "ngram"; parse_spec_method names the methods it knows in its error.
+std::string_view to_string(SpecMethod method);
+Result<SpecMethod> parse_spec_method(std::string_view name);
+
+struct SpecConfig {
+    SpecMethod method = SpecMethod::Off;
+    int32_t draft_max = 4;  // K: drafts per sequence per step at most
+    int32_t draft_min = 1;  // fewer proposed than this: the step does not speculate
+    int32_t ngram_min = 2;  // prompt lookup matches the last n tokens, n from ngram_max down to ngram_min
+    int32_t ngram_max = 4;
+
+    // An error naming the field, its value and the allowed range.
+    Status validate() const;
+};
+
+// One sequence a proposer drafts for: its tokens so far (prompt and
+// verified output) and how many drafts it may make.
+struct DraftRequest {
+    std::span<const int32_t> tokens;
+    int32_t max_drafts = 0;
+};
+
+// Drafts for all speculating sequences of a step at once (a draft model
+// batches them; prompt lookup needs nothing shared).
+class Proposer {
+public:
+    virtual ~Proposer() = default;
+    // out[i]: up to requests[i].max_drafts tokens guessed to follow requests[i].tokens.
+    virtual void propose(std::span<const DraftRequest> requests, std::vector<std::vector<int32_t>>& out) = 0;
+    virtual std::string name() const = 0;
+};
+
+// The proposer `config` names (null for Off).
+Result<std::unique_ptr<Proposer>> make_proposer(const SpecConfig& config);
+
+// The n-gram proposer's search on its own: the tokens that followed the
+// latest earlier occurrence of tokens' last n tokens (n = ngram_max down to
+// ngram_min; the longest match wins), at most max_drafts of them.
+std::vector<int32_t> ngram_lookup(std::span<const int32_t> tokens, int32_t ngram_min, int32_t ngram_max,
+                                  int32_t max_drafts);
+
+// The verifier's verdict on one sequence's K drafts: the first n_accepted
+// drafts are kept and `token` follows them (the target's correction at the
+// first rejection, or its bonus token when all K were accepted).
+struct Verdict {
+    int32_t n_accepted = 0;
+    int32_t token = -1;
+};
+
+// One-hot drafts (n-gram, a greedy draft model): q puts all its mass on the
+// draft token, and the exact rule is to draw y_j from the target's fully
+// processed distribution at row j (the token-choice pipeline over the
+// draft-extended history) and accept while y_j equals draft j; the first
+// y_j that differs is emitted (it is the residual norm(max(0, p - q)) draw:
+// p with the draft token removed). targets has drafts.size() + 1 entries.
+// Greedy verification is this rule with argmax draws.
+Verdict verify_one_hot(std::span<const int32_t> drafts, std::span<const int32_t> targets);
+
+// Full-q drafts (a draft model that sampled): p[j] is the target's processed
+// distribution at row j (K + 1 rows), q[j] the distribution draft j was
+// drawn from (K rows), both over the vocabulary, summing to 1. Draft x is
+// accepted with probability min(1, p(x) / q(x)); at the first rejection a
+// token is drawn from norm(max(0, p - q)); after K acceptances the bonus
+// token from p[K]. The uniform values come from `sampler` (take_uniform).
+Verdict verify_full_q(std::span<const std::span<const float>> p, std::span<const std::span<const float>> q,
+                      std::span<const int32_t> drafts, Sampler& sampler);
+
+// A draw from the discrete distribution `weights` (non-negative, any sum)
+// with the uniform value u in [0, 1): the first index whose cumulative
+// weight exceeds u * total; -1 when all weights are 0.
+int32_t draw_from_weights(std::span<const float> weights, double u);
+
+}  // namespace folio
