@@ -141,7 +141,7 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     if (!model) return model.error();
     auto tokenizer = Tokenizer::create(model->tokenizer);
     if (!tokenizer) return tokenizer.error();
-    auto loaded = std::make_unique<LoadedModel>(LoadedModel{std::move(*model), std::move(*tokenizer), nullptr, nullptr});
+    auto loaded = std::make_unique<LoadedModel>(LoadedModel{std::move(*model), std::move(*tokenizer), nullptr, nullptr, nullptr, nullptr});
     options.n_threads = static_cast<int>(*threads);
     options.cuda_graphs = !args.has("--no-cuda-graphs");
     options.f32_activations = args.has("--f32-activations");
@@ -203,6 +203,7 @@ Result<std::unique_ptr<LoadedModel>> start_engine(const Args& args, uint32_t def
     auto loaded = load_for_inference(args, default_context, kv_sequences);
     if (!loaded) return loaded.error();
     LoadedModel& m = **loaded;
+    if (Status s = load_draft(args, m, config->spec); !s) return s.error();
     auto engine = Engine::start(m.model, m.tokenizer, *m.backend, *config);
     if (!engine) return engine.error();
     m.engine = std::move(*engine);

@@ -20,7 +20,11 @@ struct LoadedModel {
     ModelDescription model;
     Tokenizer tokenizer;
     std::unique_ptr<Backend> backend;
-    std::unique_ptr<Engine> engine;  // last: stops before the backend goes
+    // Speculative decoding by a model (--spec draft | layer-skip): the draft's
+    // description and backend (spec_flags.cpp: load_draft).
+    std::unique_ptr<ModelDescription> draft_model;
+    std::unique_ptr<Backend> draft_backend;
+    std::unique_ptr<Engine> engine;  // last: stops before the backends go
 };
 
 // The model -m names: a GGUF file or Hugging Face folder, or with
@@ -68,6 +72,11 @@ std::vector<FlagSpec> engine_flags();
 // part of engine_flags()) into `spec`.
 std::vector<FlagSpec> spec_flags();
 Status read_spec_flags(const Args& args, SpecConfig& spec);
+// For --spec draft (-md PATH) or layer-skip (--draft-layers N): the draft
+// model and its backend (same device, context and KV blocks as the
+// target's), its vocabulary checked against the target's; spec.draft_backend
+// points at it.
+Status load_draft(const Args& args, LoadedModel& m, SpecConfig& spec);
 
 // folio bench --workload (cmd_bench_workload.cpp): its flags and the run.
 std::vector<FlagSpec> workload_flags();

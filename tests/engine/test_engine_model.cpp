@@ -12,6 +12,7 @@
 #include "folio/chat_template.h"
 #include "folio/engine.h"
 #include "folio/model.h"
+#include "folio/spec.h"
 #include "folio/tokenizer.h"
 #include "folio_test.h"
 
@@ -188,6 +189,69 @@ private slots:
             QVERIFY2(got[1][i] == got[0][i], (tok->decode(got[1][i]) + " | without drafts: " + tok->decode(got[0][i])).c_str());
         std::printf("Gemma 3: %llu draft tokens accepted\n", static_cast<unsigned long long>(accepted));
         QVERIFY(accepted > 0);
+    }
+
+    // A draft model (the Q4_1 file drafting for the full-precision HF
+    // folder of the same model, its own CPU backend) and layer skip (the
+    // target's first 8 layers): greedy output token for token what the
+    // target gives alone, 4 requests at once; a Gemma 3 draft for SmolLM2 is
+    // refused with the first difference named.
+    void draftModelsKeepGreedyOutput() {
+        FOLIO_REQUIRE_MODEL(folder, folio_test::kSmolLM2Folder);
+        if (!model_) QSKIP("no model");
+        auto target = folio::load_model_description(folder);
+        QVERIFY2(target, target ? "" : target.error().message.c_str());
+        auto target_tok = folio::Tokenizer::create(target->tokenizer);
+        QVERIFY(target_tok);
+        QVERIFY2(folio::check_draft_vocabulary(*target_tok, *tokenizer_), "the Q4_1 file's vocabulary should match");
+        auto layer_skip = folio::layer_skip_model(*target, 8);
+        QVERIFY(layer_skip);
+        folio::BackendOptions options;
+        options.n_threads = 2;
+        options.max_context = 512;
+        options.n_blocks = 128;
+        auto target_backend = folio::create_cpu_backend(*target, options);
+        auto draft_backend = folio::create_cpu_backend(*model_, options);
+        auto skip_backend = folio::create_cpu_backend(*layer_skip, options);
+        QVERIFY(target_backend && draft_backend && skip_backend);
+        std::vector<std::vector<int32_t>> prompts(prompts_.begin(), prompts_.begin() + 2);
+        for (const char* q : {kQuestions[0], kQuestions[3]})
+            prompts.push_back(chat({{"user", std::string("Repeat exactly: \"") + q + " " + q + "\"", ""}}));
+        auto run = [&](folio::SpecMethod method, folio::Backend* draft, uint64_t* accepted) {
+            folio::EngineConfig config;
+            config.spec.method = method;
+            config.spec.draft_backend = draft;
+            auto engine = folio::Engine::start(*target, *target_tok, **target_backend, config);
+            EngineCollector c;
+            std::vector<folio::Submission> batch;
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                folio::GenerationRequest r = greedy_to_the_end(prompts[i]);
+                r.max_tokens = 16;
+                batch.push_back({r, c.callback(int(i))});
+            }
+            (*engine)->submit(std::move(batch));
+            (*engine)->wait_idle();
+            if (accepted) *accepted = (*engine)->metrics().spec_decode_num_accepted_tokens_total;
+            std::vector<std::vector<int32_t>> out;
+            for (size_t i = 0; i < prompts.size(); ++i) out.push_back(c.get(int(i)).tokens);
+            return out;
+        };
+        const auto want = run(folio::SpecMethod::Off, nullptr, nullptr);
+        uint64_t by_draft = 0, by_skip = 0;
+        QCOMPARE(run(folio::SpecMethod::Draft, draft_backend->get(), &by_draft), want);
+        QCOMPARE(run(folio::SpecMethod::LayerSkip, skip_backend->get(), &by_skip), want);
+        std::printf("draft model: %llu draft tokens accepted; layer skip (8 of 30 layers): %llu\n",
+                    static_cast<unsigned long long>(by_draft), static_cast<unsigned long long>(by_skip));
+        QVERIFY(by_draft > 0);
+
+        FOLIO_REQUIRE_MODEL(gemma_path, folio_test::kGemma3);
+        auto gemma = folio::load_model_description(gemma_path);
+        QVERIFY(gemma);
+        auto gemma_tok = folio::Tokenizer::create(gemma->tokenizer);
+        QVERIFY(gemma_tok);
+        const folio::Status mismatch = folio::check_draft_vocabulary(*tokenizer_, *gemma_tok);
+        QVERIFY(!mismatch);
+        QVERIFY2(mismatch.error().message.find("262144") != std::string::npos, mismatch.error().message.c_str());
     }
 
     void repeatedPromptAndNextChatTurnReuseBlocks() {

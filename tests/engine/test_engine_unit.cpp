@@ -527,6 +527,47 @@ private slots:
         QCOMPARE(run(true, nullptr), alone);
     }
 
+    // Drafts from a model (a second FakeBackend as the draft, its own KV
+    // blocks): greedy output is what it is without; a draft that is the
+    // target's twin is accepted almost always, a different one less.
+    void draftModelSpeculationKeepsGreedyOutput() {
+        const auto prompts = make_prompts(12, 33);
+        auto run = [&](int32_t draft_period, bool spec_on, double* acceptance) {
+            FakeBackend backend(267, kEos, 256);
+            backend.copy_period = 7;
+            FakeBackend draft(267, kEos, 256);
+            draft.copy_period = draft_period;
+            folio::EngineConfig config;
+            if (spec_on) {
+                config.spec.method = folio::SpecMethod::Draft;
+                config.spec.draft_max = 3;
+                config.spec.draft_backend = &draft;
+            }
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
+            EngineCollector c;
+            std::vector<folio::Submission> batch;
+            for (size_t i = 0; i < prompts.size(); ++i) batch.push_back({greedy(prompts[i], 30), c.callback(int(i))});
+            (*engine)->submit(std::move(batch));
+            (*engine)->wait_idle();
+            const folio::EngineMetrics m = (*engine)->metrics();
+            if (acceptance)
+                *acceptance = double(m.spec_decode_num_accepted_tokens_total) /
+                              double(std::max<uint64_t>(1, m.spec_decode_num_draft_tokens_total));
+            std::vector<std::vector<int32_t>> out;
+            for (size_t i = 0; i < prompts.size(); ++i) out.push_back(c.get(int(i)).tokens);
+            engine->reset();
+            if (spec_on && draft.steps == 0) out.clear();
+            return out;
+        };
+        const auto want = run(7, false, nullptr);
+        double twin = 0, other = 0;
+        QCOMPARE(run(7, true, &twin), want);
+        QCOMPARE(run(5, true, &other), want);
+        std::printf("draft model: twin accepted %.3f, different draft %.3f\n", twin, other);
+        QVERIFY2(twin > 0.95, "the target's twin as the draft should be accepted almost always");
+        QVERIFY2(other < twin, "a different draft should be accepted less");
+    }
+
     void prefixCacheComputesOnlyTheLastPartialBlock() {
         FakeBackend backend(267, kEos, 64);
         auto engine = folio::Engine::start(model_, *tokenizer_, backend, folio::EngineConfig{});

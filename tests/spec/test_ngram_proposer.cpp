@@ -39,7 +39,7 @@ private slots:
         auto proposer = folio::make_proposer(config);
         QVERIFY(proposer && *proposer);
         const Tokens a = {1, 2, 3, 1, 2}, b = {9, 8, 7};
-        const folio::DraftRequest asks[] = {{a, 5}, {b, 5}};
+        const folio::DraftRequest asks[] = {{1, a, 5}, {2, b, 5}};
         std::vector<Tokens> out;
         (*proposer)->propose(asks, out);
         QCOMPARE(out.size(), size_t{2});

@@ -14,17 +14,22 @@
 #include <string_view>
 #include <vector>
 
+#include "folio/backend.h"
 #include "folio/error.h"
+#include "folio/model.h"
 #include "folio/sampling.h"
+#include "folio/tokenizer.h"
 
 namespace folio {
 
 enum class SpecMethod {
     Off,
-    Ngram,  // prompt lookup: the tokens that followed the latest earlier match of the last n tokens
+    Ngram,      // prompt lookup: the tokens that followed the latest earlier match of the last n tokens
+    Draft,      // a second, smaller model of the same vocabulary (-md), drafting greedily
+    LayerSkip,  // the target's own first draft_layers layers, final norm and output head
 };
 
-// "off", "ngram"; parse_spec_method names the methods it knows in its error.
+// "off", "ngram", "draft", "layer-skip"; parse_spec_method names the methods it knows in its error.
 std::string_view to_string(SpecMethod method);
 Result<SpecMethod> parse_spec_method(std::string_view name);
 
@@ -34,6 +39,8 @@ struct SpecConfig {
     int32_t draft_min = 1;  // fewer proposed than this: the step does not speculate
     int32_t ngram_min = 2;  // prompt lookup matches the last n tokens, n from ngram_max down to ngram_min
     int32_t ngram_max = 4;
+    int32_t draft_layers = 0;        // LayerSkip: layers the draft keeps (0: a quarter of the target's)
+    Backend* draft_backend = nullptr;  // Draft / LayerSkip: the draft model's backend (the caller owns it)
 
     // An error naming the field, its value and the allowed range.
     Status validate() const;
@@ -42,6 +49,7 @@ struct SpecConfig {
 // One sequence a proposer drafts for: its tokens so far (prompt and
 // verified output) and how many drafts it may make.
 struct DraftRequest {
+    int64_t id = -1;  // the sequence (a draft model keeps its KV between steps)
     std::span<const int32_t> tokens;
     int32_t max_drafts = 0;
 };
@@ -54,10 +62,20 @@ public:
     // out[i]: up to requests[i].max_drafts tokens guessed to follow requests[i].tokens.
     virtual void propose(std::span<const DraftRequest> requests, std::vector<std::vector<int32_t>>& out) = 0;
     virtual std::string name() const = 0;
+    // The sequence is gone (finished, aborted): whatever the proposer keeps for it goes too.
+    virtual void forget(int64_t /*id*/) {}
 };
 
 // The proposer `config` names (null for Off).
 Result<std::unique_ptr<Proposer>> make_proposer(const SpecConfig& config);
+
+// Draft and LayerSkip need a model to draft with: the draft's vocabulary
+// must be the target's (same size, the same special tokens, every token's
+// text), else an error naming the first difference.
+Status check_draft_vocabulary(const Tokenizer& target, const Tokenizer& draft);
+// LayerSkip's draft: the target's description with only its first n_layers
+// layers (the same mapped weights; the final norm and output head kept).
+Result<ModelDescription> layer_skip_model(const ModelDescription& target, uint32_t n_layers);
 
 // The n-gram proposer's search on its own: the tokens that followed the
 // latest earlier occurrence of tokens' last n tokens (n = ngram_max down to

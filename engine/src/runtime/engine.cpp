@@ -288,6 +288,7 @@ void Engine::finish(Request& r, FinishReason reason, std::string error, RequestO
         metrics_.request_prompt_tokens.observe(r.timings.prompt_tokens);
         metrics_.request_generation_tokens.observe(r.timings.generated_tokens);
     }
+    if (proposer_) proposer_->forget(r.id);
     OutputCallback callback = std::move(r.on_output);
     requests_.erase(r.id);  // r is gone from here on
     if (callback) callback(out);

@@ -99,7 +99,7 @@ void Engine::propose_drafts() {
         const int32_t room = std::min(s.max_new_tokens - s.n_generated, s.max_context - static_cast<int32_t>(s.tokens.size())) - 1;
         if (room <= 0) continue;
         ids.push_back(id);
-        asks.push_back({s.tokens, std::min(room, config_.spec.draft_max)});
+        asks.push_back({id, s.tokens, std::min(room, config_.spec.draft_max)});
     }
     if (ids.empty()) return;
     std::vector<std::vector<int32_t>> drafts;

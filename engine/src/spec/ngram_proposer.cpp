@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "folio/spec.h"
+#include "spec/proposers.h"
 
 namespace folio {
 
@@ -49,6 +50,12 @@ Result<std::unique_ptr<Proposer>> make_proposer(const SpecConfig& config) {
     switch (config.method) {
         case SpecMethod::Off: return std::unique_ptr<Proposer>{};
         case SpecMethod::Ngram: return std::unique_ptr<Proposer>(std::make_unique<NgramProposer>(config));
+        case SpecMethod::Draft:
+        case SpecMethod::LayerSkip:
+            if (!config.draft_backend)
+                return make_error(std::string("speculative decoding by ") + std::string(to_string(config.method)) +
+                                  " needs the draft model's backend");
+            return make_draft_model_proposer(config, *config.draft_backend);
     }
     return make_error("unknown speculative decoding method");
 }

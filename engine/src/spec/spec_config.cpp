@@ -7,6 +7,8 @@ std::string_view to_string(SpecMethod method) {
     switch (method) {
         case SpecMethod::Off: return "off";
         case SpecMethod::Ngram: return "ngram";
+        case SpecMethod::Draft: return "draft";
+        case SpecMethod::LayerSkip: return "layer-skip";
     }
     return "off";
 }
@@ -14,7 +16,10 @@ std::string_view to_string(SpecMethod method) {
 Result<SpecMethod> parse_spec_method(std::string_view name) {
     if (name == "off" || name == "none") return SpecMethod::Off;
     if (name == "ngram") return SpecMethod::Ngram;
-    return make_error("unknown speculative decoding method '" + std::string(name) + "' (known: ngram, off)");
+    if (name == "draft") return SpecMethod::Draft;
+    if (name == "layer-skip") return SpecMethod::LayerSkip;
+    return make_error("unknown speculative decoding method '" + std::string(name) +
+                      "' (known: ngram, draft, layer-skip, off)");
 }
 
 Status SpecConfig::validate() const {
@@ -27,6 +32,7 @@ Status SpecConfig::validate() const {
     if (Status s = range("--draft-min", draft_min, 0, draft_max); !s) return s;
     if (Status s = range("--ngram-min", ngram_min, 1, 64); !s) return s;
     if (Status s = range("--ngram-max", ngram_max, ngram_min, 64); !s) return s;
+    if (Status s = range("--draft-layers", draft_layers, 0, 4096); !s) return s;
     return {};
 }
 
