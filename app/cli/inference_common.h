@@ -81,5 +81,7 @@ Status load_draft(const Args& args, LoadedModel& m, SpecConfig& spec);
 // folio bench --workload (cmd_bench_workload.cpp): its flags and the run.
 std::vector<FlagSpec> workload_flags();
 int run_bench_workload(const Args& args);
+// folio bench --spec (cmd_bench_spec.cpp): with and without speculation, alternated.
+int run_bench_spec(const Args& args);
 
 }  // namespace folio::cli

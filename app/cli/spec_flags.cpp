@@ -14,6 +14,7 @@ std::vector<FlagSpec> spec_flags() {
         {"-md", "--model-draft", "PATH", "draft: the draft model (GGUF or HF folder) of the target's vocabulary"},
         {"", "--draft-layers", "N", "layer-skip: the target's first N layers draft (default: a quarter of them)"},
         {"", "--draft-max", "N", "draft tokens per sequence per step at most (default 4)"},
+        {"", "--draft-fixed", "", "always draft --draft-max tokens (default: adaptive K, chosen per sequence per step)"},
         {"", "--draft-min", "N", "speculate only when at least N drafts are proposed (default 1)"},
         {"", "--ngram-min", "N", "ngram: shortest suffix matched in the prompt and output (default 2)"},
         {"", "--ngram-max", "N", "ngram: longest suffix matched (default 4)"},
@@ -36,6 +37,7 @@ Status read_spec_flags(const Args& args, SpecConfig& spec) {
         if (!v) return v.error();
         *field = static_cast<int32_t>(*v);
     }
+    spec.adaptive = !args.has("--draft-fixed");
     // Values that only make sense together (draft-min <= draft-max, ...).
     if (Status s = spec.validate(); !s) return make_error("speculative decoding: " + s.error().message);
     if (spec.method == SpecMethod::Off)

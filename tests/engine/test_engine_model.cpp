@@ -122,6 +122,7 @@ private slots:
         folio::EngineConfig spec;
         spec.spec.method = folio::SpecMethod::Ngram;
         spec.spec.draft_max = 4;
+        spec.spec.adaptive = false;  // every step verifies drafts (adaptive K would back off on the CPU)
         for (uint32_t n_blocks : {0u, 24u}) {
             auto backend = make_backend(n_blocks);
             auto engine = folio::Engine::start(*model_, *tokenizer_, *backend, spec);
@@ -167,6 +168,7 @@ private slots:
                                "Count: one, two, three, four, five, six,"};
         folio::EngineConfig spec;
         spec.spec.method = folio::SpecMethod::Ngram;
+        spec.spec.adaptive = false;
         std::vector<std::vector<int32_t>> got[2];
         uint64_t accepted = 0;
         for (int on = 0; on < 2; ++on) {
@@ -220,6 +222,7 @@ private slots:
         auto run = [&](folio::SpecMethod method, folio::Backend* draft, uint64_t* accepted) {
             folio::EngineConfig config;
             config.spec.method = method;
+            config.spec.adaptive = false;
             config.spec.draft_backend = draft;
             auto engine = folio::Engine::start(*target, *target_tok, **target_backend, config);
             EngineCollector c;

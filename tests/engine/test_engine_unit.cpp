@@ -3,6 +3,7 @@
 // cache supplies repeated prompts, aborts at any point and 10,000 short
 // requests leave every block free, bad requests end with clear errors.
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <numeric>
 #include <atomic>
@@ -431,6 +432,9 @@ private slots:
         spec.spec.method = folio::SpecMethod::Ngram;
         spec.spec.draft_max = 4;
         spec.spec.ngram_min = 1;
+        spec.spec.adaptive = false;
+        folio::EngineConfig adaptive = spec;
+        adaptive.spec.adaptive = true;
         folio::EngineConfig chunked = spec;
         chunked.scheduler.max_num_batched_tokens = 7;
         struct Mode {
@@ -446,6 +450,7 @@ private slots:
             {"tiny pool", spec, 30, 0, false, true},
             {"tiny pool, swapping", spec, 30, 64, false, true},
             {"backend argmax", spec, 256, 0, true, true},
+            {"adaptive K", adaptive, 256, 0, false, true},
         };
         for (const Mode& m : modes) {
             folio::EngineMetrics metrics;
@@ -472,7 +477,7 @@ private slots:
     // drawn by the request's Sampler over the draft-extended history, so
     // penalties, top-k / top-p / min-p and logprobs all hold; requests run
     // alone or together draw the same tokens (batch invariance holds with
-    // drafts too), and step events carry the acceptance counts.
+    // drafts too, at a fixed K), and step events carry the acceptance counts.
     void speculationSamplesWithEveryOption() {
         const auto prompts = make_prompts(6, 21);
         auto request = [&](size_t i) {
@@ -489,6 +494,9 @@ private slots:
         folio::EngineConfig spec;
         spec.spec.method = folio::SpecMethod::Ngram;
         spec.spec.ngram_min = 1;
+        // Fixed K: a seeded request's draws follow its rows, and adaptive K
+        // (chosen from measured times) would make the rows timing-dependent.
+        spec.spec.adaptive = false;
         auto run = [&](bool together, int32_t* event_drafts) {
             FakeBackend backend(267, kEos, 256);
             backend.copy_period = 5;
@@ -530,6 +538,34 @@ private slots:
     // Drafts from a model (a second FakeBackend as the draft, its own KV
     // blocks): greedy output is what it is without; a draft that is the
     // target's twin is accepted almost always, a different one less.
+    // Adaptive K's choice: K = draft_max before anything is measured; a
+    // high acceptance where rows are cheap keeps K high; a low one, or rows
+    // as dear as a whole step (verification no longer nearly free), backs
+    // off to 0.
+    void adaptiveDraftLengthFollowsAcceptanceAndCost() {
+        using Tuner = folio::DraftLengthTuner;
+        Tuner tuner(6);
+        Tuner::Acceptance good, bad;
+        QCOMPARE(tuner.choose(good, 0), 6);
+        for (int i = 0; i < 20; ++i) Tuner::observe_verdict(good, 4, 4), Tuner::observe_verdict(bad, 4, 0);
+        // A GPU-like step: 10 ms fixed, 0.05 ms a row.
+        for (int n = 1; n <= 64; n *= 2) tuner.observe_step(n, 0.010 + 0.00005 * n);
+        QVERIFY(std::abs(tuner.per_row_s() - 0.00005) < 1e-6 && std::abs(tuner.fixed_s() - 0.010) < 1e-5);
+        QCOMPARE(tuner.choose(good, 0), 6);
+        QVERIFY(tuner.choose(bad, 0) <= 1);  // 3 % acceptance: one nearly free row is still worth it
+        for (int i = 0; i < 50; ++i) tuner.observe_draft(1, 0.001);  // a draft model: 1 ms a token
+        QCOMPARE(tuner.choose(bad, 0), 0);
+        QVERIFY(tuner.choose(good, 0) >= 4);
+        // Every row as dear as a step (a compute-bound device): drafts never pay.
+        Tuner dear(6);
+        for (int rep = 0; rep < 3; ++rep)
+            for (int n = 1; n <= 64; n *= 2) dear.observe_step(n, 0.010 * n);
+        QCOMPARE(dear.choose(good, 63), 0);  // 64 rows: drafts cannot beat the batch's own rate
+        QCOMPARE(dear.choose(good, 0), 0);   // no fixed cost at all: K rows cost K steps, E(K) < K + 1
+        QCOMPARE(dear.choose(bad, 0), 0);
+        QVERIFY(Tuner::expected_tokens(0.5, 1) == 1.5);
+    }
+
     void draftModelSpeculationKeepsGreedyOutput() {
         const auto prompts = make_prompts(12, 33);
         auto run = [&](int32_t draft_period, bool spec_on, double* acceptance) {
@@ -541,6 +577,7 @@ private slots:
             if (spec_on) {
                 config.spec.method = folio::SpecMethod::Draft;
                 config.spec.draft_max = 3;
+                config.spec.adaptive = false;
                 config.spec.draft_backend = &draft;
             }
             auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);

@@ -230,6 +230,7 @@ private:
     Batch batch_;
     std::unique_ptr<TokenChooser> chooser_;  // the step's token choice, where the logits are
     std::unique_ptr<Proposer> proposer_;     // null: no speculative decoding
+    DraftLengthTuner tuner_;                 // adaptive K's cost model
     struct SpecStep {                        // this step's counts, for its StepEvent
         int32_t sequences = 0, draft_tokens = 0, accepted_tokens = 0, draft_k = 0;
         std::vector<int32_t> accepted_per_position;

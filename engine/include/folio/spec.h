@@ -39,6 +39,8 @@ struct SpecConfig {
     int32_t draft_min = 1;  // fewer proposed than this: the step does not speculate
     int32_t ngram_min = 2;  // prompt lookup matches the last n tokens, n from ngram_max down to ngram_min
     int32_t ngram_max = 4;
+    bool adaptive = true;   // K per sequence per step from its acceptance and the measured costs
+                            // (DraftLengthTuner), at most draft_max; false: always draft_max
     int32_t draft_layers = 0;        // LayerSkip: layers the draft keeps (0: a quarter of the target's)
     Backend* draft_backend = nullptr;  // Draft / LayerSkip: the draft model's backend (the caller owns it)
 
@@ -64,6 +66,39 @@ public:
     virtual std::string name() const = 0;
     // The sequence is gone (finished, aborted): whatever the proposer keeps for it goes too.
     virtual void forget(int64_t /*id*/) {}
+};
+
+// Adaptive K: per request an estimate of the acceptance rate alpha from its
+// recent verdicts; per step, for each sequence the K in 0 .. draft_max that
+// maximises expected tokens per unit of step time, E(K) = (1 - alpha^(K+1)) /
+// (1 - alpha) over t(rows + K) + K * (a draft token's cost), where t(n) =
+// a + b n is fitted to the measured forward times. When verification is no
+// longer nearly free (a large batch, a compute-bound device) b grows and K
+// falls to 0. A sequence at K = 0 still drafts one token every probe_every
+// steps, so that its estimate follows the text.
+class DraftLengthTuner {
+public:
+    struct Acceptance {  // per request
+        double drafted = 0, accepted = 0;
+        int32_t steps_without = 0;  // steps since it last drafted
+    };
+    static constexpr int32_t kProbeEvery = 8;
+
+    explicit DraftLengthTuner(int32_t draft_max);
+    void observe_step(int32_t n_rows, double forward_s);  // every forward pass
+    void observe_draft(int32_t n_drafted, double draft_s);  // every proposal
+    static void observe_verdict(Acceptance& a, int32_t n_drafted, int32_t n_accepted);
+    static double alpha(const Acceptance& a);
+    static double expected_tokens(double alpha, int32_t k);
+    // K for a sequence in a step of other_rows rows besides its own.
+    int32_t choose(const Acceptance& a, int32_t other_rows) const;
+    double fixed_s() const { return fixed_s_; }
+    double per_row_s() const { return per_row_s_; }
+
+private:
+    int32_t draft_max_;
+    double w_ = 0, sn_ = 0, st_ = 0, snn_ = 0, snt_ = 0;  // weighted sums of the fit
+    double fixed_s_ = 0, per_row_s_ = 0, draft_s_per_token_ = 0;
 };
 
 // The proposer `config` names (null for Off).

@@ -38,7 +38,8 @@ Engine::Engine(const ModelDescription& model, const Tokenizer& tokenizer, Backen
       scheduler_(with_swap_space(config.scheduler, backend), kv_, static_cast<int32_t>(backend.max_context())),
       started_(std::chrono::steady_clock::now()),
       metrics_(backend.max_context()),
-      chooser_(std::make_unique<TokenChooser>(backend, config.sampling_threads)) {
+      chooser_(std::make_unique<TokenChooser>(backend, config.sampling_threads)),
+      tuner_(config.spec.draft_max) {
     for (int32_t t = 0; t < tokenizer.vocab_size(); ++t)
         if (tokenizer.is_end_of_generation(t)) end_of_generation_.push_back(t);
 }

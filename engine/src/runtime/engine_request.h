@@ -22,6 +22,7 @@ struct Engine::Request {
     std::vector<int32_t> history;  // prompt and generated tokens, for the penalties
     SampleInfo info;
     RequestTimings timings;
+    DraftLengthTuner::Acceptance acceptance;  // speculative decoding: its recent verdicts, for adaptive K
     std::string rejected;  // why submit() could not accept it (reported from the engine thread)
     double submitted_s = 0, scheduled_s = -1, first_token_s = -1, last_token_s = -1;
 

@@ -91,6 +91,7 @@ void Engine::propose_drafts() {
     const double t0 = now_s();
     std::vector<SeqId> ids;
     std::vector<DraftRequest> asks;
+    const auto others = static_cast<int32_t>(scheduler_.num_running()) - 1;
     for (SeqId id : scheduler_.running()) {
         const Sequence& s = *scheduler_.find(id);
         const auto it = requests_.find(id);
@@ -98,16 +99,29 @@ void Engine::propose_drafts() {
         if (s.num_computed + 1 != static_cast<int32_t>(s.tokens.size())) continue;
         const int32_t room = std::min(s.max_new_tokens - s.n_generated, s.max_context - static_cast<int32_t>(s.tokens.size())) - 1;
         if (room <= 0) continue;
+        // Adaptive K: what pays at this request's acceptance and this
+        // step's cost; at 0, a one-token probe now and then.
+        DraftLengthTuner::Acceptance& a = it->second->acceptance;
+        int32_t k = config_.spec.adaptive ? tuner_.choose(a, others) : config_.spec.draft_max;
+        if (k == 0 && ++a.steps_without >= DraftLengthTuner::kProbeEvery) k = 1;
+        if (k == 0) {
+            scheduler_.set_drafts(id, {});
+            continue;
+        }
+        a.steps_without = 0;
         ids.push_back(id);
-        asks.push_back({id, s.tokens, std::min(room, config_.spec.draft_max)});
+        asks.push_back({id, s.tokens, std::min(room, k)});
     }
     if (ids.empty()) return;
     std::vector<std::vector<int32_t>> drafts;
     proposer_->propose(asks, drafts);
+    int32_t n_drafted = 0;
     for (size_t i = 0; i < ids.size(); ++i) {
         if (static_cast<int32_t>(drafts[i].size()) < std::max(1, config_.spec.draft_min)) drafts[i].clear();
+        n_drafted += static_cast<int32_t>(drafts[i].size());
         scheduler_.set_drafts(ids[i], std::move(drafts[i]));
     }
+    tuner_.observe_draft(n_drafted, now_s() - t0);
     spec_step_.draft_s = now_s() - t0;
 }
 
@@ -151,6 +165,7 @@ bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
     const double t_forward = now_s();
     if (status) status = chooser_->forward(batch_, choice, t.draws);
     t.forward_s = now_s() - t_forward;
+    if (status && proposer_) tuner_.observe_step(batch_.n_tokens(), t.forward_s);
     if (!status) {
         // What was swapped out this step may not have reached the host.
         for (SeqId id : plan.preempted)
@@ -189,6 +204,7 @@ bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
 }
 
 void Engine::count_verdict(Request& r, int32_t n_draft, int32_t n_accepted) {
+    DraftLengthTuner::observe_verdict(r.acceptance, n_draft, n_accepted);
     ++r.timings.n_drafts;
     r.timings.draft_tokens += n_draft;
     r.timings.accepted_tokens += n_accepted;
