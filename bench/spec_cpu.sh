@@ -9,9 +9,11 @@ HF=models/SmolLM2-135M-Instruct-hf
 EDIT="Repeat the following paragraph exactly, changing only the word Tuesday to Friday: The committee met on Tuesday to discuss the budget for next year. Members agreed that the library needs new computers, longer opening hours on weekends, and a larger collection of children's books. The treasurer warned that the roof repairs would take most of the reserve fund, so the new computers may have to wait until spring."
 CHAT="Write a short story about a cat who learns to play the piano."
 N=${N:-128}
+ONLY=${ONLY:-}  # a word the runs to make must contain (e.g. int4-self)
 R=${R:-3}
 echo "# $(date -u +%FT%TZ) $(uname -m), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg); -t 2 -n $N -r $R, greedy"
 run() {
+  [[ -n "$ONLY" && "$*" != *"$ONLY"* ]] && return
   echo "## $*"
   "$F" bench -t 2 -n "$N" -r "$R" "$@" 2>/dev/null | grep -v '^|---'
 }
@@ -23,3 +25,5 @@ run -m "$HF" --spec draft -md "$Q" --draft-fixed --spec-prompt "$EDIT"
 run -m "$HF" --spec draft -md "$Q" --spec-prompt "$CHAT"
 run -m "$HF" --spec draft -md "$Q" --draft-fixed --spec-prompt "$CHAT"
 run -m "$HF" --spec layer-skip --draft-layers 8 --spec-prompt "$EDIT"
+run -m "$HF" --spec int4-self --draft-fixed --spec-prompt "$EDIT"
+run -m "$HF" --spec int4-self --spec-prompt "$CHAT"

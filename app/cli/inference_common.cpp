@@ -141,7 +141,7 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     if (!model) return model.error();
     auto tokenizer = Tokenizer::create(model->tokenizer);
     if (!tokenizer) return tokenizer.error();
-    auto loaded = std::make_unique<LoadedModel>(LoadedModel{std::move(*model), std::move(*tokenizer), nullptr, nullptr, nullptr, nullptr});
+    auto loaded = std::make_unique<LoadedModel>(LoadedModel{std::move(*model), std::move(*tokenizer), nullptr, nullptr, nullptr, nullptr, nullptr});
     options.n_threads = static_cast<int>(*threads);
     options.cuda_graphs = !args.has("--no-cuda-graphs");
     options.f32_activations = args.has("--f32-activations");

@@ -12,6 +12,7 @@
 #include "folio/engine.h"
 #include "folio/model.h"
 #include "folio/sampling.h"
+#include "folio/spec.h"
 #include "folio/tokenizer.h"
 
 namespace folio::cli {
@@ -23,6 +24,7 @@ struct LoadedModel {
     // Speculative decoding by a model (--spec draft | layer-skip): the draft's
     // description and backend (spec_flags.cpp: load_draft).
     std::unique_ptr<ModelDescription> draft_model;
+    std::unique_ptr<InMemoryModel> draft_weights;  // int4-self: the quantized copy the draft_model points into
     std::unique_ptr<Backend> draft_backend;
     std::unique_ptr<Engine> engine;  // last: stops before the backends go
 };

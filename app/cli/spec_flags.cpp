@@ -10,7 +10,7 @@ namespace folio::cli {
 
 std::vector<FlagSpec> spec_flags() {
     return {
-        {"", "--spec", "METHOD", "speculative decoding: ngram (prompt lookup), draft (-md), layer-skip, or off (default)"},
+        {"", "--spec", "METHOD", "speculative decoding: ngram (prompt lookup), draft (-md), layer-skip, int4-self, or off (default)"},
         {"-md", "--model-draft", "PATH", "draft: the draft model (GGUF or HF folder) of the target's vocabulary"},
         {"", "--draft-layers", "N", "layer-skip: the target's first N layers draft (default: a quarter of them)"},
         {"", "--draft-max", "N", "draft tokens per sequence per step at most (default 4)"},
@@ -53,7 +53,8 @@ Status read_spec_flags(const Args& args, SpecConfig& spec) {
 }
 
 Status load_draft(const Args& args, LoadedModel& m, SpecConfig& spec) {
-    if (spec.method != SpecMethod::Draft && spec.method != SpecMethod::LayerSkip) return {};
+    if (spec.method != SpecMethod::Draft && spec.method != SpecMethod::LayerSkip && spec.method != SpecMethod::Int4Self)
+        return {};
     if (spec.method == SpecMethod::Draft) {
         const std::string path = args.get_or("--model-draft", "");
         auto draft = load_model_description(path);
@@ -63,6 +64,11 @@ Status load_draft(const Args& args, LoadedModel& m, SpecConfig& spec) {
         if (Status s = check_draft_vocabulary(m.tokenizer, *tokenizer); !s)
             return make_error(path + ": " + s.error().message);
         m.draft_model = std::make_unique<ModelDescription>(std::move(*draft));
+    } else if (spec.method == SpecMethod::Int4Self) {
+        auto quantized = quantize_to_4_bits(m.model);
+        if (!quantized) return quantized.error();
+        m.draft_weights = std::move(*quantized);
+        m.draft_model = std::make_unique<ModelDescription>(m.draft_weights->model);
     } else {
         const uint32_t layers = spec.draft_layers > 0 ? static_cast<uint32_t>(spec.draft_layers)
                                                       : std::max<uint32_t>(1, m.model.hparams.n_layer / 4);

@@ -194,8 +194,8 @@ private slots:
     }
 
     // A draft model (the Q4_1 file drafting for the full-precision HF
-    // folder of the same model, its own CPU backend) and layer skip (the
-    // target's first 8 layers): greedy output token for token what the
+    // folder of the same model, its own CPU backend), layer skip (the
+    // target's first 8 layers) and int4-self (its weights as Q4_1 in memory): greedy output token for token what the
     // target gives alone, 4 requests at once; a Gemma 3 draft for SmolLM2 is
     // refused with the first difference named.
     void draftModelsKeepGreedyOutput() {
@@ -208,6 +208,8 @@ private slots:
         QVERIFY2(folio::check_draft_vocabulary(*target_tok, *tokenizer_), "the Q4_1 file's vocabulary should match");
         auto layer_skip = folio::layer_skip_model(*target, 8);
         QVERIFY(layer_skip);
+        auto int4 = folio::quantize_to_4_bits(*target);
+        QVERIFY2(int4, int4 ? "" : int4.error().message.c_str());
         folio::BackendOptions options;
         options.n_threads = 2;
         options.max_context = 512;
@@ -215,7 +217,8 @@ private slots:
         auto target_backend = folio::create_cpu_backend(*target, options);
         auto draft_backend = folio::create_cpu_backend(*model_, options);
         auto skip_backend = folio::create_cpu_backend(*layer_skip, options);
-        QVERIFY(target_backend && draft_backend && skip_backend);
+        auto int4_backend = folio::create_cpu_backend((*int4)->model, options);
+        QVERIFY(target_backend && draft_backend && skip_backend && int4_backend);
         std::vector<std::vector<int32_t>> prompts(prompts_.begin(), prompts_.begin() + 2);
         for (const char* q : {kQuestions[0], kQuestions[3]})
             prompts.push_back(chat({{"user", std::string("Repeat exactly: \"") + q + " " + q + "\"", ""}}));
@@ -243,9 +246,12 @@ private slots:
         uint64_t by_draft = 0, by_skip = 0;
         QCOMPARE(run(folio::SpecMethod::Draft, draft_backend->get(), &by_draft), want);
         QCOMPARE(run(folio::SpecMethod::LayerSkip, skip_backend->get(), &by_skip), want);
-        std::printf("draft model: %llu draft tokens accepted; layer skip (8 of 30 layers): %llu\n",
-                    static_cast<unsigned long long>(by_draft), static_cast<unsigned long long>(by_skip));
-        QVERIFY(by_draft > 0);
+        uint64_t by_int4 = 0;
+        QCOMPARE(run(folio::SpecMethod::Int4Self, int4_backend->get(), &by_int4), want);
+        std::printf("draft model: %llu draft tokens accepted; layer skip (8 of 30 layers): %llu; int4-self: %llu\n",
+                    static_cast<unsigned long long>(by_draft), static_cast<unsigned long long>(by_skip),
+                    static_cast<unsigned long long>(by_int4));
+        QVERIFY(by_draft > 0 && by_int4 > 0);
 
         FOLIO_REQUIRE_MODEL(gemma_path, folio_test::kGemma3);
         auto gemma = folio::load_model_description(gemma_path);

@@ -27,9 +27,10 @@ enum class SpecMethod {
     Ngram,      // prompt lookup: the tokens that followed the latest earlier match of the last n tokens
     Draft,      // a second, smaller model of the same vocabulary (-md), drafting greedily
     LayerSkip,  // the target's own first draft_layers layers, final norm and output head
+    Int4Self,   // the target's own weights quantized to Q4_1 in memory at load
 };
 
-// "off", "ngram", "draft", "layer-skip"; parse_spec_method names the methods it knows in its error.
+// "off", "ngram", "draft", "layer-skip", "int4-self"; parse_spec_method names the methods it knows in its error.
 std::string_view to_string(SpecMethod method);
 Result<SpecMethod> parse_spec_method(std::string_view name);
 
@@ -111,6 +112,17 @@ Status check_draft_vocabulary(const Tokenizer& target, const Tokenizer& draft);
 // LayerSkip's draft: the target's description with only its first n_layers
 // layers (the same mapped weights; the final norm and output head kept).
 Result<ModelDescription> layer_skip_model(const ModelDescription& target, uint32_t n_layers);
+
+// Int4Self's draft: the target's matrices (2-D, rows of whole 32-blocks,
+// not norms) quantized to `four_bits` (Q4_1 or Q4_0) in memory, the token
+// embeddings / output head to Q8_0; the description points into
+// `weights` (which must outlive it and any backend made from it).
+struct InMemoryModel {
+    ModelDescription model;
+    std::vector<std::vector<std::byte>> weights;
+};
+Result<std::unique_ptr<InMemoryModel>> quantize_to_4_bits(const ModelDescription& target,
+                                                          TensorType four_bits = TensorType::Q4_1);
 
 // The n-gram proposer's search on its own: the tokens that followed the
 // latest earlier occurrence of tokens' last n tokens (n = ngram_max down to

@@ -52,6 +52,7 @@ Result<std::unique_ptr<Proposer>> make_proposer(const SpecConfig& config) {
         case SpecMethod::Ngram: return std::unique_ptr<Proposer>(std::make_unique<NgramProposer>(config));
         case SpecMethod::Draft:
         case SpecMethod::LayerSkip:
+        case SpecMethod::Int4Self:
             if (!config.draft_backend)
                 return make_error(std::string("speculative decoding by ") + std::string(to_string(config.method)) +
                                   " needs the draft model's backend");

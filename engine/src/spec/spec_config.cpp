@@ -9,6 +9,7 @@ std::string_view to_string(SpecMethod method) {
         case SpecMethod::Ngram: return "ngram";
         case SpecMethod::Draft: return "draft";
         case SpecMethod::LayerSkip: return "layer-skip";
+        case SpecMethod::Int4Self: return "int4-self";
     }
     return "off";
 }
@@ -18,8 +19,9 @@ Result<SpecMethod> parse_spec_method(std::string_view name) {
     if (name == "ngram") return SpecMethod::Ngram;
     if (name == "draft") return SpecMethod::Draft;
     if (name == "layer-skip") return SpecMethod::LayerSkip;
+    if (name == "int4-self") return SpecMethod::Int4Self;
     return make_error("unknown speculative decoding method '" + std::string(name) +
-                      "' (known: ngram, draft, layer-skip, off)");
+                      "' (known: ngram, draft, layer-skip, int4-self, off)");
 }
 
 Status SpecConfig::validate() const {
