@@ -22,6 +22,8 @@ std::vector<FlagSpec> bench_flags() {
     flags.push_back({"-d", "--n-depth", "N", "tokens already in the context when generation is timed (default 0)"});
     flags.push_back({"-r", "--repetitions", "N", "timed runs of each test (default 5; --workload: runs of each mode, in rotating order, default 1)"});
     flags.push_back({"", "--json", "", "print the result as JSON"});
+    flags.push_back({"", "--spec-prompt", "TEXT", "--spec: the prompt (a chat message) both runs continue"});
+    flags.push_back({"", "--spec-prompt-file", "FILE", "--spec: prompts, one per line, run at once"});
     for (const FlagSpec& f : workload_flags()) flags.push_back(f);
     for (const FlagSpec& f : engine_flags()) flags.push_back(f);
     flags.push_back({"-h", "--help", "", "this help"});
@@ -71,6 +73,7 @@ int run_bench(int argc, char** argv) {
         return 0;
     }
     if (args->has("--workload")) return run_bench_workload(*args);
+    if (args->has("--spec")) return run_bench_spec(*args);
     auto n_prompt = args->get_int("--n-prompt", 512, 0, 1 << 20);
     auto n_gen = args->get_int("--n-gen", 128, 0, 1 << 20);
     auto reps = args->get_int("--repetitions", 5, 1, 1000);

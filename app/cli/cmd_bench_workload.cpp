@@ -269,6 +269,7 @@ int run_bench_workload(const Args& args) {
     auto loaded = load_for_inference(args, static_cast<uint32_t>(std::max<int64_t>(longest, 512)), 8);
     if (!loaded) return fail("bench", loaded.error().message);
     LoadedModel& m = **loaded;
+    if (Status s = load_draft(args, m, config->spec); !s) return fail("bench", s.error().message);  // --spec draft | layer-skip
 
     // Prompts: the trace's text tokenized, or seeded random ids of its length.
     std::mt19937_64 rng(synthetic.seed ^ 0x5eed);

@@ -133,6 +133,11 @@ int run_run(int argc, char** argv) {
                      "time to first token %.3f s; stop: %s\n",
                      t.prompt_tokens, t.cached_prompt_tokens, t.prefill_tokens_per_s(), t.generated_tokens,
                      t.decode_tokens_per_s(), t.ttft_s, std::string(to_string(c.last.reason)).c_str());
+        if (t.n_drafts > 0)
+            std::fprintf(stderr,
+                         "folio: speculative decoding: %d of %d draft tokens accepted (acceptance rate %.3f), "
+                         "mean acceptance length %.2f\n",
+                         t.accepted_tokens, t.draft_tokens, t.acceptance_rate(), t.mean_acceptance_length());
         return 0;
     }
 
@@ -178,6 +183,12 @@ int run_run(int argc, char** argv) {
                  metrics.num_preemptions_total == 1 ? "" : "s",
                  static_cast<unsigned long long>(metrics.prefix_cache_hits_total),
                  static_cast<unsigned long long>(metrics.prefix_cache_queries_total));
+    if (const uint64_t drafts = metrics.spec_decode_num_drafts_total; drafts > 0) {
+        const auto draft_tokens = static_cast<double>(metrics.spec_decode_num_draft_tokens_total);
+        const auto accepted = static_cast<double>(metrics.spec_decode_num_accepted_tokens_total);
+        std::fprintf(stderr, "folio: speculative decoding: acceptance rate %.3f, mean acceptance length %.2f\n",
+                     accepted / draft_tokens, 1.0 + accepted / static_cast<double>(drafts));
+    }
     return failures ? 1 : 0;
 }
 

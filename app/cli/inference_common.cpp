@@ -47,7 +47,7 @@ std::vector<FlagSpec> sampling_flags() {
 }
 
 std::vector<FlagSpec> engine_flags() {
-    return {
+    std::vector<FlagSpec> flags = {
         {"-b", "--batch-size", "N", "most tokens per engine step, prefill chunks included (default 256)"},
         {"", "--max-seqs", "N", "most sequences per step (default 64)"},
         {"", "--sampling-threads", "N", "host threads drawing tokens from whole logits rows (default: -t, or up to 8 beside a GPU)"},
@@ -59,6 +59,8 @@ std::vector<FlagSpec> engine_flags() {
         {"", "--no-prefix-cache", "", "do not reuse the KV blocks of earlier identical prefixes"},
         {"", "--no-cuda-graphs", "", "CUDA: launch every decode step's kernels instead of replaying a graph"},
     };
+    for (FlagSpec& f : spec_flags()) flags.push_back(std::move(f));
+    return flags;
 }
 
 Result<float> get_float(const Args& args, const std::string& long_name, float fallback, float min, float max) {
@@ -152,7 +154,7 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     if (!model) return model.error();
     auto tokenizer = Tokenizer::create(model->tokenizer);
     if (!tokenizer) return tokenizer.error();
-    auto loaded = std::make_unique<LoadedModel>(LoadedModel{std::move(*model), std::move(*tokenizer), nullptr, nullptr});
+    auto loaded = std::make_unique<LoadedModel>(LoadedModel{std::move(*model), std::move(*tokenizer), nullptr, nullptr, nullptr, nullptr, nullptr});
     options.n_threads = static_cast<int>(*threads);
     options.cuda_graphs = !args.has("--no-cuda-graphs");
     options.f32_activations = args.has("--f32-activations");
@@ -200,6 +202,7 @@ Result<EngineConfig> read_engine_flags(const Args& args) {
     auto sampling_threads = args.get_int("--sampling-threads", 0, 1, 256);
     if (!sampling_threads) return sampling_threads.error();
     config.sampling_threads = static_cast<int>(*sampling_threads);
+    if (Status s = read_spec_flags(args, config.spec); !s) return s.error();
     return config;
 }
 
@@ -209,6 +212,7 @@ Result<std::unique_ptr<LoadedModel>> start_engine(const Args& args, uint32_t def
     auto loaded = load_for_inference(args, default_context, kv_sequences);
     if (!loaded) return loaded.error();
     LoadedModel& m = **loaded;
+    if (Status s = load_draft(args, m, config->spec); !s) return s.error();
     auto engine = Engine::start(m.model, m.tokenizer, *m.backend, *config);
     if (!engine) return engine.error();
     m.engine = std::move(*engine);

@@ -12,6 +12,7 @@
 #include "folio/engine.h"
 #include "folio/model.h"
 #include "folio/sampling.h"
+#include "folio/spec.h"
 #include "folio/tokenizer.h"
 
 namespace folio::cli {
@@ -20,7 +21,12 @@ struct LoadedModel {
     ModelDescription model;
     Tokenizer tokenizer;
     std::unique_ptr<Backend> backend;
-    std::unique_ptr<Engine> engine;  // last: stops before the backend goes
+    // Speculative decoding by a model (--spec draft | layer-skip): the draft's
+    // description and backend (spec_flags.cpp: load_draft).
+    std::unique_ptr<ModelDescription> draft_model;
+    std::unique_ptr<InMemoryModel> draft_weights;  // int4-self: the quantized copy the draft_model points into
+    std::unique_ptr<Backend> draft_backend;
+    std::unique_ptr<Engine> engine;  // last: stops before the backends go
 };
 
 // The model -m names: a GGUF file or Hugging Face folder, or with
@@ -69,9 +75,20 @@ Result<std::vector<int32_t>> chat_tokens(const LoadedModel& m, const std::vector
 std::vector<FlagSpec> model_flags();
 std::vector<FlagSpec> sampling_flags();
 std::vector<FlagSpec> engine_flags();
+// --spec, --draft-max, --draft-min, --ngram-min, --ngram-max (spec_flags.cpp;
+// part of engine_flags()) into `spec`.
+std::vector<FlagSpec> spec_flags();
+Status read_spec_flags(const Args& args, SpecConfig& spec);
+// For --spec draft (-md PATH) or layer-skip (--draft-layers N): the draft
+// model and its backend (same device, context and KV blocks as the
+// target's), its vocabulary checked against the target's; spec.draft_backend
+// points at it.
+Status load_draft(const Args& args, LoadedModel& m, SpecConfig& spec);
 
 // folio bench --workload (cmd_bench_workload.cpp): its flags and the run.
 std::vector<FlagSpec> workload_flags();
 int run_bench_workload(const Args& args);
+// folio bench --spec (cmd_bench_spec.cpp): with and without speculation, alternated.
+int run_bench_spec(const Args& args);
 
 }  // namespace folio::cli

@@ -43,7 +43,15 @@ public:
                 h = (h ^ static_cast<uint32_t>(slots_[static_cast<size_t>(slot)] + 1)) * 1099511628211ULL;
             }
             h ^= h >> 29;
-            const int32_t next = h % 50 == 0 ? eos_ : static_cast<int32_t>('a' + (h >> 8) % 26);
+            int32_t next = h % 50 == 0 ? eos_ : static_cast<int32_t>('a' + (h >> 8) % 26);
+            if (copy_period > 0 && pos + 1 >= copy_period && (h >> 40) % 4 != 0) {
+                // Mostly a copy of the token copy_period back (read through
+                // the block table too): text that repeats, as n-gram
+                // drafts like it, with a novel token a quarter of the time.
+                const int32_t p = pos + 1 - copy_period;
+                next = slots_[static_cast<size_t>(int64_t{seq->block_table[static_cast<size_t>(p) / block_size_]} *
+                                                      block_size_ + p % static_cast<int32_t>(block_size_))];
+            }
             logits[i * static_cast<size_t>(n_vocab_) + static_cast<size_t>(next)] = 5.0f;  // ~36 % at temperature 1
         }
         return {};
@@ -205,6 +213,7 @@ public:
     std::string name() const override { return "fake"; }
 
     uint64_t steps = 0, rows = 0;
+    int32_t copy_period = 0;  // > 0: continuations mostly repeat the token this far back
     std::chrono::microseconds forward_delay{0};  // as a device's work would take
 
 private:

@@ -31,7 +31,12 @@ struct Scenario {
     bool prefix_caching;
     int steps;
     bool swap_space_fails = false;  // the backend cannot take its swap space at the first swap
+    bool drafts = false;  // speculative decoding: random drafts, random accept patterns
 };
+
+// Draft tokens that will be rejected are ids >= kRejected: they must never
+// become a sequence's token nor reach the prefix cache.
+constexpr int32_t kRejected = 1000;
 
 // Runs one scenario; an empty string when every check held, else the first
 // failure. Adds the blocks swapped back in to *swapped_in_total.
@@ -48,6 +53,7 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
     std::set<folio::SeqId> live;
     folio::SeqId next_id = 1;
     uint64_t added = 0, ended = 0;
+    int64_t n_draft_tokens = 0;
     const std::vector<int32_t> shared_prefix = [&] {
         std::vector<int32_t> p(40);
         for (auto& t : p) t = uniform(0, 50);
@@ -93,6 +99,18 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
             ++ended;
         }
 
+        // Drafts for some running sequences, their fate decided now: the
+        // first `accept` of them will be accepted, the rest rejected.
+        std::map<folio::SeqId, int32_t> will_accept;
+        if (sc.drafts)
+            for (folio::SeqId id : sched.running()) {
+                if (uniform(0, 3) == 0) continue;
+                const int k = uniform(1, 6), accept = uniform(0, k);
+                std::vector<int32_t> drafts;
+                for (int j = 0; j < k; ++j) drafts.push_back(j < accept ? uniform(0, 50) : kRejected + uniform(0, 50));
+                sched.set_drafts(id, drafts);
+                will_accept[id] = accept;
+            }
         folio::StepPlan plan = sched.schedule();
         if (std::string e = sched.check_invariants(); !e.empty()) return fail(step, "after schedule: " + e);
         if (sc.swap_space_fails && !plan.swap_out.empty()) {
@@ -119,8 +137,12 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
             if (!s || !s->running) return fail(step, "planned a sequence that is not running");
             if (!seen.insert(ss.id).second) return fail(step, "planned a sequence twice");
             if (ss.count <= 0 || ss.first != s->num_computed) return fail(step, "planned rows do not follow the cache");
-            if (ss.first + ss.count > static_cast<int32_t>(s->tokens.size()))
+            if (ss.first + ss.count - ss.n_draft > static_cast<int32_t>(s->tokens.size()))
                 return fail(step, "planned past the sequence's tokens");
+            if (ss.n_draft > 0 && (!ss.sample || ss.n_draft > static_cast<int32_t>(s->drafts.size())))
+                return fail(step, "planned drafts the sequence does not have, or without verifying them");
+            if (ss.n_draft > 0 && s->n_generated + ss.n_draft + 1 > s->max_new_tokens)
+                return fail(step, "drafts past the generation budget");
             if (ss.first + ss.count > s->max_context) return fail(step, "planned past the sequence's context");
             const std::vector<int32_t>& table = kv.table(ss.id);
             if (static_cast<int64_t>(table.size()) * sc.block_size < ss.first + ss.count)
@@ -133,8 +155,10 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
                     return fail(step, "sequence " + std::to_string(ss.id) + " would read a wrong K/V at token " +
                                           std::to_string(i));
             }
+            const auto n_tokens = static_cast<int32_t>(s->tokens.size());
             for (int32_t i = ss.first; i < ss.first + ss.count; ++i) {
-                h = extend_hash(h, s->tokens[static_cast<size_t>(i)]);
+                h = extend_hash(h, i < n_tokens ? s->tokens[static_cast<size_t>(i)]
+                                                : s->drafts[static_cast<size_t>(i - n_tokens)]);
                 const int32_t b = table[static_cast<size_t>(i) / sc.block_size];
                 if (kv.pool().block(b).ref_count != 1) return fail(step, "writing into a shared block");
                 kv_contents[static_cast<size_t>(b) * sc.block_size + static_cast<size_t>(i) % sc.block_size] = h;
@@ -148,6 +172,7 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
         for (size_t i = 0; i < results.size(); ++i)
             if (plan.sequences[i].sample) {
                 results[i].token = uniform(0, 50);
+                results[i].n_accepted = std::min(will_accept[plan.sequences[i].id], plan.sequences[i].n_draft);
                 results[i].finished = uniform(0, 30) == 0;
                 if (results[i].finished) {
                     live.erase(plan.sequences[i].id);
@@ -159,7 +184,21 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
             ++ended;
         }
         if (std::string e = sched.check_invariants(); !e.empty()) return fail(step, "after commit: " + e);
+        for (const folio::ScheduledSequence& ss : plan.sequences)
+            if (const folio::Sequence* s = sched.find(ss.id)) {
+                if (std::any_of(s->tokens.begin(), s->tokens.end(), [](int32_t t) { return t >= kRejected; }))
+                    return fail(step, "a rejected draft became a token");
+                if (!s->drafts.empty()) return fail(step, "drafts left after commit");
+            }
+        for (uint32_t b = 0; b < sc.n_blocks; ++b) {
+            if (!kv.pool().block(static_cast<int32_t>(b)).cached) continue;
+            const auto cached = kv.pool().cached_tokens(static_cast<int32_t>(b));
+            if (std::any_of(cached.begin(), cached.end(), [](int32_t t) { return t >= kRejected; }))
+                return fail(step, "block " + std::to_string(b) + " cached an unverified draft");
+        }
+        n_draft_tokens += plan.n_draft_tokens;
     }
+    if (sc.drafts && n_draft_tokens == 0) return fail(-1, "no drafts were ever verified");
     if (ended != added) return fail(-1, std::to_string(added) + " added but " + std::to_string(ended) + " ended");
     if (kv.pool().num_free() != sc.n_blocks) return fail(-1, "blocks leaked at the end");
     if (sched.num_free_swap_blocks() != (sc.swap_space_fails ? 0 : sc.config.swap_blocks))
@@ -208,6 +247,12 @@ private slots:
             {"swap, tiny pool", swap, 6, 4, true, 3000},
             {"swap, reserve", swap_reserve, 24, 4, true, 2000},
             {"swap space that cannot be pinned", swap, 24, 4, true, 2000, true},
+            {"drafts+prefix", continuous, 24, 4, true, 3000, false, true},
+            {"drafts, tiny pool", continuous, 6, 4, true, 3000, false, true},
+            {"drafts, swap", swap, 24, 4, true, 3000, false, true},
+            {"drafts, reserve", reserve, 24, 4, true, 2000, false, true},
+            {"drafts, block 1", continuous, 48, 1, true, 2000, false, true},
+            {"drafts, unchunked", unchunked, 40, 4, true, 2000, false, true},
         };
         for (const Scenario& sc : scenarios) {
             uint64_t swapped_in = 0;

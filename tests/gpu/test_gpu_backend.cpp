@@ -34,6 +34,7 @@
 #include "../engine/engine_collector.h"
 #include "folio/backend.h"
 #include "folio/engine.h"
+#include "folio/spec.h"
 #include "folio/model.h"
 #include "folio/tokenizer.h"
 #include "folio_test.h"
@@ -373,6 +374,70 @@ private slots:
         }
         std::fprintf(stderr, "CPU vs GPU greedy: %d of 64 continuations differ somewhere; %zu of %zu tokens before the first difference\n",
                      differ, common, total);
+    }
+
+    // Speculative decoding on the GPU: greedy output with n-gram drafts
+    // (fixed K = 4, the K + 1 rows chosen by the GPU's argmax) and with
+    // layer-skip drafts (a draft backend on the GPU too) is token for token
+    // what the engine gives without them, 16 requests at once.
+    void speculationOnTheGpuKeepsGreedyOutput() {
+        REQUIRE_GPU();
+        std::string path;
+        auto model = smollm2_or_its_shape(path);
+        QVERIFY(model);
+        auto tokenizer = folio::Tokenizer::create(model->tokenizer);
+        QVERIFY(tokenizer);
+        auto skip = folio::layer_skip_model(*model, model->hparams.n_layer / 3);
+        QVERIFY(skip);
+        std::vector<std::vector<int32_t>> prompts;
+        const char* texts[] = {"the quick brown fox jumps over the lazy dog. the quick brown fox",
+                               "one two three four five six seven eight one two three four",
+                               "To be or not to be, that is the question. To be or not", "a b c d e f g a b c"};
+        for (int i = 0; i < 16; ++i)
+            prompts.push_back(tokenizer->encode(std::string(texts[i % 4]) + std::string(size_t(i / 4), ' '), true, false));
+        auto backend = folio::create_backend(*model, options_for("cuda", 512));
+        auto draft_backend = folio::create_backend(*skip, options_for("cuda", 512));
+        QVERIFY(backend && draft_backend);
+        auto run = [&](folio::SpecMethod method, folio::EngineMetrics& m) {
+            folio::EngineConfig config;
+            config.spec.method = method;
+            config.spec.adaptive = false;
+            config.spec.draft_backend = draft_backend->get();
+            auto engine = folio::Engine::start(*model, *tokenizer, **backend, config);
+            EngineCollector c;
+            std::vector<folio::Submission> batch;
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                folio::GenerationRequest r;
+                r.prompt_tokens = prompts[i];
+                r.sampling.temperature = 0;
+                r.max_tokens = 32;
+                r.ignore_eos = true;
+                batch.push_back({r, c.callback(static_cast<int>(i))});
+            }
+            (*engine)->submit(std::move(batch));
+            (*engine)->wait_idle();
+            m = (*engine)->metrics();
+            std::vector<std::vector<int32_t>> out;
+            for (size_t i = 0; i < prompts.size(); ++i) out.push_back(c.get(static_cast<int>(i)).tokens);
+            return out;
+        };
+        folio::EngineMetrics off_m, ngram_m, skip_m;
+        const auto off = run(folio::SpecMethod::Off, off_m);
+        const auto ngram = run(folio::SpecMethod::Ngram, ngram_m);
+        const auto skipped = run(folio::SpecMethod::LayerSkip, skip_m);
+        int differ_ngram = 0, differ_skip = 0;
+        for (size_t i = 0; i < off.size(); ++i) differ_ngram += ngram[i] != off[i], differ_skip += skipped[i] != off[i];
+        const std::string msg = "ngram: " + std::to_string(differ_ngram) + " of 16 differ, " +
+                                std::to_string(ngram_m.spec_decode_num_accepted_tokens_total) + " of " +
+                                std::to_string(ngram_m.spec_decode_num_draft_tokens_total) +
+                                " draft tokens accepted; layer skip: " + std::to_string(differ_skip) + " differ, " +
+                                std::to_string(skip_m.spec_decode_num_accepted_tokens_total) + " of " +
+                                std::to_string(skip_m.spec_decode_num_draft_tokens_total) + " accepted" +
+                                (path.empty() ? " (random weights)" : "");
+        std::fprintf(stderr, "%s\n", msg.c_str());
+        QVERIFY2(differ_ngram == 0 && differ_skip == 0, msg.c_str());
+        QVERIFY2(ngram_m.spec_decode_num_draft_tokens_total > 0 && skip_m.spec_decode_num_draft_tokens_total > 0,
+                 msg.c_str());
     }
 
     // Top-k sampling with the candidates selected on the GPU (only k entries

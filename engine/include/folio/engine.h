@@ -29,6 +29,7 @@
 #include "folio/model.h"
 #include "folio/sampling.h"
 #include "folio/scheduler.h"
+#include "folio/spec.h"
 #include "folio/tokenizer.h"
 
 namespace folio {
@@ -43,6 +44,9 @@ struct EngineConfig {
     // top-p over a flat row). 0: the backend's threads, or up to 8 cores
     // beside a GPU backend (whose own count is 1).
     int sampling_threads = 0;
+    // Speculative decoding for every request (off by default): the proposer
+    // and its K. Greedy output is token for token what it is without.
+    SpecConfig spec;
 };
 
 struct GenerationRequest {
@@ -70,6 +74,12 @@ struct RequestTimings {
     int32_t generated_tokens = 0;
     int32_t preemptions = 0;
     int32_t truncated_tokens = 0;      // left out by the overflow policy (truncate, rolling), so far
+    // Speculative decoding: steps that verified drafts, drafts verified, of them accepted.
+    int32_t n_drafts = 0;
+    int32_t draft_tokens = 0;
+    int32_t accepted_tokens = 0;
+    double acceptance_rate() const { return draft_tokens > 0 ? double(accepted_tokens) / draft_tokens : 0.0; }
+    double mean_acceptance_length() const { return n_drafts > 0 ? 1.0 + double(accepted_tokens) / n_drafts : 0.0; }
     double prefill_tokens_per_s() const;
     double decode_tokens_per_s() const;
 };
@@ -80,6 +90,7 @@ struct RequestOutput {
     int32_t index = 0;                  // which of the request's n samples (each finishes once)
     std::string text;                   // new text, whole UTF-8 characters, stop strings withheld
     std::vector<int32_t> token_ids;     // new tokens
+    std::vector<uint8_t> draft_accepted;  // per new token: 1 when it was a draft the target accepted
     std::vector<SampleInfo> logprobs;   // per new token when sampling.n_logprobs > 0
     bool finished = false;
     FinishReason reason = FinishReason::Length;
@@ -107,6 +118,16 @@ struct StepEvent {
     int32_t swapped = 0;          // preempted requests whose KV blocks wait in host swap space
     int32_t preempted = 0;        // this step
     std::vector<RequestId> preempted_ids;  // which requests (submit() ids)
+    // Speculative decoding in this step: sequences that verified drafts,
+    // drafts verified and accepted, accepted per draft position, the
+    // largest K any sequence was given, and the proposer's time (the
+    // verification is in forward_s).
+    int32_t spec_sequences = 0;
+    int32_t draft_tokens = 0;
+    int32_t accepted_tokens = 0;
+    std::vector<int32_t> accepted_per_position;
+    int32_t draft_k = 0;
+    double draft_s = 0;
     double kv_usage = 0;          // share of blocks in use
     uint32_t block_size = 0;
     std::vector<BlockCell> blocks;  // filled when anybody subscribes to step events
@@ -120,9 +141,7 @@ struct Submission {
 };
 using StepCallback = std::function<void(std::shared_ptr<const StepEvent>)>;
 
-namespace cpu {
-class ThreadPool;
-}
+class TokenChooser;
 
 class Engine {
 public:
@@ -163,7 +182,19 @@ private:
     struct Inbox;
     void run();
     bool take_inbox();  // true when anything came in
+    // One engine step, in its phases (engine_step.cpp): plan (the
+    // scheduler), build the batch, forward + choose the tokens (one
+    // TokenChooser pipeline), commit (stream, stop, Scheduler::commit),
+    // publish (StepEvent).
+    struct StepTokens;
     void step();
+    void reject_unschedulable();
+    void note_scheduled(const StepPlan& plan);
+    void build_batch(const StepPlan& plan);
+    void propose_drafts();  // Sequence::drafts for every running sequence that decodes
+    bool forward_and_choose(StepPlan& plan, StepTokens& tokens);  // false: the forward failed (requests ended)
+    void commit_step(const StepPlan& plan, const StepTokens& tokens);
+    void count_verdict(Request& r, int32_t n_draft, int32_t n_accepted);  // per request, step and metrics
     // Ends a request: flushes its held-back text, records its metrics, sends
     // the last output (with `pending`'s new tokens and text when given) and forgets it.
     void finish(Request& r, FinishReason reason, std::string error = {}, RequestOutput* pending = nullptr);
@@ -171,14 +202,6 @@ private:
     void fill_block_map(StepEvent& event) const;
     // Copy `index` of a request at its first token: a scheduler fork sharing its blocks.
     RequestId fork(Request& parent, int32_t index);
-    // In a step that brought step_top_k best entries a row, the draws those
-    // could not decide (planned sequences `undecided`, logits rows `rows`:
-    // wide top-p or min-p sets, temperature alone) made by the backend where
-    // the logits are: the rows it drew leave both lists, their tokens go to
-    // `tokens` (their logprobs to their requests). Returns how many of them
-    // were drawn by top-p or min-p.
-    size_t draw_on_backend(const StepPlan& plan, int32_t step_top_k, std::vector<size_t>& undecided,
-                                 std::vector<size_t>& rows, std::vector<int32_t>& tokens);
     double now_s() const;
 
     const ModelDescription& model_;
@@ -206,19 +229,14 @@ private:
     // Engine thread only.
     std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
     Batch batch_;
-    std::vector<float> logits_;        // whole rows, or a top-k step's values [rows][k]
-    std::vector<int32_t> chosen_ids_;  // a device-greedy step's tokens, or a top-k step's ids [rows][k]
-    std::vector<float> row_temperatures_, row_log_normalizers_;  // a top-k step's RowSums [rows]
-    std::vector<double> row_uniforms_;  // a drawing step's RowDraws [rows] (with row_temperatures_)
-    std::vector<float> row_top_p_, row_min_p_;  // and its rows' top-p cuts (RowDraws::top_p, min_p)
-    struct DrawPenalties {              // and its rows' penalties (RowDraws::penalty_*)
-        std::vector<int32_t> offsets, ids, scratch;
-        std::vector<float> counts, params;
-    } draw_penalties_;
-    std::vector<double> row_softmax_sums_;
-    std::vector<float> whole_row_;     // rows a top-k step's entries could not sample from
-    bool device_draws_failed_ = false;  // Backend::draw_last_rows failed once: those rows come down whole
-    std::unique_ptr<cpu::ThreadPool> sampling_pool_;  // draws from whole rows, in parallel
+    std::unique_ptr<TokenChooser> chooser_;  // the step's token choice, where the logits are
+    std::unique_ptr<Proposer> proposer_;     // null: no speculative decoding
+    DraftLengthTuner tuner_;                 // adaptive K's cost model
+    struct SpecStep {                        // this step's counts, for its StepEvent
+        int32_t sequences = 0, draft_tokens = 0, accepted_tokens = 0, draft_k = 0;
+        std::vector<int32_t> accepted_per_position;
+        double draft_s = 0;
+    } spec_step_;
     uint64_t step_count_ = 0;
     size_t finished_since_publish_ = 0;
     std::thread thread_;

@@ -96,6 +96,13 @@ struct EngineMetrics {
     // kFinishedReasons, all present from construction). Other keys are
     // exported too. Count one with count_request_success(to_string(reason)).
     std::map<std::string, uint64_t, std::less<>> request_success_total;
+    // Speculative decoding (vLLM's spec_decode_* counters): a draft is one
+    // sequence's drafts verified in one step; acceptance rate =
+    // accepted / draft tokens, mean acceptance length = 1 + accepted / drafts.
+    uint64_t spec_decode_num_drafts_total = 0;
+    uint64_t spec_decode_num_draft_tokens_total = 0;
+    uint64_t spec_decode_num_accepted_tokens_total = 0;
+    std::vector<uint64_t> spec_decode_num_accepted_tokens_per_pos;  // [position]: drafts accepted there
 
     // ---- gauges ----
     uint64_t num_requests_running = 0;

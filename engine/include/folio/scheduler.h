@@ -82,6 +82,12 @@ struct Sequence {
     int32_t max_context = 0;       // 0 = the scheduler's
     OverflowPolicy overflow = OverflowPolicy::Stop;
     int32_t keep_tokens = 0;       // TruncateMiddle keeps these first tokens
+    // Speculative decoding: tokens a proposer guessed to follow `tokens`,
+    // unverified (never in `tokens`, never in the prefix cache). Set before
+    // schedule() (set_drafts); a step that reaches the end of the sequence
+    // computes as many of them as fit beside its own token, and commit()
+    // keeps the accepted ones and drops the rest. Preemption drops them.
+    std::vector<int32_t> drafts;
 
     // Filled in by the scheduler.
     int32_t n_generated = 0;
@@ -99,6 +105,8 @@ struct ScheduledSequence {
     int32_t first = 0;   // first token index computed this step (= num_computed before it)
     int32_t count = 0;   // tokens computed this step
     bool sample = false; // the step reaches the end of its tokens: the runtime samples one
+    int32_t n_draft = 0; // of `count`, the last ones are this many drafts (Sequence::drafts), to
+                         // verify: the runtime samples a token at each of the last n_draft + 1 rows
 };
 
 // Before the forward pass the backend carries out, in this order: swap_out
@@ -110,13 +118,15 @@ struct StepPlan {
     std::vector<BlockCopy> copies;   // copy-on-write, to carry out before the forward pass
     std::vector<SeqId> preempted;    // sent back to waiting (or swapped out) this step
     int32_t n_prefill_tokens = 0;
-    int32_t n_decode_tokens = 0;
+    int32_t n_decode_tokens = 0;      // drafts included
+    int32_t n_draft_tokens = 0;       // drafts computed this step
     bool empty() const { return sequences.empty(); }
 };
 
 // What the runtime did with a planned sequence after the forward pass.
 struct StepResult {
     int32_t token = -1;     // the sampled token, where the plan asked for one
+    int32_t n_accepted = 0; // drafts accepted before it (the first n_accepted of the planned n_draft)
     bool finished = false;  // the runtime ends it (stop token or string, abort): the token is kept
 };
 
@@ -146,13 +156,18 @@ public:
     // limited by max_num_seqs: they come from a request already admitted.
     void fork(SeqId parent, SeqId child);
 
+    // The drafts a running sequence's next step may verify (replacing any
+    // it had); ignored for a sequence that is not running.
+    void set_drafts(SeqId id, std::vector<int32_t> drafts);
     StepPlan schedule();
     // The backend could not take its swap space for `plan` (nothing was
     // copied): every swapped sequence goes back to waiting, to be recomputed,
     // and preemption recomputes from now on.
     void stop_swapping(const StepPlan& plan);
     // After the forward pass: every planned sequence has its tokens computed;
-    // results[i] tells what became of plan.sequences[i]. Sequences the
+    // results[i] tells what became of plan.sequences[i]: a verified draft
+    // moves num_computed past its accepted tokens only (rollback: the
+    // rejected ones' KV slots are overwritten later). Sequences the
     // runtime finished are removed; returns those the scheduler itself ended
     // (generation budget, or the context under the Stop policy).
     std::vector<FinishedSequence> commit(const StepPlan& plan, std::span<const StepResult> results);
@@ -193,6 +208,8 @@ private:
     uint32_t blocks_to_enter(const Sequence& s) const;
     void release_swap_slots(SeqId id);
     bool schedule_running(SeqId id, int32_t& budget, StepPlan& plan);
+    // How many of the sequence's drafts a step ending at `end` can verify.
+    int32_t drafts_that_fit(const Sequence& s, int32_t end, int32_t budget) const;
     bool try_admit(SeqId id, int32_t& budget, StepPlan& plan);
     int32_t chunk(const Sequence& s, int32_t budget) const;
     int32_t reserve_tokens(const Sequence& s) const;

@@ -156,6 +156,20 @@ std::string prometheus_text(const EngineMetrics& m, std::string_view model_name)
     out.counter("folio:generation_tokens_total", "Number of generation tokens processed.",
                 m.generation_tokens_total);
 
+    out.counter("folio:spec_decode_num_drafts_total", "Number of spec decoding drafts.",
+                m.spec_decode_num_drafts_total);
+    out.counter("folio:spec_decode_num_draft_tokens_total", "Number of draft tokens.",
+                m.spec_decode_num_draft_tokens_total);
+    out.counter("folio:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.",
+                m.spec_decode_num_accepted_tokens_total);
+    // Per draft position: a family only once a draft has been verified (its positions exist then).
+    if (!m.spec_decode_num_accepted_tokens_per_pos.empty())
+        out.family("folio:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+                   "Accepted tokens per draft position.");
+    for (size_t pos = 0; pos < m.spec_decode_num_accepted_tokens_per_pos.size(); ++pos)
+        out.sample("folio:spec_decode_num_accepted_tokens_per_pos_total", "position=\"" + std::to_string(pos) + "\"",
+                   std::to_string(m.spec_decode_num_accepted_tokens_per_pos[pos]));
+
     out.family("folio:request_success_total", "counter", "Count of successfully processed requests.");
     for (const auto& [reason, count] : m.request_success_total) {
         out.sample("folio:request_success_total", "finished_reason=\"" + escape_label_value(reason) + "\"",

@@ -113,6 +113,7 @@ void Scheduler::preempt(SeqId id, StepPlan& plan) {
     s.running = false;
     ++s.n_preemptions;
     ++num_preemptions_;
+    s.drafts.clear();
     running_.erase(std::find(running_.begin(), running_.end(), id));
     plan.preempted.push_back(id);
     if (swap_out(s, plan)) {
@@ -198,21 +199,42 @@ bool Scheduler::try_swap_in(SeqId id, int32_t& budget, StepPlan& plan) {
     return true;
 }
 
+int32_t Scheduler::drafts_that_fit(const Sequence& s, int32_t end, int32_t budget) const {
+    // Drafts follow the sequence's last token, within the step's token
+    // budget, the context and the generation budget (all of them accepted
+    // plus the token after them must still fit).
+    if (s.drafts.empty() || end != static_cast<int32_t>(s.tokens.size())) return 0;
+    const auto n_tokens = static_cast<int32_t>(s.tokens.size());
+    const int32_t n = std::min({static_cast<int32_t>(s.drafts.size()), budget, s.max_context - n_tokens - 1,
+                                s.max_new_tokens - s.n_generated - 1});
+    return std::max(n, 0);
+}
+
 bool Scheduler::schedule_running(SeqId id, int32_t& budget, StepPlan& plan) {
     Sequence& s = seq(id);
     const int32_t n = chunk(s, budget);
     if (n <= 0) return true;
     const int32_t end = s.num_computed + n;
-    const int32_t target = config_.reserve_full_length ? std::max(end, reserve_tokens(s)) : end;
-    while (!(kv_.allocate(id, target) && kv_.prepare_write(id, s.num_computed, end, plan.copies))) {
+    const int32_t reserve = config_.reserve_full_length ? reserve_tokens(s) : 0;
+    // The drafts' lookahead slots come with the sequence's blocks when the
+    // pool has them free; drafts never preempt anybody.
+    int32_t n_draft = drafts_that_fit(s, end, budget - n);
+    if (n_draft > 0 && !(kv_.allocate(id, std::max(end + n_draft, reserve)) &&
+                         kv_.prepare_write(id, s.num_computed, end + n_draft, plan.copies)))
+        n_draft = 0;
+    if (n_draft == 0) s.drafts.clear();
+    const int32_t target = std::max(end, reserve);
+    while (!(kv_.allocate(id, target) && kv_.prepare_write(id, s.num_computed, end + n_draft, plan.copies))) {
         const SeqId victim = running_.back();
         preempt(victim, plan);
         if (victim == id) return false;
     }
     const bool sample = end == static_cast<int32_t>(s.tokens.size());
-    plan.sequences.push_back({id, s.num_computed, n, sample});
+    plan.sequences.push_back({id, s.num_computed, n + n_draft, sample, n_draft});
     (n == 1 && s.n_generated > 0 ? plan.n_decode_tokens : plan.n_prefill_tokens) += n;
-    budget -= n;
+    plan.n_decode_tokens += n_draft;
+    plan.n_draft_tokens += n_draft;
+    budget -= n + n_draft;
     return true;
 }
 
@@ -242,6 +264,11 @@ bool Scheduler::try_admit(SeqId id, int32_t& budget, StepPlan& plan) {
     plan.n_prefill_tokens += n;
     budget -= n;
     return true;
+}
+
+void Scheduler::set_drafts(SeqId id, std::vector<int32_t> drafts) {
+    const auto it = sequences_.find(id);
+    if (it != sequences_.end() && it->second.running) it->second.drafts = std::move(drafts);
 }
 
 StepPlan Scheduler::schedule() {
@@ -299,7 +326,14 @@ std::vector<FinishedSequence> Scheduler::commit(const StepPlan& plan, std::span<
         if (it == sequences_.end()) continue;
         Sequence& s = it->second;
         const StepResult r = i < results.size() ? results[i] : StepResult{};
-        s.num_computed = ss.first + ss.count;
+        // The accepted drafts become tokens; the rest are rolled back (their
+        // slots are written again later). Only verified tokens are cached.
+        const int32_t n_draft = ss.sample ? std::min<int32_t>(ss.n_draft, static_cast<int32_t>(s.drafts.size())) : 0;
+        const int32_t accepted = r.token >= 0 ? std::clamp(r.n_accepted, 0, n_draft) : 0;
+        s.tokens.insert(s.tokens.end(), s.drafts.begin(), s.drafts.begin() + accepted);
+        s.n_generated += accepted;
+        s.drafts.clear();
+        s.num_computed = ss.first + ss.count - (ss.n_draft - accepted);
         kv_.cache_blocks(s.id, s.tokens, s.num_computed);
         if (!ss.sample) continue;
         if (r.token >= 0) {
@@ -333,6 +367,7 @@ void Scheduler::fork(SeqId parent, SeqId child) {
     Sequence copy = seq(parent);
     copy.id = child;
     copy.swapped = false;
+    copy.drafts.clear();
     if (!copy.running) copy.num_computed = 0;  // the parent's swapped K/V is not the child's to share
     sequences_.emplace(child, std::move(copy));
     if (seq(parent).running) {

@@ -1,0 +1,166 @@
+// folio bench --spec METHOD: the same greedy work with and without
+// speculative decoding, alternated in one run (off, on, off, on, ... after a
+// warm-up of each), on one prompt (--spec-prompt TEXT, in the chat template)
+// or the prompts of a file (--spec-prompt-file, one per line, run at once:
+// a batch). Reports decode tok/s both ways, spec_speedup (the ratio of the
+// means), acceptance rate, mean acceptance length, accepted per position,
+// and whether the outputs were identical (greedy: they must be).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "inference_common.h"
+
+namespace folio::cli {
+namespace {
+
+struct SpecRun {
+    double decode_tps = 0;  // generated tokens after the first / the time after the first token
+    std::vector<std::vector<int32_t>> tokens;
+    EngineMetrics metrics;
+};
+
+Result<SpecRun> run_once(LoadedModel& m, const EngineConfig& config, const std::vector<std::vector<int32_t>>& prompts,
+                         int32_t n_gen) {
+    auto engine = Engine::start(m.model, m.tokenizer, *m.backend, config);
+    if (!engine) return engine.error();
+    std::vector<Completion> done(prompts.size());
+    std::mutex mutex;
+    std::vector<Submission> batch;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        GenerationRequest r;
+        r.prompt_tokens = prompts[i];
+        r.sampling.temperature = 0;
+        r.max_tokens = n_gen;
+        r.ignore_eos = true;
+        batch.push_back({std::move(r), [&, i](const RequestOutput& out) {
+                             std::lock_guard lock(mutex);
+                             done[i].tokens.insert(done[i].tokens.end(), out.token_ids.begin(), out.token_ids.end());
+                             if (out.finished) done[i].last = out;
+                         }});
+    }
+    (*engine)->submit(std::move(batch));
+    (*engine)->wait_idle();
+    SpecRun run;
+    run.metrics = (*engine)->metrics();
+    double first = 1e300, last = 0;
+    int64_t generated = 0;
+    for (const Completion& c : done) {
+        if (c.last.reason == FinishReason::Error) return make_error(c.last.error);
+        first = std::min(first, c.last.timings.ttft_s);
+        last = std::max(last, c.last.timings.e2e_s);
+        generated += c.last.timings.generated_tokens - 1;
+        run.tokens.push_back(c.tokens);
+    }
+    run.decode_tps = last > first ? static_cast<double>(generated) / (last - first) : 0.0;
+    return run;
+}
+
+Result<std::vector<std::string>> spec_prompts(const Args& args) {
+    if (auto text = args.get("--spec-prompt")) return std::vector<std::string>{*text};
+    auto path = args.get("--spec-prompt-file");
+    if (!path) return make_error("folio bench --spec needs --spec-prompt TEXT or --spec-prompt-file FILE");
+    std::ifstream in(*path);
+    if (!in) return make_error("cannot open " + *path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) lines.push_back(line);
+    if (lines.empty()) return make_error(*path + " has no prompts (one per line)");
+    return lines;
+}
+
+double mean(const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+double sd(const std::vector<double>& v) {
+    if (v.size() < 2) return 0;
+    const double m = mean(v);
+    double s = 0;
+    for (double x : v) s += (x - m) * (x - m);
+    return std::sqrt(s / static_cast<double>(v.size() - 1));
+}
+
+}  // namespace
+
+int run_bench_spec(const Args& args) {
+    auto n_gen = args.get_int("--n-gen", 128, 1, 1 << 20);
+    auto reps = args.get_int("--repetitions", 3, 1, 1000);
+    if (!n_gen || !reps) return fail("bench", (!n_gen ? n_gen.error() : reps.error()).message);
+    auto texts = spec_prompts(args);
+    if (!texts) return fail("bench", texts.error().message);
+    auto spec_config = read_engine_flags(args);
+    if (!spec_config) return fail("bench", spec_config.error().message);
+    if (spec_config->spec.method == SpecMethod::Off) return fail("bench", "--spec off: nothing to compare");
+    auto loaded = load_for_inference(args, 4096, static_cast<uint32_t>(std::min<size_t>(texts->size(), 64)));
+    if (!loaded) return fail("bench", loaded.error().message);
+    LoadedModel& m = **loaded;
+    if (Status s = load_draft(args, m, spec_config->spec); !s) return fail("bench", s.error().message);
+    EngineConfig off = *spec_config;
+    off.spec = SpecConfig{};
+    std::vector<std::vector<int32_t>> prompts;
+    for (const std::string& t : *texts) {
+        auto ids = chat_tokens(m, {ChatMessage{"user", t, ""}}, prompts.empty());
+        if (!ids) return fail("bench", ids.error().message);
+        prompts.push_back(std::move(*ids));
+    }
+    std::vector<double> tps_off, tps_on;
+    EngineMetrics spec_metrics;  // summed over the timed runs
+    bool identical = true;
+    for (int64_t rep = 0; rep <= *reps; ++rep) {  // rep 0 warms both up
+        auto a = run_once(m, off, prompts, static_cast<int32_t>(*n_gen));
+        if (!a) return fail("bench", a.error().message);
+        auto b = run_once(m, *spec_config, prompts, static_cast<int32_t>(*n_gen));
+        if (!b) return fail("bench", b.error().message);
+        identical = identical && a->tokens == b->tokens;
+        if (rep == 0) continue;
+        tps_off.push_back(a->decode_tps);
+        tps_on.push_back(b->decode_tps);
+        EngineMetrics& s = spec_metrics;
+        s.spec_decode_num_drafts_total += b->metrics.spec_decode_num_drafts_total;
+        s.spec_decode_num_draft_tokens_total += b->metrics.spec_decode_num_draft_tokens_total;
+        s.spec_decode_num_accepted_tokens_total += b->metrics.spec_decode_num_accepted_tokens_total;
+        const auto& per_pos = b->metrics.spec_decode_num_accepted_tokens_per_pos;
+        if (s.spec_decode_num_accepted_tokens_per_pos.size() < per_pos.size())
+            s.spec_decode_num_accepted_tokens_per_pos.resize(per_pos.size(), 0);
+        for (size_t k = 0; k < per_pos.size(); ++k) s.spec_decode_num_accepted_tokens_per_pos[k] += per_pos[k];
+    }
+    const EngineMetrics& s = spec_metrics;
+    const double drafts = static_cast<double>(s.spec_decode_num_drafts_total);
+    const double draft_tokens = static_cast<double>(s.spec_decode_num_draft_tokens_total);
+    const double accepted = static_cast<double>(s.spec_decode_num_accepted_tokens_total);
+    const double rate = draft_tokens > 0 ? accepted / draft_tokens : 0.0;
+    const double length = drafts > 0 ? 1.0 + accepted / drafts : 0.0;
+    const double speedup = mean(tps_off) > 0 ? mean(tps_on) / mean(tps_off) : 0.0;
+    std::string per_pos;
+    for (size_t k = 0; k < s.spec_decode_num_accepted_tokens_per_pos.size(); ++k)
+        per_pos += (k ? ", " : "") + std::to_string(drafts > 0 ? double(s.spec_decode_num_accepted_tokens_per_pos[k]) / drafts : 0.0);
+    const std::string method(to_string(spec_config->spec.method));
+    if (args.has("--json")) {
+        std::printf("{\"model\": \"%s\", \"backend\": \"%s\", \"spec\": \"%s\", \"draft_max\": %d, \"sequences\": %zu, "
+                    "\"n_gen\": %lld, \"repetitions\": %lld, \"tps_off\": %.3f, \"tps_off_sd\": %.3f, \"tps_spec\": %.3f, "
+                    "\"tps_spec_sd\": %.3f, \"spec_speedup\": %.4f, \"acceptance_rate\": %.4f, "
+                    "\"mean_acceptance_length\": %.4f, \"accepted_per_position\": [%s], \"identical\": %s}\n",
+                    m.model.name.c_str(), m.backend->name().c_str(), method.c_str(), spec_config->spec.draft_max,
+                    prompts.size(), static_cast<long long>(*n_gen), static_cast<long long>(*reps), mean(tps_off),
+                    sd(tps_off), mean(tps_on), sd(tps_on), speedup, rate, length, per_pos.c_str(),
+                    identical ? "true" : "false");
+    } else {
+        std::printf("| model | spec | K | seqs | tok/s off | tok/s spec | spec_speedup | acceptance | mean length |\n"
+                    "|---|---|---|---|---|---|---|---|---|\n"
+                    "| %s | %s | %d | %zu | %.2f ± %.2f | %.2f ± %.2f | %.3f | %.3f | %.2f |\n"
+                    "accepted per position (per draft): %s; outputs identical: %s\n",
+                    m.model.name.c_str(), method.c_str(), spec_config->spec.draft_max, prompts.size(), mean(tps_off),
+                    sd(tps_off), mean(tps_on), sd(tps_on), speedup, rate, length, per_pos.c_str(),
+                    identical ? "yes" : "NO");
+    }
+    return identical ? 0 : 1;
+}
+
+}  // namespace folio::cli

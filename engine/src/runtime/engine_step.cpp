@@ -1,0 +1,309 @@
+// One engine step, in the order docs/architecture.md draws it: plan (the
+// scheduler), build the batch, forward + choose (the one token-choice
+// pipeline, runtime/token_choice.h), commit, publish.
+#include <algorithm>
+#include <cstdio>
+
+#include "folio/engine.h"
+#include "runtime/engine_request.h"
+#include "runtime/token_choice.h"
+
+namespace folio {
+
+// What a step's forward pass chose: one draw per sampling row (forks of
+// n > 1 appended), and per planned sequence which draws are its own.
+struct Engine::StepTokens {
+    std::vector<TokenDraw> draws;
+    std::vector<int32_t> tokens;      // per draw
+    std::vector<int32_t> first_draw;  // per planned sequence; -1: it samples nothing this step
+    // A speculating sequence's K + 1 rows each draw over its history
+    // extended by the drafts before the row (the penalties see them), each
+    // with its own SampleInfo.
+    std::vector<std::vector<int32_t>> histories;
+    std::vector<SampleInfo> infos;
+    double forward_s = 0;             // in the backend's forward
+    double sampled_s = 0;             // when the tokens were there
+};
+
+void Engine::step() {
+    const double t0 = now_s();
+    if (proposer_) propose_drafts();
+    StepPlan plan = scheduler_.schedule();
+    if (plan.empty()) {
+        reject_unschedulable();
+        publish_step(plan, now_s() - t0);
+        return;
+    }
+    note_scheduled(plan);
+    build_batch(plan);
+    StepTokens tokens;
+    if (forward_and_choose(plan, tokens)) commit_step(plan, tokens);
+    publish_step(plan, now_s() - t0, tokens.forward_s);
+}
+
+void Engine::reject_unschedulable() {
+    // Nothing can run: the first waiting request needs more KV blocks than
+    // the whole cache has. It cannot ever run; say so.
+    if (scheduler_.num_running() != 0 || scheduler_.num_waiting() == 0) return;
+    const RequestId id = scheduler_.waiting().front();
+    scheduler_.abort(id);
+    finish(*requests_.at(id), FinishReason::Error,
+           "the request needs more KV cache blocks than the engine has (" + std::to_string(backend_.n_blocks()) +
+               " of " + std::to_string(backend_.block_size()) +
+               " tokens); raise the KV budget or shorten the prompt");
+}
+
+void Engine::note_scheduled(const StepPlan& plan) {
+    for (const ScheduledSequence& ss : plan.sequences) {
+        Request& r = *requests_.at(ss.id);
+        r.timings.truncated_tokens = scheduler_.find(ss.id)->n_truncated;
+        if (r.scheduled_s >= 0) continue;
+        r.scheduled_s = now_s();
+        r.timings.queue_s = r.scheduled_s - r.submitted_s;
+        r.timings.cached_prompt_tokens = scheduler_.find(ss.id)->n_prefix_cached;
+    }
+}
+
+void Engine::build_batch(const StepPlan& plan) {
+    batch_.clear();
+    const int32_t bs = static_cast<int32_t>(kv_.block_size());
+    for (const ScheduledSequence& ss : plan.sequences) {
+        const Sequence& s = *scheduler_.find(ss.id);
+        const std::vector<int32_t>& table = kv_.table(ss.id);
+        const auto query_start = batch_.n_tokens();
+        const auto n_tokens = static_cast<int32_t>(s.tokens.size());
+        for (int32_t i = ss.first; i < ss.first + ss.count; ++i) {
+            // Past the sequence's tokens: its drafts, to verify.
+            batch_.token_ids.push_back(i < n_tokens ? s.tokens[static_cast<size_t>(i)]
+                                                    : s.drafts[static_cast<size_t>(i - n_tokens)]);
+            batch_.positions.push_back(i);
+            batch_.slot_mapping.push_back(int64_t{table[static_cast<size_t>(i / bs)]} * bs + i % bs);
+        }
+        batch_.sequences.push_back(BatchSequence{query_start, ss.count, ss.first + ss.count, table});
+        if (ss.sample)
+            for (int32_t j = ss.n_draft; j >= 0; --j) batch_.logits_rows.push_back(batch_.n_tokens() - 1 - j);
+    }
+}
+
+void Engine::propose_drafts() {
+    // Every running sequence that decodes next (its tokens all computed but
+    // the last) and has had its first token gets drafts for this step; the
+    // scheduler fits what it can beside the step's other rows.
+    const double t0 = now_s();
+    std::vector<SeqId> ids;
+    std::vector<DraftRequest> asks;
+    const auto others = static_cast<int32_t>(scheduler_.num_running()) - 1;
+    for (SeqId id : scheduler_.running()) {
+        const Sequence& s = *scheduler_.find(id);
+        const auto it = requests_.find(id);
+        if (it == requests_.end() || it->second->first_token_s < 0) continue;
+        if (s.num_computed + 1 != static_cast<int32_t>(s.tokens.size())) continue;
+        const int32_t room = std::min(s.max_new_tokens - s.n_generated, s.max_context - static_cast<int32_t>(s.tokens.size())) - 1;
+        if (room <= 0) continue;
+        // Adaptive K: what pays at this request's acceptance and this
+        // step's cost; at 0, a one-token probe now and then.
+        DraftLengthTuner::Acceptance& a = it->second->acceptance;
+        int32_t k = config_.spec.adaptive ? tuner_.choose(a, others) : config_.spec.draft_max;
+        if (k == 0 && ++a.steps_without >= DraftLengthTuner::kProbeEvery) k = 1;
+        if (k == 0) {
+            scheduler_.set_drafts(id, {});
+            continue;
+        }
+        a.steps_without = 0;
+        ids.push_back(id);
+        asks.push_back({id, s.tokens, std::min(room, k)});
+    }
+    if (ids.empty()) return;
+    std::vector<std::vector<int32_t>> drafts;
+    proposer_->propose(asks, drafts);
+    int32_t n_drafted = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (static_cast<int32_t>(drafts[i].size()) < std::max(1, config_.spec.draft_min)) drafts[i].clear();
+        n_drafted += static_cast<int32_t>(drafts[i].size());
+        scheduler_.set_drafts(ids[i], std::move(drafts[i]));
+    }
+    tuner_.observe_draft(n_drafted, now_s() - t0);
+    spec_step_.draft_s = now_s() - t0;
+}
+
+bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
+    // The draws the rows will make, and the form the backend hands them in.
+    t.first_draw.assign(plan.sequences.size(), -1);
+    size_t n_speculating = 0, n_spec_rows = 0;
+    for (const ScheduledSequence& ss : plan.sequences)
+        if (ss.sample && ss.n_draft > 0) ++n_speculating, n_spec_rows += static_cast<size_t>(ss.n_draft) + 1;
+    t.histories.reserve(n_speculating);  // the draws point into them
+    t.infos.reserve(n_spec_rows);
+    for (size_t i = 0; i < plan.sequences.size(); ++i) {
+        const ScheduledSequence& ss = plan.sequences[i];
+        if (!ss.sample) continue;
+        Request& r = *requests_.at(ss.id);
+        t.first_draw[i] = static_cast<int32_t>(t.draws.size());
+        if (ss.n_draft == 0) {
+            const bool forks = r.params.n > 1 && r.first_token_s < 0;  // several draws from this row
+            t.draws.push_back({t.draws.size(), &r.sampler, r.history, &r.info, forks});
+            continue;
+        }
+        const std::vector<int32_t>& drafts = scheduler_.find(ss.id)->drafts;
+        std::vector<int32_t>& h = t.histories.emplace_back(r.history);
+        h.insert(h.end(), drafts.begin(), drafts.begin() + ss.n_draft);
+        for (int32_t j = 0; j <= ss.n_draft; ++j) {
+            SampleInfo* info = &t.infos.emplace_back();
+            t.draws.push_back({t.draws.size(), &r.sampler, std::span<const int32_t>(h).first(r.history.size() + j), info});
+        }
+    }
+    const ChoicePlan choice = chooser_->plan(t.draws, batch_.logits_rows.size());
+
+    // Swaps first: blocks swapped out this step may be written again below.
+    Status status = backend_.swap_blocks(plan.swap_out, plan.swap_in);
+    if (!status && backend_.n_swap_blocks() == 0 && plan.swap_in.empty()) {
+        // The swap space could not be taken (nothing was copied): recompute.
+        std::fprintf(stderr, "folio: %s\n", status.error().message.c_str());
+        scheduler_.stop_swapping(plan);
+        status = {};
+    }
+    if (status) status = backend_.copy_blocks(plan.copies);
+    const double t_forward = now_s();
+    if (status) status = chooser_->forward(batch_, choice, t.draws);
+    t.forward_s = now_s() - t_forward;
+    if (status && proposer_) tuner_.observe_step(batch_.n_tokens(), t.forward_s);
+    if (!status) {
+        // What was swapped out this step may not have reached the host.
+        for (SeqId id : plan.preempted)
+            if (const Sequence* s = scheduler_.find(id); s && s->swapped) {
+                scheduler_.abort(id);
+                finish(*requests_.at(id), FinishReason::Error,
+                       "swapping its KV cache out failed: " + status.error().message);
+            }
+        for (const ScheduledSequence& ss : plan.sequences) {
+            scheduler_.abort(ss.id);
+            finish(*requests_.at(ss.id), FinishReason::Error, "forward pass failed: " + status.error().message);
+        }
+        return false;
+    }
+
+    // A request for n > 1 samples forks here, at its first token: the copies
+    // share every KV block (copy-on-write) and draw from the same row.
+    const size_t n_planned = plan.sequences.size();
+    for (size_t i = 0; i < n_planned; ++i) {
+        if (t.first_draw[i] < 0) continue;
+        Request& r = *requests_.at(plan.sequences[i].id);
+        if (r.first_token_s >= 0 || r.index != 0) continue;
+        for (int32_t k = 1; k < r.params.n; ++k) {
+            const RequestId child = fork(r, k);
+            Request& c = *requests_.at(child);
+            plan.sequences.push_back(plan.sequences[i]);
+            plan.sequences.back().id = child;
+            t.first_draw.push_back(static_cast<int32_t>(t.draws.size()));
+            t.draws.push_back({t.draws[static_cast<size_t>(t.first_draw[i])].row, &c.sampler, c.history, &c.info});
+        }
+    }
+    t.tokens.assign(t.draws.size(), 0);
+    chooser_->choose(choice, t.draws, t.tokens);
+    t.sampled_s = now_s();
+    return true;
+}
+
+void Engine::count_verdict(Request& r, int32_t n_draft, int32_t n_accepted) {
+    DraftLengthTuner::observe_verdict(r.acceptance, n_draft, n_accepted);
+    ++r.timings.n_drafts;
+    r.timings.draft_tokens += n_draft;
+    r.timings.accepted_tokens += n_accepted;
+    SpecStep& st = spec_step_;
+    ++st.sequences;
+    st.draft_tokens += n_draft;
+    st.accepted_tokens += n_accepted;
+    st.draft_k = std::max(st.draft_k, n_draft);
+    if (st.accepted_per_position.size() < static_cast<size_t>(n_draft))
+        st.accepted_per_position.resize(static_cast<size_t>(n_draft), 0);
+    for (int32_t k = 0; k < n_accepted; ++k) ++st.accepted_per_position[static_cast<size_t>(k)];
+    std::lock_guard lock(mutex_);
+    EngineMetrics& m = metrics_;
+    ++m.spec_decode_num_drafts_total;
+    m.spec_decode_num_draft_tokens_total += static_cast<uint64_t>(n_draft);
+    m.spec_decode_num_accepted_tokens_total += static_cast<uint64_t>(n_accepted);
+    if (m.spec_decode_num_accepted_tokens_per_pos.size() < static_cast<size_t>(n_draft))
+        m.spec_decode_num_accepted_tokens_per_pos.resize(static_cast<size_t>(n_draft), 0);
+    for (int32_t k = 0; k < n_accepted; ++k) ++m.spec_decode_num_accepted_tokens_per_pos[static_cast<size_t>(k)];
+}
+
+void Engine::commit_step(const StepPlan& plan, const StepTokens& t) {
+    // Detokenize, check stops; then let the scheduler move on.
+    const size_t n = plan.sequences.size();
+    std::vector<StepResult> results(n);
+    std::vector<RequestOutput> outputs(n);
+    std::vector<FinishReason> reasons(n, FinishReason::Length);
+    size_t n_sampled = 0;
+    std::vector<int32_t> emitted;
+    for (size_t i = 0; i < n; ++i) {
+        if (t.first_draw[i] < 0) continue;
+        const ScheduledSequence& ss = plan.sequences[i];
+        Request& r = *requests_.at(ss.id);
+        const auto first = static_cast<size_t>(t.first_draw[i]);
+        // The verdict on the drafts (one-hot: each row's token against the
+        // draft it follows); without drafts, the row's token.
+        const std::span<const int32_t> drafts =
+            ss.n_draft > 0 ? std::span<const int32_t>(scheduler_.find(ss.id)->drafts).first(static_cast<size_t>(ss.n_draft))
+                           : std::span<const int32_t>{};
+        const Verdict verdict =
+            verify_one_hot(drafts, std::span<const int32_t>(t.tokens).subspan(first, drafts.size() + 1));
+        emitted.assign(drafts.begin(), drafts.begin() + verdict.n_accepted);
+        emitted.push_back(verdict.token);
+        if (!drafts.empty()) count_verdict(r, static_cast<int32_t>(drafts.size()), verdict.n_accepted);
+        RequestOutput& out = outputs[i];
+        out.id = r.public_id;
+        out.index = r.index;
+        if (r.first_token_s < 0) {
+            r.first_token_s = t.sampled_s;
+            r.timings.ttft_s = t.sampled_s - r.submitted_s;
+        } else {
+            std::lock_guard lock(mutex_);
+            metrics_.inter_token_latency_seconds.observe(t.sampled_s - r.last_token_s);
+        }
+        r.last_token_s = t.sampled_s;
+        results[i] = {emitted.back(), verdict.n_accepted, false};
+        for (size_t e = 0; e < emitted.size(); ++e) {
+            const int32_t token = emitted[e];
+            ++n_sampled;
+            ++r.timings.generated_tokens;
+            if (r.stop.is_stop_token(token)) {
+                results[i] = {token, static_cast<int32_t>(e), true};
+                reasons[i] = FinishReason::Stop;
+                break;
+            }
+            r.history.push_back(token);
+            out.token_ids.push_back(token);
+            out.draft_accepted.push_back(e < static_cast<size_t>(verdict.n_accepted));
+            if (r.params.sampling.n_logprobs > 0) out.logprobs.push_back(*t.draws[first + e].info);
+            StopUpdate update = r.stop.push(r.decoder.push(token));
+            out.text += update.text;
+            if (update.stopped) {
+                results[i] = {token, static_cast<int32_t>(e), true};
+                reasons[i] = FinishReason::StopString;
+                break;
+            }
+        }
+    }
+    const std::vector<FinishedSequence> ended = scheduler_.commit(plan, results);
+    {
+        std::lock_guard lock(mutex_);
+        metrics_.prompt_tokens_total += static_cast<uint64_t>(plan.n_prefill_tokens);
+        metrics_.generation_tokens_total += static_cast<uint64_t>(n_sampled);
+        metrics_.sampled_whole_rows_total += static_cast<uint64_t>(chooser_->n_whole_rows());
+        metrics_.sampled_device_top_p_total += static_cast<uint64_t>(chooser_->n_device_top_p());
+    }
+    for (size_t i = 0; i < n; ++i) {
+        if (!plan.sequences[i].sample) continue;
+        Request& r = *requests_.at(plan.sequences[i].id);
+        if (results[i].finished) {
+            finish(r, reasons[i], {}, &outputs[i]);
+        } else if (!outputs[i].text.empty() || !outputs[i].token_ids.empty()) {
+            r.timings.e2e_s = t.sampled_s - r.submitted_s;  // so far: decode rates are exact while streaming
+            outputs[i].timings = r.timings;
+            if (r.on_output) r.on_output(outputs[i]);
+        }
+    }
+    for (const FinishedSequence& f : ended) finish(*requests_.at(f.id), f.reason, f.message);
+}
+
+}  // namespace folio

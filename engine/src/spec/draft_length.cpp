@@ -1,0 +1,75 @@
+// Adaptive K (folio/spec.h, DraftLengthTuner): expected tokens per unit of
+// step time, from a per-request acceptance estimate and a measured cost model.
+#include <algorithm>
+#include <cmath>
+
+#include "folio/spec.h"
+
+namespace folio {
+
+DraftLengthTuner::DraftLengthTuner(int32_t draft_max) : draft_max_(std::max(1, draft_max)) {}
+
+void DraftLengthTuner::observe_step(int32_t n_rows, double forward_s) {
+    if (n_rows <= 0 || !(forward_s > 0)) return;
+    // Exponentially weighted least squares of t(n) = a + b n: recent steps
+    // count most (the machine's load changes), old ones fade.
+    constexpr double kKeep = 0.98;
+    const double n = n_rows;
+    w_ = kKeep * w_ + 1;
+    sn_ = kKeep * sn_ + n;
+    st_ = kKeep * st_ + forward_s;
+    snn_ = kKeep * snn_ + n * n;
+    snt_ = kKeep * snt_ + n * forward_s;
+    const double det = w_ * snn_ - sn_ * sn_;
+    if (det > 1e-9 * w_ * w_) {
+        per_row_s_ = std::max(0.0, (w_ * snt_ - sn_ * st_) / det);
+        fixed_s_ = std::max(0.0, (st_ - per_row_s_ * sn_) / w_);
+    } else {
+        // One row count so far: all of it fixed cost until rows vary (a lone
+        // sequence's first speculative step shows what rows cost).
+        fixed_s_ = st_ / w_;
+    }
+}
+
+void DraftLengthTuner::observe_draft(int32_t n_drafted, double draft_s) {
+    if (n_drafted <= 0 || !(draft_s >= 0)) return;
+    draft_s_per_token_ = 0.9 * draft_s_per_token_ + 0.1 * (draft_s / n_drafted);
+}
+
+void DraftLengthTuner::observe_verdict(Acceptance& a, int32_t n_drafted, int32_t n_accepted) {
+    // A decaying count: the estimate follows the text (a quoted passage
+    // repeats, free text does not).
+    constexpr double kKeep = 0.9;
+    a.drafted = kKeep * a.drafted + n_drafted;
+    a.accepted = kKeep * a.accepted + n_accepted;
+}
+
+double DraftLengthTuner::alpha(const Acceptance& a) {
+    // A prior of 0.5 worth two draft tokens: a new request tries speculating.
+    return std::clamp((a.accepted + 1.0) / (a.drafted + 2.0), 0.0, 0.999);
+}
+
+double DraftLengthTuner::expected_tokens(double alpha, int32_t k) {
+    return (1.0 - std::pow(alpha, k + 1)) / (1.0 - alpha);
+}
+
+int32_t DraftLengthTuner::choose(const Acceptance& a, int32_t other_rows) const {
+    // The step's tokens per second: the other rows' tokens (one each) and
+    // this sequence's E(K), over the step's time with its K more rows and K
+    // draft tokens, against the step without them. Where rows cost as much
+    // as the step (a compute-bound batch), K rows must beat the batch's own
+    // rate, and K falls to 0. No measurements yet: K = draft_max.
+    if (w_ < 1) return draft_max_;
+    const double al = alpha(a);
+    const double base = fixed_s_ + per_row_s_ * (other_rows + 1);
+    int32_t best = 0;
+    double best_rate = (other_rows + 1.0) / std::max(base, 1e-9);
+    for (int32_t k = 1; k <= draft_max_; ++k) {
+        const double t = base + k * (per_row_s_ + draft_s_per_token_);
+        const double rate = (other_rows + expected_tokens(al, k)) / std::max(t, 1e-9);
+        if (rate > best_rate * 1.02) best = k, best_rate = rate;  // a margin: speculate only for a clear gain
+    }
+    return best;
+}
+
+}  // namespace folio

@@ -1,0 +1,132 @@
+// Drafts from a model (a second, smaller one of the same vocabulary, or the
+// target's own first layers): K greedy steps, each one forward pass over
+// every drafting sequence at once. The draft keeps each sequence's KV in its
+// own backend's blocks between steps; at the next step it keeps what still
+// matches the sequence (the accepted drafts included), recomputes the rest
+// (the target's token after them, at least one row for its logits) and
+// drafts on from there. A greedy draft is a one-hot q, so the verifier's
+// one-hot rule is exact for any target sampling.
+#include <algorithm>
+#include <unordered_map>
+
+#include "folio/kv_cache_manager.h"
+#include "folio/spec.h"
+#include "spec/proposers.h"
+
+namespace folio {
+
+namespace {
+
+// The first highest logit (NaN never wins).
+int32_t argmax_row(std::span<const float> row) {
+    int32_t best = 0;
+    for (size_t i = 1; i < row.size(); ++i)
+        if (row[i] > row[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+    return best;
+}
+
+class DraftModelProposer final : public Proposer {
+public:
+    DraftModelProposer(const SpecConfig& config, Backend& draft)
+        : config_(config),
+          draft_(draft),
+          kv_(draft.n_blocks(), draft.block_size(), /*enable_prefix_caching=*/false, 0x5eed) {}
+
+    void propose(std::span<const DraftRequest> requests, std::vector<std::vector<int32_t>>& out) override {
+        out.assign(requests.size(), {});
+        // Step 1: catch up with each sequence and draft its first token.
+        std::vector<size_t> active;
+        batch_.clear();
+        for (size_t i = 0; i < requests.size(); ++i) {
+            const DraftRequest& r = requests[i];
+            const int32_t k = std::min(r.max_drafts, config_.draft_max);
+            if (k <= 0 || r.tokens.empty()) continue;
+            std::vector<int32_t>& computed = computed_[r.id];
+            const auto n = static_cast<int32_t>(r.tokens.size());
+            size_t common = 0;
+            while (common < computed.size() && common < r.tokens.size() && computed[common] == r.tokens[common]) ++common;
+            const int32_t start = std::min(static_cast<int32_t>(common), n - 1);
+            // Room for the tokens and all drafts but the last (never computed here).
+            if (n + k - 1 > static_cast<int32_t>(draft_.max_context()) || !kv_.allocate(r.id, n + k - 1)) {
+                forget(r.id);
+                continue;
+            }
+            computed.assign(r.tokens.begin(), r.tokens.end());
+            add_rows(r.id, r.tokens.subspan(static_cast<size_t>(start)), start);
+            active.push_back(i);
+        }
+        for (int32_t step = 0; !active.empty(); ++step) {
+            if (!run(tokens_)) {
+                for (size_t i : active) forget(requests[i].id), out[i].clear();
+                return;
+            }
+            std::vector<size_t> next;
+            batch_.clear();
+            for (size_t j = 0; j < active.size(); ++j) {
+                const size_t i = active[j];
+                const DraftRequest& r = requests[i];
+                out[i].push_back(tokens_[j]);
+                if (static_cast<int32_t>(out[i].size()) >= std::min(r.max_drafts, config_.draft_max)) continue;
+                // The draft just made is the next row.
+                std::vector<int32_t>& computed = computed_[r.id];
+                const int32_t token = tokens_[j];
+                computed.push_back(token);
+                add_rows(r.id, std::span<const int32_t>(&token, 1), static_cast<int32_t>(computed.size()) - 1);
+                next.push_back(i);
+            }
+            active = std::move(next);
+        }
+    }
+
+    void forget(int64_t id) override {
+        kv_.free(id);
+        computed_.erase(id);
+    }
+
+    std::string name() const override { return to_string(config_.method).data(); }
+
+private:
+    // Rows for tokens at positions [first, first + size) of sequence id; its last row's logits.
+    void add_rows(int64_t id, std::span<const int32_t> tokens, int32_t first) {
+        const std::vector<int32_t>& table = kv_.table(id);
+        const auto bs = static_cast<int32_t>(kv_.block_size());
+        const int32_t query_start = batch_.n_tokens();
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            const int32_t pos = first + static_cast<int32_t>(i);
+            batch_.token_ids.push_back(tokens[i]);
+            batch_.positions.push_back(pos);
+            batch_.slot_mapping.push_back(int64_t{table[static_cast<size_t>(pos / bs)]} * bs + pos % bs);
+        }
+        const auto n = static_cast<int32_t>(tokens.size());
+        batch_.sequences.push_back(BatchSequence{query_start, n, first + n, table});
+        batch_.logits_rows.push_back(batch_.n_tokens() - 1);
+    }
+
+    // The batch's forward pass and each logits row's argmax.
+    bool run(std::vector<int32_t>& tokens) {
+        const size_t rows = batch_.logits_rows.size();
+        tokens.resize(rows);
+        if (draft_.can_argmax()) return static_cast<bool>(draft_.forward_argmax(batch_, tokens));
+        const auto vocab = static_cast<size_t>(draft_.n_vocab());
+        logits_.resize(rows * vocab);
+        if (!draft_.forward(batch_, logits_)) return false;
+        for (size_t r = 0; r < rows; ++r) tokens[r] = argmax_row(std::span<const float>(logits_).subspan(r * vocab, vocab));
+        return true;
+    }
+
+    SpecConfig config_;
+    Backend& draft_;
+    KvCacheManager kv_;
+    std::unordered_map<int64_t, std::vector<int32_t>> computed_;  // tokens whose K/V the draft holds
+    Batch batch_;
+    std::vector<float> logits_;
+    std::vector<int32_t> tokens_;
+};
+
+}  // namespace
+
+std::unique_ptr<Proposer> make_draft_model_proposer(const SpecConfig& config, Backend& draft) {
+    return std::make_unique<DraftModelProposer>(config, draft);
+}
+
+}  // namespace folio

@@ -1,0 +1,54 @@
+// The speculative-decoding flags on bad values: a clear message naming the
+// flag, exit code 1, nothing on stdout, never a crash. The flags are read
+// before any model loads; the model cases (a draft of another vocabulary,
+// too many draft layers) skip without the test models.
+#include <string>
+
+#include "cli_runner.h"
+#include "folio_test.h"
+
+using folio_test::run_folio;
+using folio_test::shell_quote;
+
+class CliSpecTest : public QObject {
+    Q_OBJECT
+
+    static void expect_error(const std::string& args, const std::string& message) {
+        const auto r = run_folio(args);
+        const std::string what = "folio " + args + ": " + r.err;
+        QVERIFY2(r.exit_code == 1, what.c_str());
+        QVERIFY2(r.err.find(message) != std::string::npos, ("want '" + message + "' in: " + what).c_str());
+        QVERIFY2(r.out.empty(), what.c_str());
+    }
+
+private slots:
+    void badSpecFlagsAreNamed() {
+        const std::string run = "run -m /nonexistent.gguf -p hi ";
+        expect_error(run + "--spec eagle", "unknown speculative decoding method 'eagle'");
+        expect_error(run + "--spec ngram --draft-max 0", "--draft-max must be between 1 and 64, not 0");
+        expect_error(run + "--spec ngram --draft-max many", "option --draft-max expects an integer");
+        expect_error(run + "--spec ngram --draft-max 65", "option --draft-max must be between 0 and 64");
+        expect_error(run + "--spec ngram --draft-max 3 --draft-min 4", "--draft-min must be between 0 and 3, not 4");
+        expect_error(run + "--spec ngram --ngram-min 5 --ngram-max 3", "--ngram-max must be between 5 and 64, not 3");
+        expect_error(run + "--draft-max 4", "option --draft-max needs --spec METHOD");
+        expect_error(run + "--spec draft", "--spec draft needs the draft model (-md PATH)");
+        expect_error(run + "--spec ngram -md other.gguf", "option --model-draft needs --spec draft");
+        expect_error(run + "--spec ngram --draft-layers 4", "option --draft-layers needs --spec layer-skip");
+        expect_error("chat -m /nonexistent.gguf --spec eagle", "unknown speculative decoding method");
+        expect_error("bench -m /nonexistent.gguf --spec ngram", "needs --spec-prompt TEXT or --spec-prompt-file FILE");
+    }
+
+    void draftModelsAreChecked() {
+        FOLIO_REQUIRE_MODEL(smollm2, folio_test::kSmolLM2);
+        FOLIO_REQUIRE_MODEL(gemma, folio_test::kGemma3);
+        expect_error("run -m " + shell_quote(gemma) + " -p hi -n 1 --spec draft -md " + shell_quote(smollm2),
+                     "the draft model's vocabulary is not the target's: it has 49152 tokens, the target 262144");
+        expect_error("run -m " + shell_quote(smollm2) + " -p hi -n 1 --spec draft -md /nonexistent/draft.gguf",
+                     "/nonexistent/draft.gguf");
+        expect_error("run -m " + shell_quote(smollm2) + " -p hi -n 1 --spec layer-skip --draft-layers 30",
+                     "--draft-layers must be between 1 and 29 (the target has 30 layers), not 30");
+    }
+};
+
+FOLIO_TEST_MAIN(CliSpecTest)
+#include "test_cli_spec.moc"

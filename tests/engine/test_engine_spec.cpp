@@ -1,0 +1,291 @@
+// Speculative decoding in the Engine on a FakeBackend (see fake_backend.h,
+// copy_period: text that repeats, as drafts like it): greedy output with
+// n-gram and draft-model drafts is what it is without, in every scheduling
+// mode; sampled requests keep every option; adaptive K's choices.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../tokenizer/tiny_vocab.h"
+#include "engine_collector.h"
+#include "fake_backend.h"
+#include "folio/engine.h"
+#include "folio_test.h"
+
+namespace {
+
+constexpr int32_t kEos = 265;
+
+std::vector<std::vector<int32_t>> make_prompts(int n, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<int32_t> system(21);
+    for (auto& t : system) t = static_cast<int32_t>('a' + rng() % 26);
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < n; ++i) {
+        std::vector<int32_t> p;
+        if (i % 2 == 0) p = system;  // half share a "system prompt": prefix-cache hits
+        const int extra = 1 + static_cast<int>(rng() % 40);
+        for (int k = 0; k < extra; ++k) p.push_back(static_cast<int32_t>('a' + rng() % 26));
+        prompts.push_back(p);
+    }
+    return prompts;
+}
+
+folio::GenerationRequest greedy(const std::vector<int32_t>& prompt, int32_t max_tokens) {
+    folio::GenerationRequest r;
+    r.prompt_tokens = prompt;
+    r.sampling.temperature = 0;
+    r.max_tokens = max_tokens;
+    return r;
+}
+
+bool all_free(const folio::StepEvent& e) {
+    return std::all_of(e.blocks.begin(), e.blocks.end(), [](const folio::BlockCell& c) { return c.ref_count == 0; });
+}
+
+}  // namespace
+
+class EngineSpecTest : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        auto tok = folio::Tokenizer::create(tiny_vocab::byte_level());
+        QVERIFY(tok);
+        tokenizer_ = std::make_unique<folio::Tokenizer>(std::move(*tok));
+        model_.name = "fake";
+        model_.hparams.architecture = "fake";
+    }
+
+    // Speculative decoding with n-gram drafts leaves greedy output token for
+    // token what it is without: alone, 16 at once with the prefix cache, in
+    // 7-token steps, with preemption forced by a tiny pool (and swapping),
+    // and with the backend choosing the tokens (a GPU's argmax over the K + 1
+    // rows). Drafts are accepted and rejected; every block is free at the end.
+    void speculationKeepsGreedyOutput() {
+        const auto prompts = make_prompts(16, 9);
+        auto run = [&](folio::EngineConfig config, uint32_t n_blocks, uint32_t swap_slots, bool backend_chooses,
+                       bool together, folio::EngineMetrics* metrics, uint64_t* accepted_flags) {
+            FakeBackend backend(267, kEos, n_blocks);
+            backend.copy_period = 7;
+            backend.swap_slots = swap_slots;
+            backend.chooses_tokens = backend_chooses;
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
+            StepRecorder steps;
+            (*engine)->subscribe(steps.callback());
+            EngineCollector c;
+            std::vector<uint64_t> flags(prompts.size(), 0);
+            std::mutex mutex;
+            std::vector<folio::Submission> batch;
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                auto collect = c.callback(static_cast<int>(i));
+                batch.push_back({greedy(prompts[i], 40), [&, i, collect](const folio::RequestOutput& out) {
+                                     std::lock_guard lock(mutex);
+                                     for (uint8_t f : out.draft_accepted) flags[i] += f;
+                                     collect(out);
+                                 }});
+                if (!together) {
+                    (*engine)->submit(std::move(batch));
+                    (*engine)->wait_idle();
+                    batch.clear();
+                }
+            }
+            if (together) (*engine)->submit(std::move(batch));
+            (*engine)->wait_idle();
+            if (metrics) *metrics = (*engine)->metrics();
+            if (accepted_flags) *accepted_flags = std::accumulate(flags.begin(), flags.end(), uint64_t{0});
+            if (!all_free(*steps.last())) return std::vector<std::vector<int32_t>>{};
+            std::vector<std::vector<int32_t>> out;
+            for (size_t i = 0; i < prompts.size(); ++i) out.push_back(c.get(static_cast<int>(i)).tokens);
+            return out;
+        };
+        const auto want = run(folio::EngineConfig{}, 256, 0, false, false, nullptr, nullptr);
+        QVERIFY(!want.empty());
+        folio::EngineConfig spec;
+        spec.spec.method = folio::SpecMethod::Ngram;
+        spec.spec.draft_max = 4;
+        spec.spec.ngram_min = 1;
+        spec.spec.adaptive = false;
+        folio::EngineConfig adaptive = spec;
+        adaptive.spec.adaptive = true;
+        folio::EngineConfig chunked = spec;
+        chunked.scheduler.max_num_batched_tokens = 7;
+        struct Mode {
+            const char* name;
+            folio::EngineConfig config;
+            uint32_t n_blocks, swap_slots;
+            bool backend_chooses, together;
+        };
+        const Mode modes[] = {
+            {"alone", spec, 256, 0, false, false},
+            {"16 at once, prefix cache", spec, 256, 0, false, true},
+            {"7-token steps", chunked, 256, 0, false, true},
+            {"tiny pool", spec, 30, 0, false, true},
+            {"tiny pool, swapping", spec, 30, 64, false, true},
+            {"backend argmax", spec, 256, 0, true, true},
+            {"adaptive K", adaptive, 256, 0, false, true},
+        };
+        for (const Mode& m : modes) {
+            folio::EngineMetrics metrics;
+            uint64_t flags = 0;
+            const auto got = run(m.config, m.n_blocks, m.swap_slots, m.backend_chooses, m.together, &metrics, &flags);
+            QVERIFY2(!got.empty(), (std::string(m.name) + ": blocks left in use").c_str());
+            for (size_t i = 0; i < want.size(); ++i)
+                QVERIFY2(got[i] == want[i], (std::string(m.name) + ": request " + std::to_string(i) + " differs").c_str());
+            const uint64_t drafted = metrics.spec_decode_num_draft_tokens_total;
+            const uint64_t accepted = metrics.spec_decode_num_accepted_tokens_total;
+            std::printf("%s: %llu drafts, %llu draft tokens, %llu accepted\n", m.name,
+                        static_cast<unsigned long long>(metrics.spec_decode_num_drafts_total),
+                        static_cast<unsigned long long>(drafted), static_cast<unsigned long long>(accepted));
+            QVERIFY2(accepted > 0 && accepted < drafted, "drafts should be both accepted and rejected");
+            QVERIFY2(flags <= accepted && flags + 16 >= accepted,
+                     "the streamed accepted flags disagree with the counters");  // (a stop may cut a step short)
+            uint64_t per_pos = 0;
+            for (uint64_t n : metrics.spec_decode_num_accepted_tokens_per_pos) per_pos += n;
+            QCOMPARE(per_pos, accepted);
+        }
+    }
+
+    // Sampled requests under speculation: each row of a verified draft is
+    // drawn by the request's Sampler over the draft-extended history, so
+    // penalties, top-k / top-p / min-p and logprobs all hold; requests run
+    // alone or together draw the same tokens (batch invariance holds with
+    // drafts too, at a fixed K), and step events carry the acceptance counts.
+    void speculationSamplesWithEveryOption() {
+        const auto prompts = make_prompts(6, 21);
+        auto request = [&](size_t i) {
+            folio::GenerationRequest r = greedy(prompts[i], 30);
+            r.sampling.temperature = 0.6f + 0.1f * static_cast<float>(i);
+            r.sampling.top_k = i % 2 ? 20 : 0;
+            r.sampling.top_p = i == 2 ? 0.9f : 1.0f;
+            r.sampling.min_p = i == 3 ? 0.05f : 0.0f;
+            r.sampling.repetition_penalty = i == 4 ? 1.3f : 1.0f;
+            r.sampling.n_logprobs = i == 5 ? 2 : 0;
+            r.sampling.seed = 40 + i;
+            return r;
+        };
+        folio::EngineConfig spec;
+        spec.spec.method = folio::SpecMethod::Ngram;
+        spec.spec.ngram_min = 1;
+        // Fixed K: a seeded request's draws follow its rows, and adaptive K
+        // (chosen from measured times) would make the rows timing-dependent.
+        spec.spec.adaptive = false;
+        auto run = [&](bool together, int32_t* event_drafts) {
+            FakeBackend backend(267, kEos, 256);
+            backend.copy_period = 5;
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, spec);
+            std::mutex mutex;
+            int32_t drafts = 0, accepted = 0, per_pos = 0;
+            (*engine)->subscribe([&](std::shared_ptr<const folio::StepEvent> e) {
+                std::lock_guard lock(mutex);
+                drafts += e->draft_tokens;
+                accepted += e->accepted_tokens;
+                for (int32_t n : e->accepted_per_position) per_pos += n;
+            });
+            EngineCollector c;
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                (*engine)->submit(request(i), c.callback(static_cast<int>(i)));
+                if (!together) (*engine)->wait_idle();
+            }
+            (*engine)->wait_idle();
+            const folio::EngineMetrics m = (*engine)->metrics();
+            if (event_drafts) *event_drafts = drafts;
+            std::vector<std::vector<int32_t>> out;
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                const CollectedRequest r = c.get(static_cast<int>(i));
+                out.push_back(r.tokens);
+                if (i == 5 && r.logprobs.size() != r.tokens.size() * 5) out.clear();  // 1 + 2 top pairs each
+            }
+            if (static_cast<uint64_t>(drafts) != m.spec_decode_num_draft_tokens_total ||
+                static_cast<uint64_t>(accepted) != m.spec_decode_num_accepted_tokens_total || per_pos != accepted)
+                out.clear();
+            return out;
+        };
+        int32_t drafts = 0;
+        const auto alone = run(false, &drafts);
+        QVERIFY2(!alone.empty(), "logprobs or step-event counts are wrong");
+        QVERIFY(drafts > 0);
+        QCOMPARE(run(true, nullptr), alone);
+    }
+
+    // Drafts from a model (a second FakeBackend as the draft, its own KV
+    // blocks): greedy output is what it is without; a draft that is the
+    // target's twin is accepted almost always, a different one less.
+    // Adaptive K's choice: K = draft_max before anything is measured; a
+    // high acceptance where rows are cheap keeps K high; a low one, or rows
+    // as dear as a whole step (verification no longer nearly free), backs
+    // off to 0.
+    void adaptiveDraftLengthFollowsAcceptanceAndCost() {
+        using Tuner = folio::DraftLengthTuner;
+        Tuner tuner(6);
+        Tuner::Acceptance good, bad;
+        QCOMPARE(tuner.choose(good, 0), 6);
+        for (int i = 0; i < 20; ++i) Tuner::observe_verdict(good, 4, 4), Tuner::observe_verdict(bad, 4, 0);
+        // A GPU-like step: 10 ms fixed, 0.05 ms a row.
+        for (int n = 1; n <= 64; n *= 2) tuner.observe_step(n, 0.010 + 0.00005 * n);
+        QVERIFY(std::abs(tuner.per_row_s() - 0.00005) < 1e-6 && std::abs(tuner.fixed_s() - 0.010) < 1e-5);
+        QCOMPARE(tuner.choose(good, 0), 6);
+        QVERIFY(tuner.choose(bad, 0) <= 1);  // 3 % acceptance: one nearly free row is still worth it
+        for (int i = 0; i < 50; ++i) tuner.observe_draft(1, 0.001);  // a draft model: 1 ms a token
+        QCOMPARE(tuner.choose(bad, 0), 0);
+        QVERIFY(tuner.choose(good, 0) >= 4);
+        // Every row as dear as a step (a compute-bound device): drafts never pay.
+        Tuner dear(6);
+        for (int rep = 0; rep < 3; ++rep)
+            for (int n = 1; n <= 64; n *= 2) dear.observe_step(n, 0.010 * n);
+        QCOMPARE(dear.choose(good, 63), 0);  // 64 rows: drafts cannot beat the batch's own rate
+        QCOMPARE(dear.choose(good, 0), 0);   // no fixed cost at all: K rows cost K steps, E(K) < K + 1
+        QCOMPARE(dear.choose(bad, 0), 0);
+        QVERIFY(Tuner::expected_tokens(0.5, 1) == 1.5);
+    }
+
+    void draftModelSpeculationKeepsGreedyOutput() {
+        const auto prompts = make_prompts(12, 33);
+        auto run = [&](int32_t draft_period, bool spec_on, double* acceptance) {
+            FakeBackend backend(267, kEos, 256);
+            backend.copy_period = 7;
+            FakeBackend draft(267, kEos, 256);
+            draft.copy_period = draft_period;
+            folio::EngineConfig config;
+            if (spec_on) {
+                config.spec.method = folio::SpecMethod::Draft;
+                config.spec.draft_max = 3;
+                config.spec.adaptive = false;
+                config.spec.draft_backend = &draft;
+            }
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
+            EngineCollector c;
+            std::vector<folio::Submission> batch;
+            for (size_t i = 0; i < prompts.size(); ++i) batch.push_back({greedy(prompts[i], 30), c.callback(int(i))});
+            (*engine)->submit(std::move(batch));
+            (*engine)->wait_idle();
+            const folio::EngineMetrics m = (*engine)->metrics();
+            if (acceptance)
+                *acceptance = double(m.spec_decode_num_accepted_tokens_total) /
+                              double(std::max<uint64_t>(1, m.spec_decode_num_draft_tokens_total));
+            std::vector<std::vector<int32_t>> out;
+            for (size_t i = 0; i < prompts.size(); ++i) out.push_back(c.get(int(i)).tokens);
+            engine->reset();
+            if (spec_on && draft.steps == 0) out.clear();
+            return out;
+        };
+        const auto want = run(7, false, nullptr);
+        double twin = 0, other = 0;
+        QCOMPARE(run(7, true, &twin), want);
+        QCOMPARE(run(5, true, &other), want);
+        std::printf("draft model: twin accepted %.3f, different draft %.3f\n", twin, other);
+        QVERIFY2(twin > 0.95, "the target's twin as the draft should be accepted almost always");
+        QVERIFY2(other < twin, "a different draft should be accepted less");
+    }
+
+private:
+    std::unique_ptr<folio::Tokenizer> tokenizer_;
+    folio::ModelDescription model_;
+};
+
+FOLIO_TEST_MAIN(EngineSpecTest)
+#include "test_engine_spec.moc"
