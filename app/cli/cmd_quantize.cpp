@@ -1,0 +1,131 @@
+// folio quantize: a model Folio loads -> a quantized GGUF v3 file under a
+// preset, through the engine's QuantizeJob. Progress is a bar on a terminal
+// and one line per tenth of the work otherwise (logs stay readable); the
+// summary gives sizes, bits per weight and time. Ctrl-C cancels the job, so
+// nothing is left under the output name.
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+
+#include "args.h"
+#include "commands.h"
+#include "folio/quantize_job.h"
+
+namespace folio::cli {
+namespace {
+
+std::vector<FlagSpec> quantize_flags() {
+    return {
+        {"-m", "--model", "SRC", "the source: a GGUF file (F32 / F16 / BF16, or quantized) or a Hugging Face folder"},
+        {"-o", "--output", "OUT.gguf", "the file to write"},
+        {"", "--type", "PRESET", "Q4_K_M (default), Q4_K_S, Q4_0, Q5_K_M, Q6_K or Q8_0"},
+        {"-t", "--threads", "N", "CPU threads (default: physical cores)"},
+        {"-h", "--help", "", "this help"},
+    };
+}
+
+std::atomic<QuantizeJob*> g_job{nullptr};
+
+extern "C" void cancel_on_signal(int) {
+    if (QuantizeJob* job = g_job.load()) job->cancel();
+}
+
+double mib(uint64_t bytes) { return double(bytes) / double(1 << 20); }
+
+// A bar redrawn in place on a terminal; otherwise a line at each tenth.
+class ProgressPrinter {
+public:
+    explicit ProgressPrinter(bool terminal) : terminal_(terminal) {}
+    void operator()(const QuantizeProgress& p) {
+        const double fraction = p.bytes_total ? double(p.bytes_done) / double(p.bytes_total) : 0.0;
+        if (terminal_) {
+            const int width = 30, filled = int(fraction * width);
+            std::fprintf(stderr, "\r%-11s [%.*s%*s] %3d%%  tensor %zu/%zu  %.0f/%.0f MiB  ETA %s   ",
+                         std::string(quantize_phase_name(p.phase)).c_str(), filled,
+                         "==============================", width - filled, "", int(fraction * 100), p.tensor_index,
+                         p.n_tensors, mib(p.bytes_done), mib(p.bytes_total), eta(p.eta_s).c_str());
+            if (p.phase == QuantizePhase::Done) std::fprintf(stderr, "\n");
+            return;
+        }
+        const int tenth = int(fraction * 10);
+        if (p.phase == last_phase_ && tenth == last_tenth_) return;
+        last_phase_ = p.phase;
+        last_tenth_ = tenth;
+        std::fprintf(stderr, "folio quantize: %s %d%% (tensor %zu/%zu, %.0f/%.0f MiB, %.1f s, ETA %s)\n",
+                     std::string(quantize_phase_name(p.phase)).c_str(), tenth * 10, p.tensor_index, p.n_tensors,
+                     mib(p.bytes_done), mib(p.bytes_total), p.elapsed_s, eta(p.eta_s).c_str());
+    }
+
+private:
+    static std::string eta(double s) {
+        if (s < 0) return "?";
+        char text[32];
+        std::snprintf(text, sizeof text, "%d:%02d", int(s) / 60, int(s) % 60);
+        return text;
+    }
+    bool terminal_;
+    QuantizePhase last_phase_ = QuantizePhase::Done;
+    int last_tenth_ = -1;
+};
+
+void print_summary(const QuantizeReport& r) {
+    std::printf("quantized %s -> %s (%s)\n", r.source.c_str(), r.output.c_str(), r.preset.c_str());
+    std::printf("  size      %.1f MiB -> %.1f MiB\n", mib(r.source_bytes), mib(r.output_bytes));
+    std::printf("  weights   %.1f M parameters, %.3f bits per weight\n", double(r.n_parameters) / 1e6, r.bits_per_weight);
+    std::printf("  time      %.1f s\n", r.seconds);
+    size_t fallbacks = 0;
+    for (const QuantizedTensor& t : r.tensors) fallbacks += !t.fallback.empty();
+    if (fallbacks)
+        std::printf("  fallbacks %zu tensors whose rows are not whole blocks of the preset's type "
+                    "(e.g. %s)\n", fallbacks, [&] {
+                        for (const QuantizedTensor& t : r.tensors)
+                            if (!t.fallback.empty()) return (t.name + ": " + t.fallback);
+                        return std::string();
+                    }().c_str());
+}
+
+}  // namespace
+
+int run_quantize(int argc, char** argv) {
+    const std::vector<FlagSpec> flags = quantize_flags();
+    auto args = Args::parse(argc, argv, 2, flags);
+    if (!args) return fail("quantize", args.error().message);
+    if (args->has("--help")) {
+        std::printf("%s", usage("quantize", "-m SRC -o OUT.gguf [--type Q4_K_M] [-t N]", flags).c_str());
+        return 0;
+    }
+    auto source = args->get("--model");
+    auto output = args->get("--output");
+    if (!source) return fail("quantize", "no source model given (-m SRC)");
+    if (!output) return fail("quantize", "no output file given (-o OUT.gguf)");
+    const std::string type = args->get_or("--type", "Q4_K_M");
+    const std::optional<QuantPreset> preset = parse_preset(type);
+    if (!preset) return fail("quantize", "unknown --type '" + type + "'; the presets are " + preset_names());
+    auto threads = args->get_int("--threads", 0, 0, 1024);
+    if (!threads) return fail("quantize", threads.error().message);
+
+    QuantizeOptions options;
+    options.source = *source;
+    options.output = *output;
+    options.preset = *preset;
+    options.threads = int(*threads);
+    ProgressPrinter printer(::isatty(STDERR_FILENO) == 1);
+    options.on_progress = [&](const QuantizeProgress& p) { printer(p); };
+
+    QuantizeJob job(std::move(options));
+    g_job.store(&job);
+    std::signal(SIGINT, cancel_on_signal);
+    std::signal(SIGTERM, cancel_on_signal);
+    Result<QuantizeReport> report = job.run();
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    g_job.store(nullptr);
+    if (!report) return fail("quantize", report.error().message);
+    for (const std::string& w : report->warnings) std::fprintf(stderr, "folio quantize: warning: %s\n", w.c_str());
+    print_summary(*report);
+    return 0;
+}
+
+}  // namespace folio::cli
