@@ -16,12 +16,17 @@
 namespace folio::cli {
 namespace {
 
+// On every Debian-family system (base-files); not a text the benchmarks calibrate on.
+constexpr const char* kDefaultValidationText = "/usr/share/common-licenses/GPL-3";
+
 std::vector<FlagSpec> quantize_flags() {
     return {
         {"-m", "--model", "SRC", "the source: a GGUF file (F32 / F16 / BF16, or quantized) or a Hugging Face folder"},
         {"-o", "--output", "OUT.gguf", "the file to write"},
         {"", "--type", "PRESET", "Q4_K_M (default), Q4_K_S, Q4_0, Q5_K_M, Q6_K or Q8_0"},
         {"-t", "--threads", "N", "CPU threads (default: physical cores)"},
+        {"", "--validate", "TEXT", "compare result and source on TEXT (default: " + std::string(kDefaultValidationText) + ")"},
+        {"", "--validate-chunks", "N", "chunks of 512 tokens to compare on (default 4; 0: block checks only)"},
         {"-h", "--help", "", "this help"},
     };
 }
@@ -40,6 +45,14 @@ public:
     explicit ProgressPrinter(bool terminal) : terminal_(terminal) {}
     void operator()(const QuantizeProgress& p) {
         const double fraction = p.bytes_total ? double(p.bytes_done) / double(p.bytes_total) : 0.0;
+        if (p.phase == QuantizePhase::Validating) {  // comparing with the source, chunk by chunk
+            if (p.tensor_index == last_chunk_ && last_phase_ == p.phase) return;
+            last_phase_ = p.phase;
+            last_chunk_ = p.tensor_index;
+            std::fprintf(stderr, "%sfolio quantize: validating, chunk %zu/%zu compared (%.1f s)%s", terminal_ ? "\r" : "",
+                         p.tensor_index, p.n_tensors, p.elapsed_s, terminal_ ? "   " : "\n");
+            return;
+        }
         if (terminal_) {
             const int width = 30, filled = int(fraction * width);
             std::fprintf(stderr, "\r%-11s [%.*s%*s] %3d%%  tensor %zu/%zu  %.0f/%.0f MiB  ETA %s   ",
@@ -68,6 +81,7 @@ private:
     bool terminal_;
     QuantizePhase last_phase_ = QuantizePhase::Done;
     int last_tenth_ = -1;
+    size_t last_chunk_ = size_t(-1);
 };
 
 void print_summary(const QuantizeReport& r) {
@@ -77,6 +91,15 @@ void print_summary(const QuantizeReport& r) {
     std::printf("  time      %.1f s\n", r.seconds);
     size_t fallbacks = 0;
     for (const QuantizedTensor& t : r.tensors) fallbacks += !t.fallback.empty();
+    if (r.quality_measured) {
+        const KldSummary& q = r.quality;
+        std::printf("  quality   on %lld tokens of %s: PPL %.4f -> %.4f (x%.4f), mean KLD %.5f, p99 KLD %.5f, "
+                    "same top token %.2f %%\n", static_cast<long long>(q.n_tokens), r.validation_text.c_str(), q.ppl_base,
+                    q.ppl, q.ppl_ratio, q.mean_kld, q.p99_kld, 100.0 * q.same_top);
+    } else if (r.blocks_checked) {
+        std::printf("  checked   every block's scales are finite (quality not measured)\n");
+    }
+    if (!r.report_path.empty()) std::printf("  report    %s\n", r.report_path.c_str());
     if (fallbacks)
         std::printf("  fallbacks %zu tensors whose rows are not whole blocks of the preset's type "
                     "(e.g. %s)\n", fallbacks, [&] {
@@ -93,7 +116,7 @@ int run_quantize(int argc, char** argv) {
     auto args = Args::parse(argc, argv, 2, flags);
     if (!args) return fail("quantize", args.error().message);
     if (args->has("--help")) {
-        std::printf("%s", usage("quantize", "-m SRC -o OUT.gguf [--type Q4_K_M] [-t N]", flags).c_str());
+        std::printf("%s", usage("quantize", "-m SRC -o OUT.gguf [--type Q4_K_M] [-t N] [--validate TEXT] [--validate-chunks N]", flags).c_str());
         return 0;
     }
     auto source = args->get("--model");
@@ -106,7 +129,17 @@ int run_quantize(int argc, char** argv) {
     auto threads = args->get_int("--threads", 0, 0, 1024);
     if (!threads) return fail("quantize", threads.error().message);
 
+    auto chunks = args->get_int("--validate-chunks", 4, 0, 1 << 20);
+    if (!chunks) return fail("quantize", chunks.error().message);
+    const std::string validation_text = args->get_or("--validate", kDefaultValidationText);
+    if (args->has("--validate") && ::access(validation_text.c_str(), R_OK) != 0)
+        return fail("quantize", "cannot read the validation text '" + validation_text + "'");
+
     QuantizeOptions options;
+    if (*chunks > 0 && ::access(validation_text.c_str(), R_OK) == 0) {
+        options.validation_text = validation_text;
+        options.validation_chunks = *chunks;
+    }
     options.source = *source;
     options.output = *output;
     options.preset = *preset;

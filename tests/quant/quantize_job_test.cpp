@@ -14,6 +14,8 @@
 #include <fstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "folio/dequant.h"
 #include "folio/quantize_job.h"
 #include "folio_test.h"
@@ -103,6 +105,7 @@ private slots:
                 QVERIFY2(ref == 0 || std::sqrt(err / ref) < 0.12, (name + ": " + t.name).c_str());
             }
             std::filesystem::remove(out);
+            std::filesystem::remove(report->report_path);
         }
     }
 
@@ -120,8 +123,9 @@ private slots:
             QVERIFY(seen[i].bytes_done >= seen[i - 1].bytes_done);
             QVERIFY(seen[i].elapsed_s >= seen[i - 1].elapsed_s);
         }
-        QCOMPARE(seen.back().n_tensors, report->tensors.size());
+        QVERIFY(std::any_of(seen.begin(), seen.end(), [](const QuantizeProgress& p) { return p.phase == QuantizePhase::Validating; }));
         std::filesystem::remove(out);
+        std::filesystem::remove(report->report_path);
     }
 
     void cancelStopsWithinASecondAndLeavesNothing() {
@@ -197,6 +201,50 @@ private slots:
         QVERIFY2(missing.error().message.find("/no/such/folder") != std::string::npos, missing.error().message.c_str());
         auto report = quantize(gemma_, "/no/such/folder/x.gguf", QuantPreset::Q4_K_M);
         QVERIFY(!report.ok());
+    }
+
+    // Validation reopens the blocks and compares result and source on a
+    // text: more bits, closer to the source; the JSON report says the same.
+    void validationMeasuresTheResultAgainstItsSource() {
+        const std::string text = temp_path("validation.txt");
+        {
+            std::ofstream out(text);
+            for (int i = 0; i < 200; ++i) out << "The quick brown fox " << i << " jumps over the lazy dog. ";
+        }
+        auto measure = [&](QuantPreset preset) {
+            QuantizeOptions options;
+            options.source = source_;
+            options.output = temp_path(std::string("validated.") + std::string(preset_info(preset).name) + ".gguf");
+            options.preset = preset;
+            options.threads = 2;
+            options.validation_text = text;
+            options.validation_chunks = 2;
+            options.validation_ctx = 256;
+            QuantizeJob job(options);
+            return job.run();
+        };
+        auto q8 = measure(QuantPreset::Q8_0);
+        auto q4 = measure(QuantPreset::Q4_0);
+        QVERIFY2(q8.ok(), q8.ok() ? "" : q8.error().message.c_str());
+        QVERIFY2(q4.ok(), q4.ok() ? "" : q4.error().message.c_str());
+        QVERIFY(q8->blocks_checked && q8->quality_measured && q4->quality_measured);
+        QCOMPARE(q8->quality.n_tokens, int64_t(2 * (256 - 1 - 128)));
+        QVERIFY(q8->quality.ppl_base > 1 && std::isfinite(q8->quality.ppl));
+        QCOMPARE(q8->quality.ppl_base, q4->quality.ppl_base);  // the same source on the same tokens
+        QVERIFY2(q8->quality.mean_kld < q4->quality.mean_kld,
+                 (std::to_string(q8->quality.mean_kld) + " vs " + std::to_string(q4->quality.mean_kld)).c_str());
+        QVERIFY(q8->quality.same_top >= q4->quality.same_top);
+        QVERIFY(q8->quality.p99_kld >= q8->quality.median_kld);
+        std::ifstream in(q8->report_path);
+        const nlohmann::json report = nlohmann::json::parse(in, nullptr, false);
+        QVERIFY(!report.is_discarded());
+        QCOMPARE(report["quality"]["mean_kld"].get<double>(), q8->quality.mean_kld);
+        QCOMPARE(report["tensors"].size(), q8->tensors.size());
+        for (const auto& r : {*q8, *q4}) {
+            std::filesystem::remove(r.output);
+            std::filesystem::remove(r.report_path);
+        }
+        std::filesystem::remove(text);
     }
 
     void damagedSourcesAreRefusedClearly() {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "folio/error.h"
+#include "folio/quant_quality.h"
 #include "folio/quant_recipe.h"
 
 namespace folio {
@@ -38,6 +39,14 @@ struct QuantizeOptions {
     std::string output;           // the .gguf to write (replaced if it exists)
     QuantPreset preset = QuantPreset::Q4_K_M;
     int threads = 0;              // 0: the physical cores
+    // Validation after writing: every block's scales are always checked;
+    // with a text, source and result are also compared on its first
+    // `validation_chunks` chunks of `validation_ctx` tokens (PPL, KLD, top
+    // token), and the report is written beside the output as
+    // "<output>.quality.json". Empty: structural checks only.
+    std::string validation_text;
+    int64_t validation_chunks = 8;
+    int32_t validation_ctx = 512;
     // Called on the job's thread, at most ~10 times a second plus once per phase change.
     std::function<void(const QuantizeProgress&)> on_progress;
 };
@@ -63,7 +72,14 @@ struct QuantizeReport {
     double seconds = 0;
     std::vector<std::string> warnings;  // e.g. requantizing an already quantized source
     std::vector<QuantizedTensor> tensors;
+    bool blocks_checked = false;  // every block's scales were reopened and found finite
+    bool quality_measured = false;
+    KldSummary quality;           // result vs source on the validation text (when measured)
+    std::string validation_text;
+    std::string report_path;      // the JSON report beside the output, when written
 };
+
+class ProgressReporter;  // quantize_job.cpp: throttles on_progress
 
 class QuantizeJob {
 public:
@@ -77,6 +93,9 @@ public:
     bool was_cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
 
 private:
+    Status validate(const ModelDescription& source, QuantizeReport& report, ProgressReporter& progress,
+                    QuantizeProgress p);
+
     QuantizeOptions options_;
     std::atomic<bool> cancelled_{false};
 };

@@ -17,6 +17,7 @@
 #include "folio/quant.h"
 #include "quant/output_metadata.h"
 #include "quant/source_tensor.h"
+#include "quant/validation.h"
 
 namespace folio {
 
@@ -53,6 +54,8 @@ std::string gib(uint64_t bytes) {
     return text;
 }
 
+}  // namespace
+
 // Reports progress at most 10 times a second, and at every phase change.
 class ProgressReporter {
 public:
@@ -73,8 +76,6 @@ private:
     Clock::time_point start_;
     Clock::time_point last_{};
 };
-
-}  // namespace
 
 std::string_view quantize_phase_name(QuantizePhase phase) {
     switch (phase) {
@@ -97,6 +98,43 @@ Result<uint64_t> free_disk_bytes(const std::string& path) {
 }
 
 QuantizeJob::QuantizeJob(QuantizeOptions options) : options_(std::move(options)) {}
+
+// A file that fails the block check is removed: nothing broken stays under
+// the name. A cancel while measuring quality keeps the (complete) file.
+Status QuantizeJob::validate(const ModelDescription& source, QuantizeReport& report, ProgressReporter& progress,
+                             QuantizeProgress p) {
+    p.phase = QuantizePhase::Validating;
+    p.tensor_index = 0;
+    p.n_tensors = 0;
+    progress.report(p, true);
+    if (Status s = quant::check_written_file(options_.output, report.tensors.size()); !s) {
+        std::filesystem::remove(options_.output);
+        return s;
+    }
+    report.blocks_checked = true;
+    if (options_.validation_text.empty()) return {};
+    quant::QualityOptions quality;
+    quality.text_path = options_.validation_text;
+    quality.n_chunks = options_.validation_chunks;
+    quality.n_ctx = options_.validation_ctx;
+    quality.threads = options_.threads;
+    quality.cancel = &cancelled_;
+    quality.on_chunk = [&](int64_t chunk, int64_t n) {
+        p.tensor_index = size_t(chunk);
+        p.n_tensors = size_t(n);
+        p.tensor_name = "validation chunk";
+        progress.report(p, true);
+    };
+    auto measured = quant::measure_quality(source, options_.output, quality);
+    if (!measured) {
+        report.warnings.push_back("quality not measured: " + measured.error().message);
+        return {};
+    }
+    report.quality = *measured;
+    report.quality_measured = true;
+    report.validation_text = options_.validation_text;
+    return {};
+}
 
 Result<QuantizeReport> QuantizeJob::run() {
     const Clock::time_point start = Clock::now();
@@ -196,7 +234,13 @@ Result<QuantizeReport> QuantizeJob::run() {
     uint64_t data_bytes = 0;
     for (const QuantizedTensor& t : report.tensors) data_bytes += t.bytes;
     report.bits_per_weight = report.n_parameters ? 8.0 * double(data_bytes) / double(report.n_parameters) : 0;
+    if (Status s = validate(*model, report, progress, p); !s) return s.error();
     report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    report.report_path = options_.output + ".quality.json";
+    if (Status s = quant::write_report_json(report, report.report_path); !s) {
+        report.warnings.push_back(s.error().message);
+        report.report_path.clear();
+    }
     p.phase = QuantizePhase::Done;
     p.tensor_index = plan->size();
     p.bytes_done = p.bytes_total;
