@@ -33,7 +33,6 @@ Made with (llama.cpp built in /work/llamacpp/build, F32=/work/quantdata):
         --work-dir /work/quantdata/recipes tests/data/quant
 """
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -48,6 +47,17 @@ MODELS = {
 PRESETS = ["Q4_K_M", "Q4_K_S", "Q4_0", "Q5_K_M", "Q6_K", "Q8_0"]
 PURE_TYPES = ["Q4_K", "Q5_K", "Q6_K", "Q4_0", "Q8_0"]
 # Tensors whose bytes the K-quant golden hashes: whole-256 rows in both models.
+GOLDEN_RATIO_64 = np.uint64(0x9E3779B97F4A7C15)
+
+
+def weighted_sum_64(data: np.ndarray) -> int:
+    values = np.asarray(data).reshape(-1).view(np.uint8).astype(np.uint64)
+    i = np.arange(values.size, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        w = (np.uint64(2) * i + np.uint64(1)) * GOLDEN_RATIO_64
+        return int(np.sum(values * w, dtype=np.uint64))
+
+
 HASHED = ["blk.0.ffn_down.weight", "blk.1.ffn_down.weight", "blk.3.ffn_down.weight"]
 
 
@@ -70,7 +80,7 @@ def main() -> None:
     recipes = {"generator": "tools/make_quant_recipe_goldens.py", "llama_cpp": "llama-cpp-python 0.3.36 sdist",
                "models": {}}
     kquants = {"generator": "tools/make_quant_recipe_goldens.py", "llama_cpp": "llama-cpp-python 0.3.36 sdist",
-               "hash": "sha256 of the tensor's bytes", "models": {}}
+               "hash": "weighted-sum-64 of the tensor's bytes", "models": {}}
     for model, f32 in MODELS.items():
         src = os.path.join(a.f32_dir, f32)
         recipes["models"][model] = {}
@@ -90,7 +100,7 @@ def main() -> None:
             entry = {}
             for t in r.tensors:
                 if t.name in HASHED and t.tensor_type.name == qtype:
-                    entry[t.name] = hashlib.sha256(np.asarray(t.data).tobytes()).hexdigest()
+                    entry[t.name] = str(weighted_sum_64(t.data))
             kquants["models"][model][qtype] = entry
     with open(os.path.join(a.out_dir, "recipe_goldens.json"), "w") as f:
         json.dump(recipes, f, indent=1)

@@ -25,6 +25,9 @@ std::vector<FlagSpec> quantize_flags() {
         {"-o", "--output", "OUT.gguf", "the file to write"},
         {"", "--type", "PRESET", "Q4_K_M (default), Q4_K_S, Q4_0, Q5_K_M, Q6_K or Q8_0"},
         {"-t", "--threads", "N", "CPU threads (default: physical cores)"},
+        {"", "--imatrix", "FILE", "weigh the K-quant search by this importance matrix (folio imatrix / llama-imatrix)"},
+        {"", "--calibrate", "TEXT", "collect the importance matrix on TEXT first ('default': the licence texts)"},
+        {"", "--calibrate-chunks", "N", "chunks of 512 tokens of the calibration text to use (default: all)"},
         {"", "--validate", "TEXT", "compare result and source on TEXT (default: " + std::string(kDefaultValidationText) + ")"},
         {"", "--validate-chunks", "N", "chunks of 512 tokens to compare on (default 4; 0: block checks only)"},
         {"-h", "--help", "", "this help"},
@@ -45,12 +48,13 @@ public:
     explicit ProgressPrinter(bool terminal) : terminal_(terminal) {}
     void operator()(const QuantizeProgress& p) {
         const double fraction = p.bytes_total ? double(p.bytes_done) / double(p.bytes_total) : 0.0;
-        if (p.phase == QuantizePhase::Validating) {  // comparing with the source, chunk by chunk
+        if (p.phase == QuantizePhase::Validating || p.phase == QuantizePhase::Calibrating) {  // chunk by chunk
             if (p.tensor_index == last_chunk_ && last_phase_ == p.phase) return;
             last_phase_ = p.phase;
             last_chunk_ = p.tensor_index;
-            std::fprintf(stderr, "%sfolio quantize: validating, chunk %zu/%zu compared (%.1f s)%s", terminal_ ? "\r" : "",
-                         p.tensor_index, p.n_tensors, p.elapsed_s, terminal_ ? "   " : "\n");
+            std::fprintf(stderr, "%sfolio quantize: %s, chunk %zu/%zu (%.1f s)%s", terminal_ ? "\r" : "",
+                         std::string(quantize_phase_name(p.phase)).c_str(), p.tensor_index, p.n_tensors, p.elapsed_s,
+                         terminal_ ? "   " : "\n");
             return;
         }
         if (terminal_) {
@@ -116,7 +120,7 @@ int run_quantize(int argc, char** argv) {
     auto args = Args::parse(argc, argv, 2, flags);
     if (!args) return fail("quantize", args.error().message);
     if (args->has("--help")) {
-        std::printf("%s", usage("quantize", "-m SRC -o OUT.gguf [--type Q4_K_M] [-t N] [--validate TEXT] [--validate-chunks N]", flags).c_str());
+        std::printf("%s", usage("quantize", "-m SRC -o OUT.gguf [--type Q4_K_M] [--imatrix FILE | --calibrate TEXT] [-t N] [--validate TEXT]", flags).c_str());
         return 0;
     }
     auto source = args->get("--model");
@@ -135,7 +139,18 @@ int run_quantize(int argc, char** argv) {
     if (args->has("--validate") && ::access(validation_text.c_str(), R_OK) != 0)
         return fail("quantize", "cannot read the validation text '" + validation_text + "'");
 
+    auto calibrate_chunks = args->get_int("--calibrate-chunks", -1, -1, 1 << 30);
+    if (!calibrate_chunks) return fail("quantize", calibrate_chunks.error().message);
+    if (args->has("--imatrix") && args->has("--calibrate"))
+        return fail("quantize", "give either --imatrix FILE or --calibrate TEXT, not both");
+
     QuantizeOptions options;
+    options.imatrix_path = args->get_or("--imatrix", "");
+    if (auto text = args->get("--calibrate"))
+        options.calibration_files = *text == "default" ? default_calibration_files() : std::vector<std::string>{*text};
+    if (args->has("--calibrate") && options.calibration_files.empty())
+        return fail("quantize", "--calibrate default: /usr/share/common-licenses has none of its texts");
+    options.calibration_chunks = *calibrate_chunks;
     if (*chunks > 0 && ::access(validation_text.c_str(), R_OK) == 0) {
         options.validation_text = validation_text;
         options.validation_chunks = *chunks;

@@ -24,8 +24,8 @@ uint64_t quantized_size(TensorType type, int64_t n_elements);
 // Quantizes one row of `row.size()` values into `out` (exactly
 // quantized_size(type, row.size()) bytes). `importance`, when not empty,
 // holds one non-negative weight per value (an imatrix column sum of squared
-// activations); the K-quants' scale search weighs each value's error by it
-// (the legacy types ignore it, as llama-quantize's Q8_0 does). Values must be
+// activations); the scale search of the K-quants, Q4_0 and Q5_0 weighs each
+// value's error by it (Q4_1, Q5_1 and Q8_0 ignore it; llama.cpp's Q8_0 does too). Values must be
 // finite: a NaN or infinity is an error naming its index.
 Status quantize_row(TensorType type, std::span<const float> row, std::span<std::byte> out,
                     std::span<const float> importance = {});

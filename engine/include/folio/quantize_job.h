@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "folio/error.h"
+#include "folio/imatrix.h"
 #include "folio/quant_quality.h"
 #include "folio/quant_recipe.h"
 
@@ -39,6 +40,13 @@ struct QuantizeOptions {
     std::string output;           // the .gguf to write (replaced if it exists)
     QuantPreset preset = QuantPreset::Q4_K_M;
     int threads = 0;              // 0: the physical cores
+    // Calibration: an importance matrix from a file (llama.cpp's imatrix
+    // GGUF), or collected first on `calibration_files` (the Calibrating
+    // phase; "default" files: default_calibration_files()). Neither: plain
+    // (reference) quantization.
+    std::string imatrix_path;
+    std::vector<std::string> calibration_files;
+    int64_t calibration_chunks = -1;  // -1: all of the text
     // Validation after writing: every block's scales are always checked;
     // with a text, source and result are also compared on its first
     // `validation_chunks` chunks of `validation_ctx` tokens (PPL, KLD, top
@@ -93,6 +101,7 @@ public:
     bool was_cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
 
 private:
+    Result<ImportanceMatrix> calibrate(const ModelDescription& model, ProgressReporter& progress, QuantizeProgress p);
     Status validate(const ModelDescription& source, QuantizeReport& report, ProgressReporter& progress,
                     QuantizeProgress p);
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "folio/dequant.h"
+#include "quant/scale_search.h"
 
 namespace folio::quant {
 
@@ -93,6 +94,23 @@ void quantize_block_q8_0(const float* x, cpu::BlockQ8_0& block) {
     const float id = inverse(d);
     for (int j = 0; j < kQK; ++j) block.qs[j] = int8_t(std::round(x[j] * id));  // half away from zero
     block.d = fp32_to_fp16(d);
+}
+
+void quantize_block_q4_0_weighted(const float* x, const float* weights, cpu::BlockQ4_0& block) {
+    int8_t L[kQK];
+    block.d = fp32_to_fp16(search_symmetric_scale(kQK, 8, x, L, weights));
+    uint8_t q[kQK];
+    for (int j = 0; j < kQK; ++j) q[j] = uint8_t(L[j]);
+    pack_nibbles(q, block.qs);
+}
+
+void quantize_block_q5_0_weighted(const float* x, const float* weights, cpu::BlockQ5_0& block) {
+    int8_t L[kQK];
+    block.d = fp32_to_fp16(search_symmetric_scale(kQK, 16, x, L, weights));
+    uint8_t q[kQK];
+    for (int j = 0; j < kQK; ++j) q[j] = uint8_t(L[j]);
+    pack_fifth_bits(q, block.qh);
+    pack_nibbles(q, block.qs);
 }
 
 }  // namespace folio::quant

@@ -11,7 +11,7 @@ namespace {
 // Keys the quantized file states afresh.
 bool is_restated(const std::string& key) {
     return key == "general.file_type" || key == "general.quantization_version" || key == "general.alignment" ||
-           key.rfind("folio.quantize.", 0) == 0;
+           key.rfind("folio.quantize.", 0) == 0 || key.rfind("quantize.imatrix.", 0) == 0;
 }
 
 // GGML_QNT_VERSION: the block layouts written here are version 2's.
@@ -44,6 +44,13 @@ Result<std::vector<GgufKeyValue>> output_metadata(const ModelDescription& model,
     set("general.file_type", GgufValue::u32(preset.file_type));
     set("general.quantized_by", GgufValue::string("Folio"));
     set("folio.quantize.preset", GgufValue::string(std::string(preset.name)));
+    if (settings.has_imatrix) {
+        set("quantize.imatrix.file", GgufValue::string(settings.imatrix_file));
+        if (!settings.imatrix_datasets.empty())
+            set("quantize.imatrix.dataset", GgufValue::string(settings.imatrix_datasets.front()));
+        set("quantize.imatrix.entries_count", GgufValue::u32(settings.imatrix_entries));
+        set("quantize.imatrix.chunks_count", GgufValue::u32(settings.imatrix_chunks));
+    }
     return out;
 }
 

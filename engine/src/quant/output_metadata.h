@@ -4,6 +4,7 @@
 // the settings recorded under folio.quantize.*.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "folio/gguf.h"
@@ -14,6 +15,12 @@ namespace folio::quant {
 
 struct QuantizeSettings {
     QuantPreset preset = QuantPreset::Q4_K_M;
+    // With an importance matrix: llama-quantize's quantize.imatrix.* keys.
+    bool has_imatrix = false;
+    std::string imatrix_file;
+    std::vector<std::string> imatrix_datasets;
+    uint32_t imatrix_entries = 0;
+    uint32_t imatrix_chunks = 0;
 };
 
 Result<std::vector<GgufKeyValue>> output_metadata(const ModelDescription& model, const QuantizeSettings& settings);

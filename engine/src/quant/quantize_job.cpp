@@ -14,6 +14,7 @@
 #include "cpu/thread_pool.h"
 #include "folio/backend.h"
 #include "folio/gguf.h"
+#include "folio/imatrix.h"
 #include "folio/quant.h"
 #include "quant/output_metadata.h"
 #include "quant/source_tensor.h"
@@ -99,6 +100,31 @@ Result<uint64_t> free_disk_bytes(const std::string& path) {
 
 QuantizeJob::QuantizeJob(QuantizeOptions options) : options_(std::move(options)) {}
 
+// The importance matrix the options ask for: read, collected, or none (empty).
+Result<ImportanceMatrix> QuantizeJob::calibrate(const ModelDescription& model, ProgressReporter& progress,
+                                                QuantizeProgress p) {
+    if (!options_.imatrix_path.empty()) return ImportanceMatrix::read(options_.imatrix_path);
+    if (options_.calibration_files.empty()) return ImportanceMatrix{};
+    auto text = read_calibration_text(options_.calibration_files);
+    if (!text) return text.error();
+    p.phase = QuantizePhase::Calibrating;
+    progress.report(p, true);
+    ImatrixOptions imatrix;
+    imatrix.n_chunks = options_.calibration_chunks;
+    imatrix.threads = options_.threads;
+    imatrix.dataset_name = options_.calibration_files.front();
+    imatrix.cancel = &cancelled_;
+    imatrix.on_chunk = [&](int64_t chunk, int64_t n) {
+        p.tensor_index = size_t(chunk);
+        p.n_tensors = size_t(n);
+        p.tensor_name = "calibration chunk";
+        progress.report(p, true);
+    };
+    auto collected = collect_imatrix(model, *text, imatrix);
+    if (!collected && was_cancelled()) return make_error("quantization cancelled while calibrating; nothing was written");
+    return collected;
+}
+
 // A file that fails the block check is removed: nothing broken stays under
 // the name. A cancel while measuring quality keeps the (complete) file.
 Status QuantizeJob::validate(const ModelDescription& source, QuantizeReport& report, ProgressReporter& progress,
@@ -145,7 +171,12 @@ Result<QuantizeReport> QuantizeJob::run() {
     auto model = load_model_description(options_.source);
     if (!model) return model.error();
     if (Status s = check_architecture(*model); !s) return s.error();
-    auto plan = plan_quantization(*model, options_.preset);
+    auto imatrix = calibrate(*model, progress, p);
+    if (!imatrix) return imatrix.error();
+    const bool has_imatrix = !imatrix->entries.empty();
+    QuantPlanOptions plan_options;
+    plan_options.has_imatrix = has_imatrix;
+    auto plan = plan_quantization(*model, options_.preset, plan_options);
     if (!plan) return plan.error();
 
     QuantizeReport report;
@@ -169,6 +200,11 @@ Result<QuantizeReport> QuantizeJob::run() {
 
     quant::QuantizeSettings settings;
     settings.preset = options_.preset;
+    settings.has_imatrix = has_imatrix;
+    settings.imatrix_file = options_.imatrix_path.empty() ? "(collected by this job)" : options_.imatrix_path;
+    settings.imatrix_datasets = imatrix->datasets;
+    settings.imatrix_entries = uint32_t(imatrix->entries.size());
+    settings.imatrix_chunks = imatrix->chunk_count;
     auto metadata = quant::output_metadata(*model, settings);
     if (!metadata) return metadata.error();
     auto planned = GgufStreamWriter::planned_size(*metadata, headers);
@@ -199,6 +235,12 @@ Result<QuantizeReport> QuantizeJob::run() {
             bytes.assign(src.data, src.data + src.nbytes);  // kept as it is
         } else {
             if (Status s = quant::read_source_tensor(*model, src, values); !s) return s.error();
+            std::vector<float> importance;
+            if (t.quantized && has_imatrix) {
+                auto w = imatrix->weights_for(t.name, t.shape[0]);
+                if (!w) return w.error();
+                importance = std::move(*w);
+            }
             const int64_t row = t.shape[0];
             const int64_t n_rows = src.n_elements() / row;
             const uint64_t row_bytes = quantized_size(t.type, row);
@@ -211,7 +253,8 @@ Result<QuantizeReport> QuantizeJob::run() {
                 if (was_cancelled()) return;
                 for (int64_t r = task * rows_per_task; r < std::min(n_rows, (task + 1) * rows_per_task); ++r) {
                     Status s = quantize_row(t.type, std::span<const float>(values.data() + r * row, size_t(row)),
-                                            std::span<std::byte>(bytes.data() + uint64_t(r) * row_bytes, row_bytes));
+                                            std::span<std::byte>(bytes.data() + uint64_t(r) * row_bytes, row_bytes),
+                                            importance);
                     if (!s) {
                         std::lock_guard<std::mutex> lock(error_mutex);
                         if (!error) error = make_error("tensor '" + t.name + "' row " + std::to_string(r) + ": " + s.error().message);

@@ -33,6 +33,25 @@ void for_each_block(std::span<const float> row, std::span<const float> importanc
     }
 }
 
+// llama.cpp's imatrix path for Q4_0 / Q5_0: each value weighs its
+// importance times its magnitude against the row's spread.
+template <typename Block>
+void weighted_legacy_row(std::span<const float> row, std::span<const float> importance, std::span<std::byte> out,
+                         void (*fn)(const float*, const float*, Block&)) {
+    float sum_x2 = 0;
+    for (float v : row) sum_x2 += v * v;
+    const float sigma2 = sum_x2 / float(row.size());
+    float weights[32];
+    for (size_t b = 0; b < row.size() / 32; ++b) {
+        const float* x = row.data() + 32 * b;
+        const float* qw = importance.data() + 32 * b;
+        for (int j = 0; j < 32; ++j) weights[j] = qw[j] * std::sqrt(sigma2 + x[j] * x[j]);
+        Block block{};
+        fn(x, weights, block);
+        std::memcpy(out.data() + b * sizeof(Block), &block, sizeof(Block));
+    }
+}
+
 template <typename Block>
 auto legacy(void (*fn)(const float*, Block&)) {
     return [fn](const float* x, const float*, Block& block) { fn(x, block); };
@@ -91,9 +110,13 @@ Status quantize_row(TensorType type, std::span<const float> row, std::span<std::
                 std::memcpy(out.data() + 2 * i, &h, 2);
             }
             return {};
-        case TensorType::Q4_0: for_each_block<cpu::BlockQ4_0>(row, {}, out, 32, legacy(quantize_block_q4_0)); return {};
+        case TensorType::Q4_0:
+            if (!importance.empty()) return weighted_legacy_row<cpu::BlockQ4_0>(row, importance, out, quantize_block_q4_0_weighted), Status{};
+            for_each_block<cpu::BlockQ4_0>(row, {}, out, 32, legacy(quantize_block_q4_0)); return {};
         case TensorType::Q4_1: for_each_block<cpu::BlockQ4_1>(row, {}, out, 32, legacy(quantize_block_q4_1)); return {};
-        case TensorType::Q5_0: for_each_block<cpu::BlockQ5_0>(row, {}, out, 32, legacy(quantize_block_q5_0)); return {};
+        case TensorType::Q5_0:
+            if (!importance.empty()) return weighted_legacy_row<cpu::BlockQ5_0>(row, importance, out, quantize_block_q5_0_weighted), Status{};
+            for_each_block<cpu::BlockQ5_0>(row, {}, out, 32, legacy(quantize_block_q5_0)); return {};
         case TensorType::Q5_1: for_each_block<cpu::BlockQ5_1>(row, {}, out, 32, legacy(quantize_block_q5_1)); return {};
         case TensorType::Q8_0: for_each_block<cpu::BlockQ8_0>(row, {}, out, 32, legacy(quantize_block_q8_0)); return {};
         case TensorType::Q4_K: for_each_block<cpu::BlockQ4_K>(row, importance, out, 256, quantize_block_q4_k); return {};
