@@ -4,6 +4,7 @@
 // and Folio's block quantizers write llama-quantize's bytes for real weights.
 // The SmolLM2 Hugging Face folder quantizes to the same tensors as the GGUF
 // it was made from (Q/K rows back in GGUF order).
+#include <cstring>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
