@@ -9,8 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
+#include "folio/backend.h"
 #include "folio/dequant.h"
+#include "folio/quant_quality.h"
+#include "folio/tokenizer.h"
 #include "folio/gguf.h"
+#include "folio/imatrix.h"
 #include "folio/quant.h"
 #include "folio/quantize_job.h"
 #include "folio_test.h"
@@ -103,6 +109,98 @@ private slots:
             }
         }
         QVERIFY(compared >= 20);
+    }
+
+    // llama.cpp's llama-perplexity loaded Folio's Q4_K_M files (the same
+    // bytes: the tensor data hash is checked) and scored GPL-3; Folio's own
+    // perplexity on them agrees within 0.5 %.
+    void llamaCppScoresFolioOutputAsFolioDoes() {
+        const nlohmann::json golden = load_golden("llamacpp_ppl_goldens.json");
+        QVERIFY2(!golden.is_discarded(), "cannot read tests/data/quant/llamacpp_ppl_goldens.json");
+        std::ifstream in(golden["text"].get<std::string>(), std::ios::binary);
+        if (!in) QSKIP("the evaluation text (base-files' GPL-3) is missing");
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        for (const auto& [file, want] : golden["models"].items()) {
+            FOLIO_REQUIRE_MODEL(path, file);
+            const std::string out = quant_fixture::temp_path(file + ".Q4_K_M.gguf");
+            QuantizeOptions options;
+            options.source = path;
+            options.output = out;
+            options.threads = 2;
+            auto report = QuantizeJob(options).run();
+            QVERIFY2(report.ok(), report.ok() ? "" : report.error().message.c_str());
+            auto written = GgufFile::open(out);
+            QVERIFY(written.ok());
+            std::vector<std::byte> data;
+            for (const GgufTensorInfo& t : written->tensors()) data.insert(data.end(), t.data, t.data + t.nbytes);
+            QVERIFY2(std::to_string(weighted_sum_64(data)) == want["tensor_data_hash"].get<std::string>(),
+                     (file + ": the quantized tensors are not the ones llama.cpp scored").c_str());
+
+            auto model = load_model_description(out);
+            QVERIFY(model.ok());
+            BackendOptions backend_options;
+            backend_options.n_threads = 2;
+            backend_options.max_context = 512;
+            auto backend = create_backend(*model, backend_options);
+            QVERIFY2(backend.ok(), backend.ok() ? "" : backend.error().message.c_str());
+            auto tokenizer = Tokenizer::create(model->tokenizer);
+            QVERIFY(tokenizer.ok());
+            const std::vector<int32_t> tokens = tokenizer->encode(text, true, false);
+            ChunkScoring scoring;
+            scoring.n_ctx = golden["n_ctx"].get<int32_t>();
+            scoring.n_chunks = golden["chunks"].get<int64_t>();
+            scoring.bos = tokenizer->add_bos() ? tokenizer->bos_id() : -1;
+            double nll = 0;
+            int64_t count = 0;
+            const int32_t n_vocab = (*backend)->n_vocab();
+            Status s = score_chunks(**backend, tokens, scoring, [&](int64_t, std::span<const float> logits,
+                                                                    std::span<const int32_t> targets) -> Status {
+                std::vector<uint16_t> record(log_prob_record_size(n_vocab));
+                for (size_t i = 0; i < targets.size(); ++i, ++count)
+                    nll += compress_log_probs(logits.subspan(i * size_t(n_vocab), size_t(n_vocab)), targets[i], record);
+                return {};
+            });
+            QVERIFY2(s.ok(), s.ok() ? "" : s.error().message.c_str());
+            const double ppl = std::exp(nll / double(count)), reference = want["llama_cpp_ppl"].get<double>();
+            const std::string msg = file + ": Folio PPL " + std::to_string(ppl) + ", llama.cpp " + std::to_string(reference);
+            QVERIFY2(std::fabs(ppl / reference - 1) < 0.005, msg.c_str());
+            std::filesystem::remove(out);
+            std::filesystem::remove(report->report_path);
+        }
+    }
+
+    // An importance matrix made by llama-imatrix (three of its entries,
+    // tools/make_imatrix_goldens.py) reads as such, and the imatrix-weighted
+    // search with it writes llama-quantize --imatrix's bytes.
+    void llamaImatrixGivesLlamaQuantizesBytes() {
+        const nlohmann::json golden = load_golden("imatrix_goldens.json");
+        QVERIFY2(!golden.is_discarded(), "cannot read tests/data/quant/imatrix_goldens.json");
+        auto imatrix = ImportanceMatrix::read(folio_test::data_path("quant/" + golden["imatrix"].get<std::string>()));
+        QVERIFY2(imatrix.ok(), imatrix.ok() ? "" : imatrix.error().message.c_str());
+        QCOMPARE(imatrix->chunk_count, 16u);
+        QCOMPARE(imatrix->chunk_size, 512u);
+        FOLIO_REQUIRE_MODEL(path, "SmolLM2-135M-Instruct.Q4_1.gguf");
+        auto model = load_model_description(path);
+        QVERIFY(model.ok());
+        for (const auto& [name, want] : golden["tensors"].items()) {
+            const TensorView* t = model->find_tensor(name);
+            QVERIFY(t != nullptr);
+            std::optional<TensorType> type;
+            for (uint32_t id = 0; id < 64; ++id)
+                if (auto tt = tensor_type_traits(id); tt && tt->name == want["type"].get<std::string>()) type = tt->type;
+            QVERIFY(type.has_value());
+            auto weights = imatrix->weights_for(name, t->shape[0]);
+            QVERIFY(weights.ok() && !weights->empty());
+            const std::vector<float> x = values_of(*t);
+            const int64_t row = t->shape[0];
+            const uint64_t row_bytes = quantized_size(*type, row);
+            std::vector<std::byte> q(row_bytes * uint64_t(t->n_elements() / row));
+            for (int64_t r = 0; r < t->n_elements() / row; ++r)
+                QVERIFY(quantize_row(*type, std::span<const float>(x.data() + r * row, size_t(row)),
+                                     std::span<std::byte>(q.data() + uint64_t(r) * row_bytes, row_bytes), *weights).ok());
+            QVERIFY2(std::to_string(weighted_sum_64(q)) == want["hash"].get<std::string>(),
+                     (name + " (" + want["type"].get<std::string>() + "): bytes differ from llama-quantize --imatrix's").c_str());
+        }
     }
 
     void hfFolderQuantizesToItsGgufsTensors() {
