@@ -30,11 +30,11 @@ echo "quantize llama.cpp Q4_K_M+imatrix  : $(t $bin/llama-quantize --imatrix "$o
 echo "quantize folio     Q4_K_M+imatrix  : $(t $folio quantize -m "$src" -o "$out/folio.Q4_K_M.imatrix.gguf" --imatrix "$out/folio.imatrix.gguf" --validate-chunks 0 -t 2) s"
 echo "quantize folio Q4_K_M + llama.cpp's imatrix: $(t $folio quantize -m "$src" -o "$out/folio.Q4_K_M.llama-imatrix.gguf" --imatrix "$out/llama.imatrix.gguf" --validate-chunks 0 -t 2) s"
 echo "quantize llama.cpp Q4_K_M + folio's imatrix: $(t $bin/llama-quantize --imatrix "$out/folio.imatrix.gguf" "$src" "$out/llama.Q4_K_M.folio-imatrix.gguf" Q4_K_M 2) s"
-$bin/llama-perplexity -m "$src" -f "$eval_text" -c 512 -b 512 --chunks "$eval_chunks" -t 2 --kl-divergence-base "$out/base.kld" > "$out/base.log" 2>&1
+$bin/llama-perplexity -fa off -m "$src" -f "$eval_text" -c 512 -b 512 --chunks "$eval_chunks" -t 2 --kl-divergence-base "$out/base.kld" > "$out/base.log" 2>&1
 echo "PPL(base) $(grep -o 'Final estimate: PPL = [0-9.]*' "$out/base.log" | tail -1)"
 printf "%-32s %10s %10s %9s %9s %9s %9s %8s\n" variant size_MiB PPL PPL_ratio meanKLD p99KLD maxKLD same_top
 for v in llama.Q4_K_M folio.Q4_K_M llama.Q4_K_M.imatrix folio.Q4_K_M.imatrix folio.Q4_K_M.llama-imatrix llama.Q4_K_M.folio-imatrix; do
-  $bin/llama-perplexity -m "$out/$v.gguf" -c 512 -b 512 -t 2 --kl-divergence-base "$out/base.kld" --kl-divergence > "$out/$v.log" 2>&1
+  $bin/llama-perplexity -fa off -m "$out/$v.gguf" -c 512 -b 512 -t 2 --kl-divergence-base "$out/base.kld" --kl-divergence > "$out/$v.log" 2>&1
   f=$out/$v.log
   printf "%-32s %10.1f %10s %9s %9s %9s %9s %8s\n" "$v" "$(echo "$(stat -c %s "$out/$v.gguf") / 1048576" | bc -l)" \
     "$(grep 'Mean PPL(Q)  ' "$f" | awk '{print $4}')" "$(grep 'Mean PPL(Q)/PPL(base)' "$f" | awk '{print $4}')" \
