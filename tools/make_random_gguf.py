@@ -1,24 +1,29 @@
 #!/usr/bin/env python3
-"""An F16 GGUF of Llama-3-8B's shape with random weights, for quantizer speed and memory.
+"""An F16 GGUF of a real model's shape with random weights, for quantizer speed and memory.
 
-Not committed (16 GB). Made with:
+Not committed (llama-3-8b: 16 GB, llama-3.2-1b: 2.5 GB). Made with:
 
-    .venv/bin/python tools/make_random_gguf.py /work/quantdata/llama-3-8b-random.F16.gguf
+    .venv/bin/python tools/make_random_gguf.py /work/quantdata/llama-3-8b-random.F16.gguf [--shape llama-3.2-1b]
 
-Shapes are Llama-3-8B's (32 layers, 4096 wide, 14336 FFN, 32 heads / 8 KV
-heads, 128256 tokens, untied output); matrices are N(0, 0.02) in F16, norms
+Shapes: Llama-3-8B (32 layers, 4096 wide, 14336 FFN, 32 heads / 8 KV heads,
+128256 tokens, untied output) or Llama-3.2-1B (16 layers, 2048 wide, 8192
+FFN, 32 / 8 heads of 64, tied embeddings); matrices are N(0, 0.02) in F16, norms
 1.0 in F32; the tokenizer is a placeholder SentencePiece vocabulary of the
 right size (the file is for quantizing, not for generating text). Tensors
 are generated and written one at a time (gguf-py's add_tensor_info /
 write_tensor_data), so memory stays at one tensor.
 """
-import sys
+import argparse
 
 import numpy as np
 import gguf
 
-N_VOCAB, N_EMBD, N_LAYER, N_HEAD, N_HEAD_KV, N_FF = 128256, 4096, 32, 32, 8, 14336
-HEAD_DIM = N_EMBD // N_HEAD
+SHAPES = {  # n_vocab, n_embd, n_layer, n_head, n_head_kv, n_ff, tied
+    "llama-3-8b": (128256, 4096, 32, 32, 8, 14336, False),
+    "llama-3.2-1b": (128256, 2048, 16, 32, 8, 8192, True),
+}
+N_VOCAB = N_EMBD = N_LAYER = N_HEAD = N_HEAD_KV = N_FF = HEAD_DIM = 0
+TIED = False
 
 
 def tensors():
@@ -35,13 +40,21 @@ def tensors():
         yield b + "ffn_up.weight", (N_FF, N_EMBD), np.float16
         yield b + "ffn_down.weight", (N_EMBD, N_FF), np.float16
     yield "output_norm.weight", (N_EMBD,), np.float32
-    yield "output.weight", (N_VOCAB, N_EMBD), np.float16
+    if not TIED:
+        yield "output.weight", (N_VOCAB, N_EMBD), np.float16
 
 
 def main() -> None:
-    path = sys.argv[1]
+    global N_VOCAB, N_EMBD, N_LAYER, N_HEAD, N_HEAD_KV, N_FF, HEAD_DIM, TIED
+    ap = argparse.ArgumentParser()
+    ap.add_argument("path")
+    ap.add_argument("--shape", default="llama-3-8b", choices=sorted(SHAPES))
+    a = ap.parse_args()
+    N_VOCAB, N_EMBD, N_LAYER, N_HEAD, N_HEAD_KV, N_FF, TIED = SHAPES[a.shape]
+    HEAD_DIM = N_EMBD // N_HEAD
+    path = a.path
     w = gguf.GGUFWriter(path, "llama")
-    w.add_name("llama-3-8b-shape random")
+    w.add_name(a.shape + "-shape random")
     w.add_context_length(8192)
     w.add_embedding_length(N_EMBD)
     w.add_block_count(N_LAYER)

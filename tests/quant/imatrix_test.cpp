@@ -79,8 +79,8 @@ private slots:
         const GgufTensorInfo* sums = file->find_tensor("blk.0.attn_q.weight.in_sum2");
         const GgufTensorInfo* counts = file->find_tensor("blk.0.attn_q.weight.counts");
         QVERIFY(sums && counts);
-        QCOMPARE(sums->shape, (std::vector<int64_t>{4, 1}));
-        QCOMPARE(counts->shape, (std::vector<int64_t>{1, 1}));
+        QVERIFY(sums->shape == (std::vector<int64_t>{4, 1}));
+        QVERIFY(counts->shape == (std::vector<int64_t>{1, 1}));
         QCOMPARE(sums->ggml_type, 0u);
         auto back = ImportanceMatrix::read(path);
         QVERIFY2(back.ok(), back.ok() ? "" : back.error().message.c_str());

@@ -115,8 +115,8 @@ private slots:
         auto report = quantize(gemma_, out, QuantPreset::Q4_K_M, [&](const QuantizeProgress& p) { seen.push_back(p); });
         QVERIFY2(report.ok(), report.ok() ? "" : report.error().message.c_str());
         QVERIFY(seen.size() >= 3);
-        QCOMPARE(seen.front().phase, QuantizePhase::Planning);
-        QCOMPARE(seen.back().phase, QuantizePhase::Done);
+        QVERIFY(seen.front().phase == QuantizePhase::Planning);
+        QVERIFY(seen.back().phase == QuantizePhase::Done);
         QCOMPARE(seen.back().bytes_done, seen.back().bytes_total);
         QCOMPARE(seen.back().bytes_total, report->output_bytes > 0 ? seen.back().bytes_total : 0);
         for (size_t i = 1; i < seen.size(); ++i) {
