@@ -27,15 +27,6 @@ float offset_fit_error(int n, const float* x, const float* w, const uint8_t* L, 
 
 }  // namespace
 
-int nearest_int(float v) {
-    // Adding 1.5 * 2^23 puts the integer part in the low mantissa bits,
-    // rounded by the FPU to nearest even.
-    const float shifted = v + 12582912.f;
-    int32_t bits;
-    std::memcpy(&bits, &shifted, sizeof bits);
-    return (bits & 0x007fffff) - 0x00400000;
-}
-
 float search_offset_scale(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* offset,
                           float rmin, float rdelta, int nstep) {
     float min = x[0];

@@ -7,11 +7,19 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace folio::quant {
 
-// Round to nearest, ties to even, for |v| < 2^22 (all the searches need).
-int nearest_int(float v);
+// Round to nearest, ties to even, for |v| < 2^22 (all the searches need):
+// adding 1.5 * 2^23 puts the integer part in the low mantissa bits, rounded
+// by the FPU. Inline: the searches call it for every value and step.
+inline int nearest_int(float v) {
+    const float shifted = v + 12582912.f;
+    int32_t bits;
+    std::memcpy(&bits, &shifted, sizeof bits);
+    return (bits & 0x007fffff) - 0x00400000;
+}
 
 // Asymmetric group x ~ scale * L - offset with L in [0, nmax]: starts from
 // the min-max grid, then tries the steps (nmax + rmin + rdelta * k) / range
