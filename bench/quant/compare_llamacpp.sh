@@ -39,7 +39,7 @@ for v in llama.Q4_K_M folio.Q4_K_M llama.Q4_K_M.imatrix folio.Q4_K_M.imatrix fol
   printf "%-32s %10.1f %10s %9s %9s %9s %9s %8s\n" "$v" "$(echo "$(stat -c %s "$out/$v.gguf") / 1048576" | bc -l)" \
     "$(grep 'Mean PPL(Q)  ' "$f" | awk '{print $4}')" "$(grep 'Mean PPL(Q)/PPL(base)' "$f" | awk '{print $4}')" \
     "$(grep 'Mean    KLD' "$f" | awk '{print $3}')" "$(grep '99.0%   KLD' "$f" | awk '{print $3}')" \
-    "$(grep 'Maximum KLD' "$f" | awk '{print $3}')" "$(grep 'Same top p' "$f" | awk '{print $4}')"
+    "$(grep 'Maximum KLD' "$f" | awk '{print $3}')" "$(grep 'Same top p:' "$f" | awk '{print $4}')"
 done
 # Tensor data, file against file (metadata differ: general.quantized_by, folio.quantize.*).
 ${PYTHON:-.venv/bin/python} - "$out" <<'PY'
