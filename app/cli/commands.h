@@ -12,6 +12,8 @@ int run_run(int argc, char** argv);
 int run_chat(int argc, char** argv);
 int run_perplexity(int argc, char** argv);
 int run_bench(int argc, char** argv);
+int run_quantize(int argc, char** argv);
+int run_imatrix(int argc, char** argv);
 
 // Prints "folio <verb>: <message>" to stderr and returns 1.
 int fail(const char* verb, const std::string& message);

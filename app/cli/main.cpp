@@ -20,6 +20,8 @@ constexpr Verb kVerbs[] = {
     {"chat", folio::cli::run_chat, "interactive multi-turn chat through the model's template"},
     {"perplexity", folio::cli::run_perplexity, "perplexity of a text file (llama.cpp's protocol)"},
     {"bench", folio::cli::run_bench, "prompt processing and generation throughput"},
+    {"quantize", folio::cli::run_quantize, "a model -> a quantized GGUF (Q4_K_M, Q4_0, ...), streamed, atomic"},
+    {"imatrix", folio::cli::run_imatrix, "importance matrix over a calibration text (llama.cpp's format)"},
 };
 
 void print_help() {

@@ -1,11 +1,13 @@
 // GGUF files (versions 2 and 3): GgufFile reads one, validating every count,
 // length, type, shape and offset before use, so a truncated or hostile file
 // is an Error naming the problem and its byte offset; GgufWriter builds one
-// (version 3) from metadata and tensors, e.g. as the quantizer's output.
+// (version 3) from metadata and tensors in memory; GgufStreamWriter writes
+// one tensor at a time (the quantizer's output).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <span>
@@ -203,6 +205,60 @@ private:
     uint32_t alignment_;
     std::vector<GgufKeyValue> metadata_;
     std::vector<PendingTensor> tensors_;
+};
+
+
+// One tensor of a GgufStreamWriter: what its info in the header says; its
+// bytes come later.
+struct GgufTensorHeader {
+    std::string name;
+    TensorType type = TensorType::F32;
+    std::vector<int64_t> shape;  // GGML order
+};
+
+// Writes a GGUF v3 file one tensor at a time, for outputs larger than memory
+// (the quantizer streams tensor by tensor). All sizes are known up front, so
+// the header is written first and file_size() is exact before any data.
+// The bytes go to "<path>.tmp" beside the target; commit() flushes and fsyncs
+// it and renames it over `path`. Until then nothing exists under `path`:
+// abort(), a failed write or destruction without commit() removes the
+// temporary file (a crash can leave "<path>.tmp", never a partial `path`).
+class GgufStreamWriter {
+public:
+    static Result<std::unique_ptr<GgufStreamWriter>> create(const std::string& path,
+                                                            const std::vector<GgufKeyValue>& metadata,
+                                                            std::vector<GgufTensorHeader> tensors,
+                                                            uint32_t alignment = 32);
+    // The size the finished file will have, without creating anything.
+    static Result<uint64_t> planned_size(const std::vector<GgufKeyValue>& metadata,
+                                         const std::vector<GgufTensorHeader>& tensors, uint32_t alignment = 32);
+    ~GgufStreamWriter();
+    GgufStreamWriter(const GgufStreamWriter&) = delete;
+    GgufStreamWriter& operator=(const GgufStreamWriter&) = delete;
+
+    uint64_t file_size() const { return file_size_; }
+    size_t tensors_written() const { return next_; }
+    const std::string& temp_path() const { return temp_path_; }
+
+    // The next tensor's bytes, in header order; exactly its size. An error
+    // (e.g. the disk is full) removes the temporary file.
+    Status write_next(std::span<const std::byte> data);
+    Status commit();
+    void abort();
+
+private:
+    GgufStreamWriter() = default;
+    Status fail(const std::string& what, int err);
+
+    std::string path_;
+    std::string temp_path_;
+    std::FILE* file_ = nullptr;
+    uint32_t alignment_ = 32;
+    std::vector<GgufTensorHeader> tensors_;
+    std::vector<uint64_t> nbytes_;
+    size_t next_ = 0;
+    uint64_t written_ = 0;
+    uint64_t file_size_ = 0;
 };
 
 }  // namespace folio

@@ -8,6 +8,7 @@
 
 #include "folio/gguf.h"
 #include "format/gguf_layout.h"
+#include "format/gguf_header.h"
 
 namespace folio {
 
@@ -156,8 +157,11 @@ Status GgufWriter::add_tensor(std::string name, TensorType type, std::vector<int
 
 namespace {
 
-Status emit(ByteSink& out, uint32_t alignment, const std::vector<GgufKeyValue>& metadata,
-            const auto& tensors) {
+// Header, metadata, tensor infos and the padding before the data section;
+// `nbytes_of(t)` is each tensor's data size.
+template <typename Tensors, typename NBytes>
+Status emit_header(ByteSink& out, uint32_t alignment, const std::vector<GgufKeyValue>& metadata,
+                   const Tensors& tensors, NBytes nbytes_of) {
     for (const GgufKeyValue& kv : metadata) {
         if (kv.key.empty()) return make_error("gguf writer: empty metadata key");
         if (kv.key == "general.alignment") {
@@ -185,9 +189,16 @@ Status emit(ByteSink& out, uint32_t alignment, const std::vector<GgufKeyValue>& 
         for (int64_t d : t.shape) out.integer(uint64_t(d), 8);
         out.integer(uint32_t(t.type), 4);
         out.integer(offset, 8);
-        offset = align_up(offset + t.data.size(), alignment);
+        offset = align_up(offset + nbytes_of(t), alignment);
     }
     out.pad_to(alignment);
+    return {};
+}
+
+Status emit(ByteSink& out, uint32_t alignment, const std::vector<GgufKeyValue>& metadata,
+            const auto& tensors) {
+    if (auto ok = emit_header(out, alignment, metadata, tensors, [](const auto& t) { return t.data.size(); }); !ok)
+        return ok;
     for (const auto& t : tensors) {
         out.bytes(t.data.data(), t.data.size());
         out.pad_to(alignment);
@@ -225,6 +236,35 @@ Status GgufWriter::write(const std::string& path) const {
         return make_error("gguf writer: cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(err));
     }
     return {};
+}
+
+}  // namespace folio
+
+namespace folio {
+
+Result<std::vector<std::byte>> encode_gguf_header(uint32_t alignment, const std::vector<GgufKeyValue>& metadata,
+                                                  const std::vector<GgufTensorHeader>& tensors) {
+    for (const GgufTensorHeader& t : tensors)
+        if (!gguf_tensor_header_nbytes(t))
+            return make_error("gguf writer: tensor '" + t.name + "' has a shape its type cannot hold");
+    std::vector<std::byte> buffer;
+    ByteSink sink(&buffer);
+    Status ok = emit_header(sink, alignment, metadata, tensors,
+                            [](const GgufTensorHeader& t) { return *gguf_tensor_header_nbytes(t); });
+    if (!ok) return ok.error();
+    return buffer;
+}
+
+std::optional<uint64_t> gguf_tensor_header_nbytes(const GgufTensorHeader& t) {
+    const auto traits = tensor_type_traits(uint32_t(t.type));
+    if (!traits || t.shape.empty() || t.shape.size() > size_t(kGgufMaxDims)) return std::nullopt;
+    uint64_t n = 1;
+    for (int64_t d : t.shape) {
+        if (d <= 0 || uint64_t(d) > uint64_t(std::numeric_limits<int64_t>::max()) / n) return std::nullopt;
+        n *= uint64_t(d);
+    }
+    if (uint64_t(t.shape[0]) % traits->block_elems != 0) return std::nullopt;
+    return n / traits->block_elems * traits->block_bytes;
 }
 
 }  // namespace folio

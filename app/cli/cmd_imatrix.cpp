@@ -1,0 +1,67 @@
+// folio imatrix: the importance matrix of a model over a calibration text,
+// in llama.cpp's imatrix GGUF format (llama-quantize --imatrix reads it, and
+// folio quantize --imatrix reads llama-imatrix's).
+#include <cstdio>
+
+#include "args.h"
+#include "commands.h"
+#include "folio/imatrix.h"
+
+namespace folio::cli {
+namespace {
+
+std::vector<FlagSpec> imatrix_flags() {
+    return {
+        {"-m", "--model", "MODEL", "a GGUF file or a Hugging Face folder"},
+        {"-f", "--file", "TEXT", "the calibration text (default: the licence texts of /usr/share/common-licenses)"},
+        {"-o", "--output", "FILE", "the imatrix file to write (GGUF)"},
+        {"-c", "--ctx-size", "N", "tokens per chunk (default 512)"},
+        {"", "--chunks", "N", "use at most N chunks (default: all)"},
+        {"-t", "--threads", "N", "CPU threads (default: physical cores)"},
+        {"-h", "--help", "", "this help"},
+    };
+}
+
+}  // namespace
+
+int run_imatrix(int argc, char** argv) {
+    const std::vector<FlagSpec> flags = imatrix_flags();
+    auto args = Args::parse(argc, argv, 2, flags);
+    if (!args) return fail("imatrix", args.error().message);
+    if (args->has("--help")) {
+        std::printf("%s", usage("imatrix", "-m MODEL [-f TEXT] -o FILE [-c 512] [--chunks N] [-t N]", flags).c_str());
+        return 0;
+    }
+    auto model_path = args->get("--model");
+    auto output = args->get("--output");
+    if (!model_path) return fail("imatrix", "no model given (-m MODEL)");
+    if (!output) return fail("imatrix", "no output file given (-o FILE)");
+    auto ctx = args->get_int("--ctx-size", 512, 2, 1 << 20);
+    auto chunks = args->get_int("--chunks", -1, -1, 1 << 30);
+    auto threads = args->get_int("--threads", 0, 0, 1024);
+    for (const auto* r : {&ctx, &chunks, &threads})
+        if (!*r) return fail("imatrix", r->error().message);
+    const std::vector<std::string> files =
+        args->has("--file") ? std::vector<std::string>{*args->get("--file")} : default_calibration_files();
+    auto text = read_calibration_text(files);
+    if (!text) return fail("imatrix", text.error().message);
+    auto model = load_model_description(*model_path);
+    if (!model) return fail("imatrix", model.error().message);
+
+    ImatrixOptions options;
+    options.n_ctx = int32_t(*ctx);
+    options.n_chunks = *chunks;
+    options.threads = int(*threads);
+    options.dataset_name = args->has("--file") ? files[0] : "folio-default-calibration";
+    options.on_chunk = [](int64_t c, int64_t n) {
+        std::fprintf(stderr, "folio imatrix: chunk %lld/%lld\n", static_cast<long long>(c), static_cast<long long>(n));
+    };
+    auto matrix = collect_imatrix(*model, *text, options);
+    if (!matrix) return fail("imatrix", matrix.error().message);
+    if (Status s = matrix->write(*output); !s) return fail("imatrix", s.error().message);
+    std::printf("wrote %s: %zu matrices, %u chunks of %u tokens\n", output->c_str(), matrix->entries.size(),
+                matrix->chunk_count, matrix->chunk_size);
+    return 0;
+}
+
+}  // namespace folio::cli

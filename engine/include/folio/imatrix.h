@@ -1,0 +1,66 @@
+// The importance matrix: for every matrix of the model, per input column,
+// the sum of squared activations that reached it over a calibration text
+// (and how many rows were summed). The K-quant search then weighs each
+// weight's rounding error by its column's mean square activation. Read and
+// written in llama.cpp's imatrix GGUF format ("<tensor>.in_sum2",
+// "<tensor>.counts", imatrix.* keys), so llama-quantize --imatrix takes
+// Folio's files and Folio takes llama-imatrix's.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "folio/error.h"
+#include "folio/model.h"
+
+namespace folio {
+
+struct ImatrixEntry {
+    std::vector<float> sums;  // per input column: sum of x^2
+    float count = 0;          // rows summed
+};
+
+struct ImportanceMatrix {
+    std::map<std::string, ImatrixEntry> entries;  // by weight name ("blk.0.attn_q.weight")
+    std::vector<std::string> datasets;            // the calibration texts
+    uint32_t chunk_count = 0;
+    uint32_t chunk_size = 0;
+
+    // The mean square activation of each column of `tensor`, as llama-quantize
+    // weighs with; empty when the matrix has no entry for it. An entry whose
+    // width is not `columns` is an Error.
+    Result<std::vector<float>> weights_for(const std::string& tensor, int64_t columns) const;
+
+    static Result<ImportanceMatrix> read(const std::string& path);
+    Status write(const std::string& path) const;
+};
+
+struct ImatrixOptions {
+    int32_t n_ctx = 512;        // tokens per chunk
+    int64_t n_chunks = -1;      // -1: all whole chunks of the text
+    int threads = 0;
+    std::string dataset_name;   // recorded in imatrix.datasets
+    const std::atomic<bool>* cancel = nullptr;
+    std::function<void(int64_t chunk, int64_t n_chunks)> on_chunk;
+};
+
+// The calibration text Folio uses when none is given: licence texts that
+// Debian's base-files package installs on every system
+// (/usr/share/common-licenses: Apache-2.0, MPL-2.0, MPL-1.1, GFDL-1.3,
+// Artistic, CC0-1.0; ~22k tokens), none of the GPL family, whose GPL-3 is
+// the text quantizations are evaluated on. Those present, concatenated.
+std::vector<std::string> default_calibration_files();
+Result<std::string> read_calibration_text(const std::vector<std::string>& files);
+
+// Runs the model (on the CPU) over `text` in chunks as llama-imatrix does
+// (BOS first when the model adds one) and sums x^2 of the input of every
+// matrix in a layer (blk.*; the output head is left out, as llama.cpp does).
+Result<ImportanceMatrix> collect_imatrix(const ModelDescription& model, const std::string& text,
+                                         const ImatrixOptions& options);
+
+}  // namespace folio
