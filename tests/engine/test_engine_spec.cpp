@@ -14,41 +14,11 @@
 #include "../tokenizer/tiny_vocab.h"
 #include "engine_collector.h"
 #include "fake_backend.h"
+#include "fake_workload.h"
 #include "folio/engine.h"
 #include "folio_test.h"
 
-namespace {
-
-constexpr int32_t kEos = 265;
-
-std::vector<std::vector<int32_t>> make_prompts(int n, uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::vector<int32_t> system(21);
-    for (auto& t : system) t = static_cast<int32_t>('a' + rng() % 26);
-    std::vector<std::vector<int32_t>> prompts;
-    for (int i = 0; i < n; ++i) {
-        std::vector<int32_t> p;
-        if (i % 2 == 0) p = system;  // half share a "system prompt": prefix-cache hits
-        const int extra = 1 + static_cast<int>(rng() % 40);
-        for (int k = 0; k < extra; ++k) p.push_back(static_cast<int32_t>('a' + rng() % 26));
-        prompts.push_back(p);
-    }
-    return prompts;
-}
-
-folio::GenerationRequest greedy(const std::vector<int32_t>& prompt, int32_t max_tokens) {
-    folio::GenerationRequest r;
-    r.prompt_tokens = prompt;
-    r.sampling.temperature = 0;
-    r.max_tokens = max_tokens;
-    return r;
-}
-
-bool all_free(const folio::StepEvent& e) {
-    return std::all_of(e.blocks.begin(), e.blocks.end(), [](const folio::BlockCell& c) { return c.ref_count == 0; });
-}
-
-}  // namespace
+using namespace fake_workload;
 
 class EngineSpecTest : public QObject {
     Q_OBJECT
