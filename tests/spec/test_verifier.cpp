@@ -54,7 +54,8 @@ std::vector<double> random_distribution(std::mt19937_64& rng, size_t n, double z
 folio::Sampler uniform_source(uint64_t seed) {
     folio::SamplingParams params;
     params.seed = seed;
-    return std::move(*folio::Sampler::create(params));
+    auto sampler = folio::Sampler::create(params);
+    return std::move(*sampler);
 }
 
 int32_t draw(const std::vector<double>& p, double u) {
