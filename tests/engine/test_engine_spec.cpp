@@ -202,6 +202,19 @@ private slots:
         QVERIFY(tuner.choose(bad, 0) <= 1);  // 3 % acceptance: one nearly free row is still worth it
         for (int i = 0; i < 50; ++i) tuner.observe_draft(1, 0.001);  // a draft model: 1 ms a token
         QCOMPARE(tuner.choose(bad, 0), 0);
+        // A draft model's cost is known from its first proposal: a request
+        // whose first two drafts of 4 were all rejected stops drafting at
+        // once (a draft step 40 % of a 5 ms target step that verifies 5 rows
+        // at the price of 1), rather than after the dozen steps an average
+        // from zero would take to see what a draft step costs.
+        Tuner fresh(4);
+        for (int rep = 0; rep < 3; ++rep)
+            for (int n = 1; n <= 8; n *= 2) fresh.observe_step(n, 0.005);
+        fresh.observe_draft(4, 0.008);
+        Tuner::Acceptance rejected;
+        Tuner::observe_verdict(rejected, 4, 0);
+        Tuner::observe_verdict(rejected, 4, 0);
+        QCOMPARE(fresh.choose(rejected, 0), 0);
         QVERIFY(tuner.choose(good, 0) >= 4);
         // Every row as dear as a step (a compute-bound device): drafts never pay.
         Tuner dear(6);

@@ -33,7 +33,11 @@ void DraftLengthTuner::observe_step(int32_t n_rows, double forward_s) {
 
 void DraftLengthTuner::observe_draft(int32_t n_drafted, double draft_s) {
     if (n_drafted <= 0 || !(draft_s >= 0)) return;
-    draft_s_per_token_ = 0.9 * draft_s_per_token_ + 0.1 * (draft_s / n_drafted);
+    // The first proposal sets the cost: an average from 0 would call a
+    // draft model nearly free for its first dozen steps, and K stay high
+    // while nothing is accepted.
+    const double per_token = draft_s / n_drafted;
+    draft_s_per_token_ = n_drafts_seen_++ == 0 ? per_token : 0.9 * draft_s_per_token_ + 0.1 * per_token;
 }
 
 void DraftLengthTuner::observe_verdict(Acceptance& a, int32_t n_drafted, int32_t n_accepted) {
