@@ -18,7 +18,7 @@ ctest --preset fuzz -L fuzz
 
 # 2. The serving engine's unit tests (BlockPool, scheduler, Engine thread,
 #    metrics) under AddressSanitizer + UndefinedBehaviorSanitizer.
-engine_units="test_kv_cache test_scheduler test_engine_unit histogram_test prometheus_text_test workload_test workload_jsonl_test"
+engine_units="test_kv_cache test_scheduler test_engine_unit test_engine_spec histogram_test prometheus_text_test workload_test workload_jsonl_test"
 cmake --preset sanitize >/dev/null
 cmake --build --preset sanitize -j "$jobs" --target $engine_units
 ctest --preset sanitize -R "^(${engine_units// /|})\$"
