@@ -100,7 +100,7 @@ private:
     int32_t draft_max_;
     double w_ = 0, sn_ = 0, st_ = 0, snn_ = 0, snt_ = 0;  // weighted sums of the fit
     double fixed_s_ = 0, per_row_s_ = 0, draft_s_per_token_ = 0;
-    int64_t n_drafts_seen_ = 0;
+    bool draft_cost_known_ = false;  // set by the first proposal
 };
 
 // The proposer `config` names (null for Off).

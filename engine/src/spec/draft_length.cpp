@@ -37,7 +37,8 @@ void DraftLengthTuner::observe_draft(int32_t n_drafted, double draft_s) {
     // draft model nearly free for its first dozen steps, and K stay high
     // while nothing is accepted.
     const double per_token = draft_s / n_drafted;
-    draft_s_per_token_ = n_drafts_seen_++ == 0 ? per_token : 0.9 * draft_s_per_token_ + 0.1 * per_token;
+    draft_s_per_token_ = draft_cost_known_ ? 0.9 * draft_s_per_token_ + 0.1 * per_token : per_token;
+    draft_cost_known_ = true;
 }
 
 void DraftLengthTuner::observe_verdict(Acceptance& a, int32_t n_drafted, int32_t n_accepted) {
