@@ -226,6 +226,53 @@ private slots:
         QVERIFY(Tuner::expected_tokens(0.5, 1) == 1.5);
     }
 
+    // A request at K = 0 probes with one draft token: first after
+    // kProbeEvery steps, then twice as far apart after each rejected probe;
+    // a costly draft (a model that must read every skipped token) pauses
+    // after kPauseAfter rejected probes, a free one (prompt lookup) never
+    // does; an accepted probe starts over. Where a draft token costs more
+    // than a whole step, not even drafts that are always accepted pay, and
+    // nothing probes at all.
+    void probesBackOffAndPause() {
+        using Tuner = folio::DraftLengthTuner;
+        auto measured = [](double draft_s) {
+            Tuner t(4);
+            for (int rep = 0; rep < 3; ++rep)
+                for (int n = 1; n <= 8; n *= 2) t.observe_step(n, 0.004 + 0.001 * n);  // rows 20 % of a step
+            t.observe_draft(1, draft_s);
+            return t;
+        };
+        // The steps at which a request that never gets a draft accepted probes, over 400 steps.
+        auto probe_steps = [](const Tuner& t, Tuner::Acceptance& a) {
+            std::vector<int> at;
+            for (int step = 0; step < 400; ++step) {
+                const int32_t k = t.plan(a, 0);
+                if (k > 0) at.push_back(step);
+                if (k > 0) Tuner::observe_verdict(a, k, 0);
+            }
+            return at;
+        };
+        const Tuner model = measured(0.002);  // 40 % of a 1-row step
+        Tuner::Acceptance a;
+        Tuner::observe_verdict(a, 4, 0);
+        QCOMPARE(model.choose(a, 0), 0);
+        QCOMPARE(probe_steps(model, a), (std::vector<int>{7, 23}));  // 8 steps, 16 more, then paused
+        QVERIFY(a.paused);
+        const Tuner lookup = measured(1e-6);
+        Tuner::Acceptance b;
+        Tuner::observe_verdict(b, 4, 0);
+        QCOMPARE(probe_steps(lookup, b), (std::vector<int>{7, 23, 55, 119, 247}));
+        QVERIFY(!b.paused);
+        b.probing = true;
+        Tuner::observe_verdict(b, 1, 1);  // accepted: back to every kProbeEvery steps
+        QCOMPARE(b.probe_every, Tuner::kProbeEvery);
+        QCOMPARE(b.failed_probes, 0);
+        const Tuner dear = measured(0.006);  // a draft token dearer than the step
+        Tuner::Acceptance c;
+        Tuner::observe_verdict(c, 4, 0);
+        QVERIFY(probe_steps(dear, c).empty());
+    }
+
     void draftModelSpeculationKeepsGreedyOutput() {
         const auto prompts = make_prompts(12, 33);
         auto run = [&](int32_t draft_period, bool spec_on, double* acceptance) {

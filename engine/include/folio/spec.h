@@ -75,15 +75,29 @@ public:
 // (1 - alpha) over t(rows + K) + K * (a draft token's cost), where t(n) =
 // a + b n is fitted to the measured forward times. When verification is no
 // longer nearly free (a large batch, a compute-bound device) b grows and K
-// falls to 0. A sequence at K = 0 still drafts one token every probe_every
-// steps, so that its estimate follows the text.
+// falls to 0.
+//
+// At K = 0 a sequence still drafts one token now and then (a probe), so
+// that its estimate follows the text: every kProbeEvery steps at first,
+// twice as far apart after each probe nothing of which is accepted. A
+// draft model must read every token it skipped before it drafts again, so
+// its probes cost what the skipped tokens cost: after kPauseAfter failed
+// probes a request whose draft costs more than a few % of a step pauses
+// (no drafts for the rest of it; the draft's KV is released). And where
+// the costs say that not even a draft that is always accepted pays, no
+// request drafts or probes at all.
 class DraftLengthTuner {
 public:
     struct Acceptance {  // per request
         double drafted = 0, accepted = 0;
         int32_t steps_without = 0;  // steps since it last drafted
+        int32_t probe_every = kProbeEvery;
+        int32_t failed_probes = 0;  // in a row
+        bool probing = false;       // its current draft is a probe
+        bool paused = false;        // drafts no more
     };
     static constexpr int32_t kProbeEvery = 8;
+    static constexpr int32_t kPauseAfter = 2;
 
     explicit DraftLengthTuner(int32_t draft_max);
     void observe_step(int32_t n_rows, double forward_s);  // every forward pass
@@ -93,10 +107,15 @@ public:
     static double expected_tokens(double alpha, int32_t k);
     // K for a sequence in a step of other_rows rows besides its own.
     int32_t choose(const Acceptance& a, int32_t other_rows) const;
+    // choose(), and at 0 the probe when one is due (1); may pause the request.
+    int32_t plan(Acceptance& a, int32_t other_rows) const;
     double fixed_s() const { return fixed_s_; }
     double per_row_s() const { return per_row_s_; }
+    double draft_s_per_token() const { return draft_s_per_token_; }
 
 private:
+    int32_t best_k(double alpha, int32_t other_rows) const;
+
     int32_t draft_max_;
     double w_ = 0, sn_ = 0, st_ = 0, snn_ = 0, snt_ = 0;  // weighted sums of the fit
     double fixed_s_ = 0, per_row_s_ = 0, draft_s_per_token_ = 0;

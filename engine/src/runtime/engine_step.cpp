@@ -103,13 +103,13 @@ void Engine::propose_drafts() {
         // Adaptive K: what pays at this request's acceptance and this
         // step's cost; at 0, a one-token probe now and then.
         DraftLengthTuner::Acceptance& a = it->second->acceptance;
-        int32_t k = config_.spec.adaptive ? tuner_.choose(a, others) : config_.spec.draft_max;
-        if (k == 0 && ++a.steps_without >= DraftLengthTuner::kProbeEvery) k = 1;
+        const bool was_paused = a.paused;
+        const int32_t k = config_.spec.adaptive ? tuner_.plan(a, others) : config_.spec.draft_max;
+        if (a.paused && !was_paused) proposer_->forget(id);  // its draft KV goes back
         if (k == 0) {
             scheduler_.set_drafts(id, {});
             continue;
         }
-        a.steps_without = 0;
         ids.push_back(id);
         asks.push_back({id, s.tokens, std::min(room, k)});
     }

@@ -47,6 +47,14 @@ void DraftLengthTuner::observe_verdict(Acceptance& a, int32_t n_drafted, int32_t
     constexpr double kKeep = 0.9;
     a.drafted = kKeep * a.drafted + n_drafted;
     a.accepted = kKeep * a.accepted + n_accepted;
+    if (n_accepted > 0) {
+        a.probe_every = kProbeEvery;
+        a.failed_probes = 0;
+    } else if (a.probing) {
+        a.probe_every = std::min(a.probe_every * 2, 1 << 12);
+        ++a.failed_probes;
+    }
+    a.probing = false;
 }
 
 double DraftLengthTuner::alpha(const Acceptance& a) {
@@ -59,13 +67,16 @@ double DraftLengthTuner::expected_tokens(double alpha, int32_t k) {
 }
 
 int32_t DraftLengthTuner::choose(const Acceptance& a, int32_t other_rows) const {
+    // No measurements yet: K = draft_max.
+    return w_ < 1 ? draft_max_ : best_k(alpha(a), other_rows);
+}
+
+int32_t DraftLengthTuner::best_k(double al, int32_t other_rows) const {
     // The step's tokens per second: the other rows' tokens (one each) and
     // this sequence's E(K), over the step's time with its K more rows and K
     // draft tokens, against the step without them. Where rows cost as much
     // as the step (a compute-bound batch), K rows must beat the batch's own
-    // rate, and K falls to 0. No measurements yet: K = draft_max.
-    if (w_ < 1) return draft_max_;
-    const double al = alpha(a);
+    // rate, and K falls to 0.
     const double base = fixed_s_ + per_row_s_ * (other_rows + 1);
     int32_t best = 0;
     double best_rate = (other_rows + 1.0) / std::max(base, 1e-9);
@@ -75,6 +86,28 @@ int32_t DraftLengthTuner::choose(const Acceptance& a, int32_t other_rows) const 
         if (rate > best_rate * 1.02) best = k, best_rate = rate;  // a margin: speculate only for a clear gain
     }
     return best;
+}
+
+int32_t DraftLengthTuner::plan(Acceptance& a, int32_t other_rows) const {
+    if (a.paused) return 0;
+    const int32_t k = choose(a, other_rows);
+    if (k > 0) {
+        a.steps_without = 0;
+        return k;
+    }
+    // Not even drafts that are always accepted would pay at these costs:
+    // nothing to probe for.
+    if (best_k(0.999, other_rows) == 0) return 0;
+    if (++a.steps_without < a.probe_every) return 0;
+    // A draft whose catching up costs a few % of a step, rejected probe
+    // after probe: the request stops drafting.
+    if (a.failed_probes >= kPauseAfter && draft_s_per_token_ > 0.05 * (fixed_s_ + per_row_s_)) {
+        a.paused = true;
+        return 0;
+    }
+    a.steps_without = 0;
+    a.probing = true;
+    return 1;
 }
 
 }  // namespace folio
