@@ -8,7 +8,9 @@
 // For each: output throughput, TTFT / inter-token latency / end-to-end p50 and
 // p99, and the share of reserved KV memory that holds tokens (averaged over
 // the run, weighted by step time). Requests ignore EOS and generate exactly
-// their output length, as vLLM's benchmark_serving does.
+// their output length, as vLLM's benchmark_serving does. With --spec METHOD
+// every mode runs twice, without and with speculative decoding, alternated,
+// and the table gives the speed-up and the acceptance.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -37,6 +39,7 @@ double ms_per_step(double total_s, uint64_t steps) {
 // One mode over all repetitions: samples are pooled, times and tokens summed.
 struct ModeResult {
     std::string mode;
+    bool spec = false;  // with --spec's speculative decoding
     double seconds = 0;
     int64_t output_tokens = 0;
     std::vector<double> ttft_samples, itl_samples, e2e_samples;
@@ -49,7 +52,11 @@ struct ModeResult {
     // the backend's forward, and between the end of one step and the next.
     uint64_t decode_steps = 0;
     double decode_step_s = 0, decode_forward_s = 0, decode_gap_s = 0;
+    uint64_t draft_tokens = 0, accepted_tokens = 0, drafts = 0;
     int failures = 0;
+    std::string name() const { return spec ? mode + " + spec" : mode; }
+    double acceptance() const { return draft_tokens ? double(accepted_tokens) / double(draft_tokens) : 0.0; }
+    double mean_length() const { return drafts ? 1.0 + double(accepted_tokens) / double(drafts) : 1.0; }
     double throughput() const { return seconds > 0 ? static_cast<double>(output_tokens) / seconds : 0.0; }
     double kv_holding() const { return kv_time > 0 ? kv_weighted / kv_time : 0.0; }
 };
@@ -93,6 +100,7 @@ Status run_mode(LoadedModel& m, const EngineConfig& base, const SamplingParams& 
     if (mode == "static") config.scheduler.batching = BatchingMode::Static;
     if (mode == "reserve") config.scheduler.reserve_full_length = true;
     if (mode != "paged") config.enable_prefix_caching = false;
+    if (!result.spec) config.spec.method = SpecMethod::Off;
     auto started = Engine::start(m.model, m.tokenizer, *m.backend, config);
     if (!started) return started.error();
     std::unique_ptr<Engine> engine = std::move(*started);
@@ -177,14 +185,18 @@ Status run_mode(LoadedModel& m, const EngineConfig& base, const SamplingParams& 
     result.preemptions += metrics.num_preemptions_total;
     result.swapped_out_blocks += metrics.kv_swapped_out_blocks_total;
     result.whole_rows += metrics.sampled_whole_rows_total;
-    if (failures) std::fprintf(stderr, "folio bench: %s: %d requests failed: %s\n", mode.c_str(), failures,
+    result.drafts += metrics.spec_decode_num_drafts_total;
+    result.draft_tokens += metrics.spec_decode_num_draft_tokens_total;
+    result.accepted_tokens += metrics.spec_decode_num_accepted_tokens_total;
+    const std::string name = result.name();
+    if (failures) std::fprintf(stderr, "folio bench: %s: %d requests failed: %s\n", name.c_str(), failures,
                                first_error.c_str());
-    std::fprintf(stderr, "folio bench: %s: %.1f s\n", mode.c_str(), seconds);
+    std::fprintf(stderr, "folio bench: %s: %.1f s\n", name.c_str(), seconds);
     if (t.decode_steps)
         std::fprintf(stderr,
                      "folio bench: %s: %llu decode-only steps, %.3f ms each: %.3f in the backend's forward, %.3f "
                      "on the host around it, then %.3f until the next step\n",
-                     mode.c_str(), static_cast<unsigned long long>(t.decode_steps),
+                     name.c_str(), static_cast<unsigned long long>(t.decode_steps),
                      ms_per_step(t.decode_step_s, t.decode_steps), ms_per_step(t.decode_forward_s, t.decode_steps),
                      ms_per_step(t.decode_step_s - t.decode_forward_s, t.decode_steps),
                      ms_per_step(t.decode_gap_s, t.decode_steps));
@@ -215,11 +227,11 @@ std::vector<FlagSpec> workload_flags() {
 }
 
 int run_bench_workload(const Args& args) {
-    const std::string spec = *args.get("--workload");
+    const std::string source = *args.get("--workload");
     std::vector<WorkloadRequest> trace;
     SyntheticWorkload synthetic;
     synthetic.n_requests = 48;
-    if (spec == "synthetic") {
+    if (source == "synthetic") {
         auto requests = args.get_int("--requests", synthetic.n_requests, 1, 1 << 20);
         if (!requests) return fail("bench", requests.error().message);
         synthetic.n_requests = static_cast<int32_t>(*requests);
@@ -236,7 +248,7 @@ int run_bench_workload(const Args& args) {
         if (Status s = validate(synthetic); !s) return fail("bench", s.error().message);
         trace = generate_workload(synthetic);
     } else {
-        auto read = read_workload_jsonl(spec);
+        auto read = read_workload_jsonl(source);
         if (!read) return fail("bench", read.error().message);
         trace = std::move(*read);
     }
@@ -299,13 +311,19 @@ int run_bench_workload(const Args& args) {
 
     auto reps = args.get_int("--repetitions", 1, 1, 100);
     if (!reps) return fail("bench", reps.error().message);
-    std::vector<ModeResult> results(modes.size());
-    for (size_t k = 0; k < modes.size(); ++k) results[k].mode = modes[k];
+    // With --spec, each mode without and with speculation, side by side.
+    const bool with_spec = config->spec.method != SpecMethod::Off;
+    std::vector<ModeResult> results;
+    for (const std::string& mode : modes)
+        for (int on = 0; on <= int{with_spec}; ++on) {
+            results.emplace_back().mode = mode;
+            results.back().spec = on;
+        }
     // Rotating the order spreads drifts in the machine's load over every mode.
     for (int64_t rep = 0; rep < *reps; ++rep)
-        for (size_t k = 0; k < modes.size(); ++k) {
-            ModeResult& r = results[(k + static_cast<size_t>(rep)) % modes.size()];
-            std::fprintf(stderr, "folio bench: running %s (repetition %lld) ...\n", r.mode.c_str(),
+        for (size_t k = 0; k < results.size(); ++k) {
+            ModeResult& r = results[(k + static_cast<size_t>(rep)) % results.size()];
+            std::fprintf(stderr, "folio bench: running %s (repetition %lld) ...\n", r.name().c_str(),
                          static_cast<long long>(rep + 1));
             if (Status s = run_mode(m, *config, sampling, trace, prompts, r); !s) return fail("bench", s.error().message);
         }
@@ -315,6 +333,13 @@ int run_bench_workload(const Args& args) {
         r.e2e = summarize(r.e2e_samples);
     }
 
+    // A spec run's throughput over its mode's run without.
+    auto spec_speedup = [&results](const ModeResult& r) {
+        if (!r.spec) return 1.0;
+        for (const ModeResult& o : results)
+            if (o.mode == r.mode && !o.spec && o.throughput() > 0) return r.throughput() / o.throughput();
+        return 0.0;
+    };
     const bool json = args.has("--json");
     if (json) {
         std::printf("{\"model\": \"%s\", \"requests\": %zu, \"kv_blocks\": %u, \"block_size\": %u, \"modes\": [",
@@ -326,6 +351,8 @@ int run_bench_workload(const Args& args) {
                         "\"e2e_p50\": %.3f, \"e2e_p99\": %.3f, \"kv_holding\": %.4f, \"preemptions\": %llu, "
                         "\"swapped_out_blocks\": %llu, \"sampled_whole_rows\": %llu, \"decode_steps\": %llu, "
                         "\"decode_step_ms\": %.3f, \"decode_forward_ms\": %.3f, \"decode_gap_ms\": %.3f, "
+                        "\"spec\": \"%s\", \"draft_tokens\": %llu, \"accepted_tokens\": %llu, "
+                        "\"acceptance_rate\": %.4f, \"mean_acceptance_length\": %.3f, \"spec_speedup\": %.4f, "
                         "\"failures\": %d}",
                         i ? ", " : "", r.mode.c_str(), r.seconds, static_cast<long long>(r.output_tokens),
                         r.throughput(), r.ttft.p50, r.ttft.p99, r.itl.p50, r.itl.p99, r.e2e.p50, r.e2e.p99,
@@ -334,24 +361,32 @@ int run_bench_workload(const Args& args) {
                         static_cast<unsigned long long>(r.whole_rows),
                         static_cast<unsigned long long>(r.decode_steps), ms_per_step(r.decode_step_s, r.decode_steps),
                         ms_per_step(r.decode_forward_s, r.decode_steps), ms_per_step(r.decode_gap_s, r.decode_steps),
-                        r.failures);
+                        r.spec ? std::string(to_string(config->spec.method)).c_str() : "off",
+                        static_cast<unsigned long long>(r.draft_tokens), static_cast<unsigned long long>(r.accepted_tokens),
+                        r.acceptance(), r.mean_length(), spec_speedup(r), r.failures);
         }
         std::printf("]}\n");
     } else {
         std::printf("| mode | output tok/s | TTFT p50 / p99 s | ITL p50 / p99 ms | e2e p50 / p99 s | KV holding tokens | preemptions |\n");
         std::printf("|---|---|---|---|---|---|---|\n");
         for (const ModeResult& r : results)
-            std::printf("| %s | %.1f | %.2f / %.2f | %.1f / %.1f | %.2f / %.2f | %.1f %% | %llu |\n", r.mode.c_str(),
+            std::printf("| %s | %.1f | %.2f / %.2f | %.1f / %.1f | %.2f / %.2f | %.1f %% | %llu |\n", r.name().c_str(),
                         r.throughput(), r.ttft.p50, r.ttft.p99, r.itl.p50 * 1e3, r.itl.p99 * 1e3, r.e2e.p50,
                         r.e2e.p99, r.kv_holding() * 100, static_cast<unsigned long long>(r.preemptions));
         if (sampling.temperature > 0.0f || sampling.n_logprobs > 0)
             for (const ModeResult& r : results)
-                std::printf("%s: %llu of %lld tokens sampled from whole logits rows on the host\n", r.mode.c_str(),
+                std::printf("%s: %llu of %lld tokens sampled from whole logits rows on the host\n", r.name().c_str(),
                             static_cast<unsigned long long>(r.whole_rows), static_cast<long long>(r.output_tokens));
-        const auto paged = std::find_if(results.begin(), results.end(), [](const ModeResult& r) { return r.mode == "paged"; });
+        for (const ModeResult& r : results)
+            if (r.spec)
+                std::printf("%s: %s %.3fx the output throughput without; acceptance %.3f, mean acceptance length %.2f\n",
+                            r.mode.c_str(), std::string(to_string(config->spec.method)).c_str(), spec_speedup(r),
+                            r.acceptance(), r.mean_length());
+        const auto paged = std::find_if(results.begin(), results.end(),
+                                        [](const ModeResult& r) { return r.mode == "paged" && !r.spec; });
         if (paged != results.end())
             for (const ModeResult& r : results)
-                if (r.mode != "paged" && r.throughput() > 0)
+                if (r.mode != "paged" && !r.spec && r.throughput() > 0)
                     std::printf("paged / %s: output throughput %.2fx, TTFT p50 %.2fx, KV holding %.1f %% vs %.1f %%\n",
                                 r.mode.c_str(), paged->throughput() / r.throughput(),
                                 r.ttft.p50 > 0 ? paged->ttft.p50 / r.ttft.p50 : 0.0, paged->kv_holding() * 100,

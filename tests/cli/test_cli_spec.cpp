@@ -48,6 +48,23 @@ private slots:
         expect_error("run -m " + shell_quote(smollm2) + " -p hi -n 1 --spec layer-skip --draft-layers 30",
                      "--draft-layers must be between 1 and 29 (the target has 30 layers), not 30");
     }
+
+    // bench --workload --spec runs each mode without and with speculation
+    // and reports both, with the speed-up and the acceptance.
+    void workloadBenchComparesWithAndWithoutSpeculation() {
+        FOLIO_REQUIRE_MODEL(smollm2, folio_test::kSmolLM2);
+        const auto r = run_folio("bench -m " + shell_quote(smollm2) +
+                                 " --workload synthetic --requests 2 --rate inf --prompt-len 24 --output-len 12"
+                                 " --modes paged --spec ngram -t 2 --json");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        const auto off = r.out.find("\"mode\": \"paged\"");
+        const auto on = r.out.find("\"mode\": \"paged\"", off + 1);
+        QVERIFY2(off != std::string::npos && on != std::string::npos, r.out.c_str());
+        QVERIFY2(r.out.find("\"spec\": \"off\"", off) < on, r.out.c_str());
+        QVERIFY2(r.out.find("\"spec\": \"ngram\"", on) != std::string::npos, r.out.c_str());
+        QVERIFY2(r.out.find("\"spec_speedup\": 1.0000", off) < on, r.out.c_str());  // the run without, by itself
+        QVERIFY2(r.out.find("\"acceptance_rate\"", on) != std::string::npos, r.out.c_str());
+    }
 };
 
 FOLIO_TEST_MAIN(CliSpecTest)
