@@ -16,6 +16,7 @@ std::vector<FlagSpec> spec_flags() {
         {"", "--draft-max", "N", "draft tokens per sequence per step at most (default 4)"},
         {"", "--draft-fixed", "", "always draft --draft-max tokens (default: adaptive K, chosen per sequence per step)"},
         {"", "--draft-min", "N", "speculate only when at least N drafts are proposed (default 1)"},
+        {"", "--draft-p-min", "P", "draft models: stop drafting where the draft's best token is less likely than P (default 0: never)"},
         {"", "--ngram-min", "N", "ngram: shortest suffix matched in the prompt and output (default 2)"},
         {"", "--ngram-max", "N", "ngram: longest suffix matched (default 4)"},
     };
@@ -38,11 +39,16 @@ Status read_spec_flags(const Args& args, SpecConfig& spec) {
         *field = static_cast<int32_t>(*v);
     }
     spec.adaptive = !args.has("--draft-fixed");
+    auto p_min = get_float(args, "--draft-p-min", spec.draft_p_min, 0.0f, 1.0f);
+    if (!p_min) return p_min.error();
+    spec.draft_p_min = *p_min;
     // Values that only make sense together (draft-min <= draft-max, ...).
     if (Status s = spec.validate(); !s) return make_error("speculative decoding: " + s.error().message);
     if (spec.method == SpecMethod::Off)
         for (const auto& [name, field] : ints)
             if (args.has(name)) return make_error(std::string("option ") + name + " needs --spec METHOD");
+    if (args.has("--draft-p-min") && (spec.method == SpecMethod::Off || spec.method == SpecMethod::Ngram))
+        return make_error("option --draft-p-min needs a draft model (--spec draft, layer-skip or int4-self)");
     if (args.has("--model-draft") && spec.method != SpecMethod::Draft)
         return make_error("option --model-draft needs --spec draft");
     if (spec.method == SpecMethod::Draft && !args.has("--model-draft"))

@@ -34,6 +34,9 @@ private slots:
         expect_error(run + "--spec draft", "--spec draft needs the draft model (-md PATH)");
         expect_error(run + "--spec ngram -md other.gguf", "option --model-draft needs --spec draft");
         expect_error(run + "--spec ngram --draft-layers 4", "option --draft-layers needs --spec layer-skip");
+        expect_error(run + "--spec ngram --draft-p-min 0.5", "option --draft-p-min needs a draft model");
+        expect_error(run + "--spec layer-skip --draft-p-min 1.5", "--draft-p-min");
+        expect_error(run + "--spec layer-skip --draft-p-min sure", "--draft-p-min");
         expect_error("chat -m /nonexistent.gguf --spec eagle", "unknown speculative decoding method");
         expect_error("bench -m /nonexistent.gguf --spec ngram", "needs --spec-prompt TEXT or --spec-prompt-file FILE");
     }

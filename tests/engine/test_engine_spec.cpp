@@ -275,7 +275,8 @@ private slots:
 
     void draftModelSpeculationKeepsGreedyOutput() {
         const auto prompts = make_prompts(12, 33);
-        auto run = [&](int32_t draft_period, bool spec_on, double* acceptance) {
+        auto run = [&](int32_t draft_period, bool spec_on, double* acceptance, float p_min = 0,
+                       uint64_t* draft_tokens = nullptr) {
             FakeBackend backend(267, kEos, 256);
             backend.copy_period = 7;
             FakeBackend draft(267, kEos, 256);
@@ -286,6 +287,7 @@ private slots:
                 config.spec.draft_max = 3;
                 config.spec.adaptive = false;
                 config.spec.draft_backend = &draft;
+                config.spec.draft_p_min = p_min;
             }
             auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
             EngineCollector c;
@@ -297,6 +299,7 @@ private slots:
             if (acceptance)
                 *acceptance = double(m.spec_decode_num_accepted_tokens_total) /
                               double(std::max<uint64_t>(1, m.spec_decode_num_draft_tokens_total));
+            if (draft_tokens) *draft_tokens = m.spec_decode_num_draft_tokens_total;
             std::vector<std::vector<int32_t>> out;
             for (size_t i = 0; i < prompts.size(); ++i) out.push_back(c.get(int(i)).tokens);
             engine->reset();
@@ -310,6 +313,14 @@ private slots:
         std::printf("draft model: twin accepted %.3f, different draft %.3f\n", twin, other);
         QVERIFY2(twin > 0.95, "the target's twin as the draft should be accepted almost always");
         QVERIFY2(other < twin, "a different draft should be accepted less");
+        // --draft-p-min: the fake draft's best token has p = e^5 / (e^5 + 266)
+        // = 0.358 at every row; a threshold below it drafts as before, one
+        // above it drafts nothing; the output is the same.
+        uint64_t below = 0, above = 1;
+        QCOMPARE(run(7, true, nullptr, 0.35f, &below), want);
+        QCOMPARE(run(7, true, nullptr, 0.36f, &above), want);
+        QVERIFY(below > 0);
+        QCOMPARE(above, uint64_t{0});
     }
 
 private:

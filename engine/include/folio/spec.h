@@ -43,6 +43,7 @@ struct SpecConfig {
     bool adaptive = true;   // K per sequence per step from its acceptance and the measured costs
                             // (DraftLengthTuner), at most draft_max; false: always draft_max
     int32_t draft_layers = 0;        // LayerSkip: layers the draft keeps (0: a quarter of the target's)
+    float draft_p_min = 0;  // a draft model stops drafting a sequence where its best token's probability falls below this
     Backend* draft_backend = nullptr;  // Draft / LayerSkip: the draft model's backend (the caller owns it)
 
     // An error naming the field, its value and the allowed range.

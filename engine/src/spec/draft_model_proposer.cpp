@@ -5,8 +5,11 @@
 // matches the sequence (the accepted drafts included), recomputes the rest
 // (the target's token after them, at least one row for its logits) and
 // drafts on from there. A greedy draft is a one-hot q, so the verifier's
-// one-hot rule is exact for any target sampling.
+// one-hot rule is exact for any target sampling. With draft_p_min, a
+// sequence's drafting stops at the first token the draft itself is less
+// sure of than that (its softmax probability at temperature 1).
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 #include "folio/kv_cache_manager.h"
@@ -65,6 +68,7 @@ public:
             for (size_t j = 0; j < active.size(); ++j) {
                 const size_t i = active[j];
                 const DraftRequest& r = requests[i];
+                if (config_.draft_p_min > 0 && best_p_[j] < config_.draft_p_min) continue;
                 out[i].push_back(tokens_[j]);
                 if (static_cast<int32_t>(out[i].size()) >= std::min(r.max_drafts, config_.draft_max)) continue;
                 // The draft just made is the next row.
@@ -102,15 +106,36 @@ private:
         batch_.logits_rows.push_back(batch_.n_tokens() - 1);
     }
 
-    // The batch's forward pass and each logits row's argmax.
+    // The batch's forward pass and each logits row's argmax; with
+    // draft_p_min, also its probability (best_p_), from the row's best entry
+    // and softmax sum where the backend selects, else from the whole row.
     bool run(std::vector<int32_t>& tokens) {
         const size_t rows = batch_.logits_rows.size();
         tokens.resize(rows);
-        if (draft_.can_argmax()) return static_cast<bool>(draft_.forward_argmax(batch_, tokens));
+        const bool p_min = config_.draft_p_min > 0;
+        if (!p_min && draft_.can_argmax()) return static_cast<bool>(draft_.forward_argmax(batch_, tokens));
+        best_p_.assign(rows, 1.0f);
+        if (p_min && draft_.max_top_k(rows) >= 1) {
+            best_logit_.resize(rows);
+            ones_.assign(rows, 1.0f);
+            sums_.resize(rows);
+            log_norms_.resize(rows);
+            if (!draft_.forward_top_k(batch_, 1, best_logit_, tokens, RowSums{ones_, sums_, log_norms_})) return false;
+            for (size_t r = 0; r < rows; ++r) best_p_[r] = static_cast<float>(1.0 / sums_[r]);
+            return true;
+        }
         const auto vocab = static_cast<size_t>(draft_.n_vocab());
         logits_.resize(rows * vocab);
         if (!draft_.forward(batch_, logits_)) return false;
-        for (size_t r = 0; r < rows; ++r) tokens[r] = argmax_row(std::span<const float>(logits_).subspan(r * vocab, vocab));
+        for (size_t r = 0; r < rows; ++r) {
+            const std::span<const float> row = std::span<const float>(logits_).subspan(r * vocab, vocab);
+            tokens[r] = argmax_row(row);
+            if (!p_min) continue;
+            const float best = row[static_cast<size_t>(tokens[r])];
+            double sum = 0;
+            for (float v : row) sum += std::exp(static_cast<double>(v) - best);
+            best_p_[r] = static_cast<float>(1.0 / sum);
+        }
         return true;
     }
 
@@ -121,6 +146,8 @@ private:
     Batch batch_;
     std::vector<float> logits_;
     std::vector<int32_t> tokens_;
+    std::vector<float> best_p_, best_logit_, ones_, log_norms_;  // draft_p_min
+    std::vector<double> sums_;
 };
 
 }  // namespace

@@ -35,6 +35,8 @@ Status SpecConfig::validate() const {
     if (Status s = range("--ngram-min", ngram_min, 1, 64); !s) return s;
     if (Status s = range("--ngram-max", ngram_max, ngram_min, 64); !s) return s;
     if (Status s = range("--draft-layers", draft_layers, 0, 4096); !s) return s;
+    if (!(draft_p_min >= 0 && draft_p_min <= 1))
+        return make_error("--draft-p-min must be between 0 and 1, not " + std::to_string(draft_p_min));
     return {};
 }
 
