@@ -26,6 +26,13 @@ private slots:
         const Tokens t = {4, 4, 4};  // the match at 0 (4 4) is followed by one token only
         QCOMPARE(folio::ngram_lookup(t, 2, 2, 4), (Tokens{4}));
     }
+    void aShortPeriodDraftsInFull() {
+        // The latest matches of (1 2) are followed by 1 and by 1 2 only; the
+        // latest with four tokens after it is the one to continue.
+        QCOMPARE(folio::ngram_lookup(Tokens{1, 2, 1, 2, 1, 2, 1, 2}, 2, 2, 4), (Tokens{1, 2, 1, 2}));
+        QCOMPARE(folio::ngram_lookup(Tokens(9, 4), 2, 3, 4), (Tokens{4, 4, 4, 4}));
+        QCOMPARE(folio::ngram_lookup(Tokens{3, 1, 2, 1, 2}, 2, 2, 4), (Tokens{1, 2}));  // the longest there is
+    }
     void nothingWithoutAMatch() {
         const Tokens t = {1, 2, 3, 4, 5};
         QVERIFY(folio::ngram_lookup(t, 1, 3, 4).empty());

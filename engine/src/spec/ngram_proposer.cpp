@@ -1,6 +1,6 @@
 // Prompt lookup (the n-gram proposer): no model and no memory of its own.
 // The continuation of the latest earlier occurrence of the sequence's last
-// n tokens is the guess; an editing or repeating task finds long runs there.
+// n tokens (the latest with a whole draft after it, if any) is the guess; an editing or repeating task finds long runs there.
 #include <algorithm>
 
 #include "folio/spec.h"
@@ -15,13 +15,19 @@ std::vector<int32_t> ngram_lookup(std::span<const int32_t> tokens, int32_t ngram
     for (int64_t n = std::min<int64_t>(ngram_max, len - 1); n >= std::max(1, ngram_min); --n) {
         const std::span<const int32_t> suffix = tokens.last(static_cast<size_t>(n));
         // Latest match first: recent text is the likeliest to repeat. A match
-        // must be followed by at least one token (it ends before the suffix).
+        // must be followed by at least one token (it ends before the suffix);
+        // one too close to the end for a whole draft gives way to the latest
+        // that has one (a run that repeats a short period, "a b a b a b",
+        // drafts max_drafts tokens, not the one or two before the end).
+        int64_t best_from = -1, best_count = 0;
         for (int64_t start = len - n - 1; start >= 0; --start) {
             if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + start)) continue;
             const int64_t from = start + n;
             const int64_t count = std::min<int64_t>(max_drafts, len - from);
-            return {tokens.begin() + from, tokens.begin() + from + count};
+            if (count > best_count) best_from = from, best_count = count;
+            if (count == max_drafts) break;
         }
+        if (best_count > 0) return {tokens.begin() + best_from, tokens.begin() + best_from + best_count};
     }
     return {};
 }
