@@ -323,6 +323,58 @@ private slots:
         QCOMPARE(above, uint64_t{0});
     }
 
+    // Sampled requests with a draft model: the draft samples its drafts
+    // with the request's options and the verifier takes the full-q rule.
+    // A twin draft (q = p) is then always accepted; a different one is
+    // accepted at each position with the overlap sum(min(p, q)) = 0.64 of
+    // the fake's distributions, where a greedy draft (what a request that
+    // wants logprobs gets) is accepted only as often as the target draws
+    // that same token (0.36). Over K = 3 positions (a rejection ends the
+    // rest) the acceptance rate is (a + a^2 + a^3) / 3: 0.44 and 0.18.
+    void sampledDraftsAreVerifiedWithTheirDistribution() {
+        const auto prompts = make_prompts(8, 29);
+        auto acceptance = [&](int32_t draft_period, int32_t n_logprobs) {
+            FakeBackend backend(267, kEos, 256);
+            backend.copy_period = 7;
+            FakeBackend draft(267, kEos, 256);
+            draft.copy_period = draft_period;
+            folio::EngineConfig config;
+            config.spec.method = folio::SpecMethod::Draft;
+            config.spec.draft_max = 3;
+            config.spec.adaptive = false;
+            config.spec.draft_backend = &draft;
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
+            EngineCollector c;
+            std::vector<folio::Submission> batch;
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                folio::GenerationRequest r = greedy(prompts[i], 40);
+                r.sampling.temperature = 1.0f;
+                r.sampling.top_k = 0;
+                r.sampling.top_p = 1.0f;
+                r.sampling.min_p = 0.0f;
+                r.sampling.n_logprobs = n_logprobs;
+                r.sampling.seed = 7 + i;
+                batch.push_back({std::move(r), c.callback(int(i))});
+            }
+            (*engine)->submit(std::move(batch));
+            (*engine)->wait_idle();
+            const folio::EngineMetrics m = (*engine)->metrics();
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                const CollectedRequest r = c.get(int(i));
+                const size_t want = n_logprobs > 0 ? r.tokens.size() * size_t(1 + 2 * n_logprobs) : 0;
+                if (r.tokens.empty() || r.logprobs.size() != want) return -1.0;
+            }
+            return double(m.spec_decode_num_accepted_tokens_total) /
+                   double(std::max<uint64_t>(1, m.spec_decode_num_draft_tokens_total));
+        };
+        const double twin = acceptance(7, 0), other = acceptance(5, 0), greedy_twin = acceptance(7, 1);
+        std::printf("sampled drafts: twin %.3f, different draft %.3f; greedy drafts (logprobs) of the twin %.3f\n", twin,
+                    other, greedy_twin);
+        QCOMPARE(twin, 1.0);
+        QVERIFY2(std::abs(other - 0.44) < 0.1, "a different sampled draft: the overlap of p and q");
+        QVERIFY2(std::abs(greedy_twin - 0.18) < 0.08, "a greedy draft under sampling: p of the draft's token");
+    }
+
 private:
     std::unique_ptr<folio::Tokenizer> tokenizer_;
     folio::ModelDescription model_;

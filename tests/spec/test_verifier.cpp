@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "folio/spec.h"
@@ -199,6 +200,14 @@ private slots:
             std::vector<int32_t> extended = history;
             extended.push_back(draft);
             const std::vector<double> p1 = reference(logits1, extended, c.params);
+            // The distribution sample_with_distribution reports is that reference (and draws come from it).
+            std::vector<float> probs(12);
+            for (const auto& [row, hist, want] : {std::tuple{&logits0, &history, &p0}, {&logits1, &extended, &p1}}) {
+                const int32_t token = sampler->sample_with_distribution(*row, *hist, probs);
+                QVERIFY(token >= 0 && probs[static_cast<size_t>(token)] > 0.0f);
+                for (size_t v = 0; v < probs.size(); ++v)
+                    QVERIFY2(std::abs(probs[v] - (*want)[v]) < 1e-5, (std::string(c.name) + ": token " + std::to_string(v)).c_str());
+            }
             std::vector<long> first(12, 0), second(12, 0);
             long n_second = 0;
             const long n = 1'000'000;

@@ -194,6 +194,8 @@ private:
     void propose_drafts();  // Sequence::drafts for every running sequence that decodes
     bool forward_and_choose(StepPlan& plan, StepTokens& tokens);  // false: the forward failed (requests ended)
     void commit_step(const StepPlan& plan, const StepTokens& tokens);
+    // The full-q rule (drafts a draft model sampled, their q in r.draft_q) over p, the rows' distributions.
+    Verdict verify_sampled(Request& r, std::span<const int32_t> drafts, std::span<const float> p);
     void count_verdict(Request& r, int32_t n_draft, int32_t n_accepted);  // per request, step and metrics
     // Ends a request: flushes its held-back text, records its metrics, sends
     // the last output (with `pending`'s new tokens and text when given) and forgets it.

@@ -143,6 +143,12 @@ public:
     // No allocation once the buffers have grown to the vocabulary.
     int32_t sample(std::span<const float> logits, std::span<const int32_t> recent_tokens,
                    SampleInfo* info = nullptr);
+    // sample(), and the distribution it drew from into `probs` (the row's
+    // size): the processed one (penalties, top-k, temperature, top-p,
+    // min-p), 0 outside the kept set, one-hot when greedy. Speculative
+    // sampling's p (the target's) and q (a sampling draft's).
+    int32_t sample_with_distribution(std::span<const float> logits, std::span<const int32_t> recent_tokens,
+                                     std::span<float> probs, SampleInfo* info = nullptr);
     // The same draw from a row's best entries selected elsewhere (a GPU, where
     // the logits are): `logits` and `ids` hold at least
     // candidates_needed(recent_tokens.size()) of the row's best, best first,
@@ -231,6 +237,8 @@ private:
 
     SamplingParams params_;
     double fixed_uniform_ = -1.0;  // draw_with_uniform's value for the next uniform(), when >= 0
+    std::span<float> capture_;     // sample_with_distribution's probs while it runs
+    bool captured_ = false;        // a draw wrote them
     uint64_t seed_;
     std::mt19937_64 rng_;
     std::vector<float> penalized_;        // the logits after penalties

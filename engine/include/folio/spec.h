@@ -56,6 +56,12 @@ struct DraftRequest {
     int64_t id = -1;  // the sequence (a draft model keeps its KV between steps)
     std::span<const int32_t> tokens;
     int32_t max_drafts = 0;
+    // Set: a draft model samples its drafts with these options (its own
+    // random state per sequence) and writes each one's distribution q to
+    // *q (n_vocab floats a draft, in order) for the verifier's full-q rule;
+    // null: greedy drafts (one-hot q, nothing written).
+    const SamplingParams* sampling = nullptr;
+    std::vector<float>* q = nullptr;
 };
 
 // Drafts for all speculating sequences of a step at once (a draft model

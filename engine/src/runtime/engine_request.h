@@ -23,6 +23,7 @@ struct Engine::Request {
     SampleInfo info;
     RequestTimings timings;
     DraftLengthTuner::Acceptance acceptance;  // speculative decoding: its recent verdicts, for adaptive K
+    std::vector<float> draft_q;  // its drafts' distributions when a draft model sampled them (n_vocab each)
     std::string rejected;  // why submit() could not accept it (reported from the engine thread)
     double submitted_s = 0, scheduled_s = -1, first_token_s = -1, last_token_s = -1;
 

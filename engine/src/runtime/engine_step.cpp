@@ -21,6 +21,9 @@ struct Engine::StepTokens {
     // with its own SampleInfo.
     std::vector<std::vector<int32_t>> histories;
     std::vector<SampleInfo> infos;
+    // A sequence whose drafts were sampled (full q): each of its rows' processed distributions p.
+    std::vector<float> p_rows;
+    std::vector<size_t> p_first;  // per planned sequence: its first row's offset in p_rows; npos: one-hot
     double forward_s = 0;             // in the backend's forward
     double sampled_s = 0;             // when the tokens were there
 };
@@ -111,14 +114,24 @@ void Engine::propose_drafts() {
             continue;
         }
         ids.push_back(id);
-        asks.push_back({id, s.tokens, std::min(room, k)});
+        // Sampled drafts where the request samples (and wants no logprobs:
+        // those of a full-q verdict's tokens are not the rows' own draws);
+        // greedy drafts otherwise.
+        Request& r = *it->second;
+        r.draft_q.clear();
+        const bool sampled = r.params.sampling.temperature > 0.0f && r.params.sampling.n_logprobs == 0;
+        asks.push_back({id, s.tokens, std::min(room, k), sampled ? &r.params.sampling : nullptr,
+                        sampled ? &r.draft_q : nullptr});
     }
     if (ids.empty()) return;
     std::vector<std::vector<int32_t>> drafts;
     proposer_->propose(asks, drafts);
     int32_t n_drafted = 0;
     for (size_t i = 0; i < ids.size(); ++i) {
-        if (static_cast<int32_t>(drafts[i].size()) < std::max(1, config_.spec.draft_min)) drafts[i].clear();
+        if (static_cast<int32_t>(drafts[i].size()) < std::max(1, config_.spec.draft_min)) {
+            drafts[i].clear();
+            requests_.at(ids[i])->draft_q.clear();
+        }
         n_drafted += static_cast<int32_t>(drafts[i].size());
         scheduler_.set_drafts(ids[i], std::move(drafts[i]));
     }
@@ -134,6 +147,17 @@ bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
         if (ss.sample && ss.n_draft > 0) ++n_speculating, n_spec_rows += static_cast<size_t>(ss.n_draft) + 1;
     t.histories.reserve(n_speculating);  // the draws point into them
     t.infos.reserve(n_spec_rows);
+    const auto n_vocab = static_cast<size_t>(backend_.n_vocab());
+    t.p_first.assign(plan.sequences.size(), std::string::npos);
+    size_t n_p = 0;
+    for (size_t i = 0; i < plan.sequences.size(); ++i) {
+        const ScheduledSequence& ss = plan.sequences[i];
+        if (!ss.sample || ss.n_draft == 0) continue;
+        if (requests_.at(ss.id)->draft_q.size() < static_cast<size_t>(ss.n_draft) * n_vocab) continue;
+        t.p_first[i] = n_p;
+        n_p += (static_cast<size_t>(ss.n_draft) + 1) * n_vocab;
+    }
+    t.p_rows.resize(n_p);  // the draws point into it
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         const ScheduledSequence& ss = plan.sequences[i];
         if (!ss.sample) continue;
@@ -150,6 +174,9 @@ bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
         for (int32_t j = 0; j <= ss.n_draft; ++j) {
             SampleInfo* info = &t.infos.emplace_back();
             t.draws.push_back({t.draws.size(), &r.sampler, std::span<const int32_t>(h).first(r.history.size() + j), info});
+            if (t.p_first[i] != std::string::npos)
+                t.draws.back().distribution =
+                    std::span<float>(t.p_rows).subspan(t.p_first[i] + static_cast<size_t>(j) * n_vocab, n_vocab);
         }
     }
     const ChoicePlan choice = chooser_->plan(t.draws, batch_.logits_rows.size());
@@ -204,6 +231,16 @@ bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
     return true;
 }
 
+Verdict Engine::verify_sampled(Request& r, std::span<const int32_t> drafts, std::span<const float> p) {
+    // The full-q rule over the K + 1 rows' processed distributions and the
+    // distributions the draft sampled its K drafts from.
+    const auto n_vocab = static_cast<size_t>(backend_.n_vocab());
+    std::vector<std::span<const float>> p_rows, q_rows;
+    for (size_t j = 0; j <= drafts.size(); ++j) p_rows.push_back(p.subspan(j * n_vocab, n_vocab));
+    for (size_t j = 0; j < drafts.size(); ++j) q_rows.push_back(std::span<const float>(r.draft_q).subspan(j * n_vocab, n_vocab));
+    return verify_full_q(p_rows, q_rows, drafts, r.sampler);
+}
+
 void Engine::count_verdict(Request& r, int32_t n_draft, int32_t n_accepted) {
     DraftLengthTuner::observe_verdict(r.acceptance, n_draft, n_accepted);
     ++r.timings.n_drafts;
@@ -245,8 +282,10 @@ void Engine::commit_step(const StepPlan& plan, const StepTokens& t) {
         const std::span<const int32_t> drafts =
             ss.n_draft > 0 ? std::span<const int32_t>(scheduler_.find(ss.id)->drafts).first(static_cast<size_t>(ss.n_draft))
                            : std::span<const int32_t>{};
-        const Verdict verdict =
-            verify_one_hot(drafts, std::span<const int32_t>(t.tokens).subspan(first, drafts.size() + 1));
+        const bool full_q = i < t.p_first.size() && t.p_first[i] != std::string::npos;  // forks come after
+        const Verdict verdict = !full_q
+                                    ? verify_one_hot(drafts, std::span<const int32_t>(t.tokens).subspan(first, drafts.size() + 1))
+                                    : verify_sampled(r, drafts, std::span<const float>(t.p_rows).subspan(t.p_first[i]));
         emitted.assign(drafts.begin(), drafts.begin() + verdict.n_accepted);
         emitted.push_back(verdict.token);
         if (!drafts.empty()) count_verdict(r, static_cast<int32_t>(drafts.size()), verdict.n_accepted);

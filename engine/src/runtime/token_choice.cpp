@@ -36,6 +36,7 @@ ChoicePlan TokenChooser::plan(std::span<const TokenDraw> draws, size_t n_rows) c
         const Sampler& s = *d.sampler;
         const SamplingParams& sp = s.params();
         const bool greedy = sp.temperature == 0.0f && !sp.has_penalties() && sp.n_logprobs == 0;
+        if (!d.distribution.empty()) device_greedy = device_draw = false, top_k = 0;
         if (!greedy || d.repeated) device_greedy = false;
         const bool by_top_p = s.draws_by_top_p() && sp.n_logprobs == 0;
         if (!(s.draws_by_temperature() || by_top_p) || d.repeated) device_draw = false;
@@ -245,9 +246,11 @@ void TokenChooser::draw_whole_rows(std::span<const TokenDraw> draws, std::span<c
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
     auto draw = [&](int64_t j, int) {
         const TokenDraw& d = draws[which[static_cast<size_t>(j)]];
-        tokens[which[static_cast<size_t>(j)]] =
-            d.sampler->sample(std::span<const float>(rows[static_cast<size_t>(j)], n_vocab), d.history,
-                              d.sampler->params().n_logprobs > 0 ? d.info : nullptr);
+        const std::span<const float> row(rows[static_cast<size_t>(j)], n_vocab);
+        SampleInfo* info = d.sampler->params().n_logprobs > 0 ? d.info : nullptr;
+        tokens[which[static_cast<size_t>(j)]] = d.distribution.empty()
+                                                    ? d.sampler->sample(row, d.history, info)
+                                                    : d.sampler->sample_with_distribution(row, d.history, d.distribution, info);
     };
     // One row (a lone chat) is drawn here: waking the pool would only leave
     // its workers spinning beside the next step's compute. Each sequence's

@@ -43,6 +43,8 @@ struct TokenDraw {
     SampleInfo* info = nullptr;        // filled with the logprobs when the sampler reports them
     bool repeated = false;             // the row is drawn again by another draw (n > 1 forking):
                                        // only a form that keeps the row can serve it
+    std::span<float> distribution{};   // non-empty (n_vocab): also the distribution drawn from
+                                       // (speculative sampling's p); whole rows serve it
 };
 
 enum class ChoiceForm {

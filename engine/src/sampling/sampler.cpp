@@ -149,6 +149,20 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     return chosen;
 }
 
+int32_t Sampler::sample_with_distribution(std::span<const float> logits, std::span<const int32_t> recent_tokens,
+                                          std::span<float> probs, SampleInfo* info) {
+    if (probs.size() != logits.size()) return -1;
+    capture_ = probs;
+    captured_ = false;
+    const int32_t chosen = sample(logits, recent_tokens, info);
+    capture_ = {};
+    if (!captured_) {  // greedy, or a row without a finite logit: all of it on the chosen token
+        std::fill(probs.begin(), probs.end(), 0.0f);
+        if (chosen >= 0) probs[static_cast<size_t>(chosen)] = 1.0f;
+    }
+    return chosen;
+}
+
 size_t Sampler::penalty_window(size_t n_recent) const {
     if (!params_.has_penalties()) return 0;
     return params_.penalty_last_n > 0 ? std::min(n_recent, static_cast<size_t>(params_.penalty_last_n)) : n_recent;
@@ -392,6 +406,13 @@ int32_t Sampler::draw(size_t n, double softmax_sum, float max, bool sorted, int3
     n_candidates = static_cast<int32_t>(n);
     double total = 0.0;
     for (size_t i = 0; i < n; ++i) total += weight(candidates[i].logit, max, temperature);
+    if (!capture_.empty() && total > 0.0) {
+        std::fill(capture_.begin(), capture_.end(), 0.0f);
+        for (size_t i = 0; i < n; ++i)
+            capture_[static_cast<size_t>(candidates[i].id)] =
+                static_cast<float>(weight(candidates[i].logit, max, temperature) / total);
+        captured_ = true;
+    }
     const double target = uniform() * total;
     double cumulative = 0.0;
     for (size_t i = 0; i < n; ++i) {
@@ -409,7 +430,12 @@ int32_t Sampler::sample_full(std::span<const float> scores) {
     const size_t vocab = scores.size();
     if (weights_.size() < vocab) weights_.resize(vocab);
     const float* weights = weights_.data();
-    const double target = uniform() * sampling_math::sum_weights(scores, max, params_.temperature, weights_.data());
+    const double sum = sampling_math::sum_weights(scores, max, params_.temperature, weights_.data());
+    if (!capture_.empty() && sum > 0.0) {
+        for (size_t i = 0; i < vocab; ++i) capture_[i] = static_cast<float>(weights[i] / sum);
+        captured_ = true;
+    }
+    const double target = uniform() * sum;
     double cumulative = 0.0;
     size_t i = 0;
     for (; i + kLanes <= vocab; i += kLanes) {

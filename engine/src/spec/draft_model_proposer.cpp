@@ -5,7 +5,10 @@
 // matches the sequence (the accepted drafts included), recomputes the rest
 // (the target's token after them, at least one row for its logits) and
 // drafts on from there. A greedy draft is a one-hot q, so the verifier's
-// one-hot rule is exact for any target sampling. With draft_p_min, a
+// one-hot rule is exact for any target sampling; a request that asks for
+// sampled drafts (DraftRequest::sampling) gets them drawn with its options
+// by a Sampler of the draft's own per sequence, over the draft-extended
+// history, with each draft's distribution q for the full-q rule. With draft_p_min, a
 // sequence's drafting stops at the first token the draft itself is less
 // sure of than that (its softmax probability at temperature 1).
 #include <algorithm>
@@ -56,10 +59,20 @@ public:
             }
             computed.assign(r.tokens.begin(), r.tokens.end());
             add_rows(r.id, r.tokens.subspan(static_cast<size_t>(start)), start);
+            if (r.q) r.q->clear();
+            if (r.sampling && r.q && !samplers_.contains(r.id)) {
+                SamplingParams params = *r.sampling;
+                if (params.seed != kRandomSeed) params.seed ^= 0xd2af7a11ull;  // not the target's draws
+                auto sampler = Sampler::create(params);
+                if (!sampler) continue;
+                samplers_.emplace(r.id, std::move(*sampler));
+            }
             active.push_back(i);
         }
         for (int32_t step = 0; !active.empty(); ++step) {
-            if (!run(tokens_)) {
+            bool sampling = false;
+            for (size_t i : active) sampling = sampling || (requests[i].sampling && requests[i].q);
+            if (!run(tokens_, sampling)) {
                 for (size_t i : active) forget(requests[i].id), out[i].clear();
                 return;
             }
@@ -69,6 +82,7 @@ public:
                 const size_t i = active[j];
                 const DraftRequest& r = requests[i];
                 if (config_.draft_p_min > 0 && best_p_[j] < config_.draft_p_min) continue;
+                if (r.sampling && r.q) tokens_[j] = sample(r, j);
                 out[i].push_back(tokens_[j]);
                 if (static_cast<int32_t>(out[i].size()) >= std::min(r.max_drafts, config_.draft_max)) continue;
                 // The draft just made is the next row.
@@ -85,6 +99,7 @@ public:
     void forget(int64_t id) override {
         kv_.free(id);
         computed_.erase(id);
+        samplers_.erase(id);
     }
 
     std::string name() const override { return to_string(config_.method).data(); }
@@ -106,16 +121,29 @@ private:
         batch_.logits_rows.push_back(batch_.n_tokens() - 1);
     }
 
+    // Row j's draft drawn by the sequence's Sampler from the draft's whole
+    // row (run() kept it), over the tokens the draft holds (its drafts so
+    // far included); its distribution appended to *r.q.
+    int32_t sample(const DraftRequest& r, size_t j) {
+        const auto vocab = static_cast<size_t>(draft_.n_vocab());
+        const size_t at = r.q->size();
+        r.q->resize(at + vocab);
+        return samplers_.at(r.id).sample_with_distribution(std::span<const float>(logits_).subspan(j * vocab, vocab),
+                                                           computed_.at(r.id),
+                                                           std::span<float>(*r.q).subspan(at, vocab));
+    }
+
     // The batch's forward pass and each logits row's argmax; with
     // draft_p_min, also its probability (best_p_), from the row's best entry
     // and softmax sum where the backend selects, else from the whole row.
-    bool run(std::vector<int32_t>& tokens) {
+    // `whole_rows`: some row samples, so the rows come to the host whole.
+    bool run(std::vector<int32_t>& tokens, bool whole_rows) {
         const size_t rows = batch_.logits_rows.size();
         tokens.resize(rows);
         const bool p_min = config_.draft_p_min > 0;
-        if (!p_min && draft_.can_argmax()) return static_cast<bool>(draft_.forward_argmax(batch_, tokens));
+        if (!p_min && !whole_rows && draft_.can_argmax()) return static_cast<bool>(draft_.forward_argmax(batch_, tokens));
         best_p_.assign(rows, 1.0f);
-        if (p_min && draft_.max_top_k(rows) >= 1) {
+        if (p_min && !whole_rows && draft_.max_top_k(rows) >= 1) {
             best_logit_.resize(rows);
             ones_.assign(rows, 1.0f);
             sums_.resize(rows);
@@ -143,6 +171,7 @@ private:
     Backend& draft_;
     KvCacheManager kv_;
     std::unordered_map<int64_t, std::vector<int32_t>> computed_;  // tokens whose K/V the draft holds
+    std::unordered_map<int64_t, Sampler> samplers_;                // sampled drafts' random state, per sequence
     Batch batch_;
     std::vector<float> logits_;
     std::vector<int32_t> tokens_;
