@@ -329,13 +329,15 @@ private slots:
     // accepted at each position with the overlap sum(min(p, q)) = 0.64 of
     // the fake's distributions, where a greedy draft (what a request that
     // wants logprobs gets) is accepted only as often as the target draws
-    // that same token (0.36). Over K = 3 positions (a rejection ends the
+    // that same token (0.36), as does a target whose logits stay on a
+    // device (a GPU). Over K = 3 positions (a rejection ends the
     // rest) the acceptance rate is (a + a^2 + a^3) / 3: 0.44 and 0.18.
     void sampledDraftsAreVerifiedWithTheirDistribution() {
         const auto prompts = make_prompts(8, 29);
-        auto acceptance = [&](int32_t draft_period, int32_t n_logprobs) {
+        auto acceptance = [&](int32_t draft_period, int32_t n_logprobs, bool device = false) {
             FakeBackend backend(267, kEos, 256);
             backend.copy_period = 7;
+            backend.chooses_tokens = device;
             FakeBackend draft(267, kEos, 256);
             draft.copy_period = draft_period;
             folio::EngineConfig config;
@@ -373,6 +375,9 @@ private slots:
         QCOMPARE(twin, 1.0);
         QVERIFY2(std::abs(other - 0.44) < 0.1, "a different sampled draft: the overlap of p and q");
         QVERIFY2(std::abs(greedy_twin - 0.18) < 0.08, "a greedy draft under sampling: p of the draft's token");
+        // A target whose logits stay where they are made (a GPU) keeps
+        // greedy drafts: its rows would all have to come to the host.
+        QVERIFY2(std::abs(acceptance(7, 0, true) - 0.18) < 0.08, "a device target: greedy drafts");
     }
 
 private:
