@@ -95,8 +95,10 @@ Status load_draft(const Args& args, LoadedModel& m, SpecConfig& spec) {
     if (!backend) return make_error("the draft model: " + backend.error().message);
     m.draft_backend = std::move(*backend);
     spec.draft_backend = m.draft_backend.get();
-    std::fprintf(stderr, "folio: draft %s, %u layers, %s\n", m.draft_model->name.c_str(),
-                 m.draft_model->hparams.n_layer, m.draft_backend->name().c_str());
+    // Its KV: as many blocks as the target's, each of the draft's own size.
+    std::fprintf(stderr, "folio: draft %s, %u layers, %s, KV cache %u blocks (%.1f MiB)\n", m.draft_model->name.c_str(),
+                 m.draft_model->hparams.n_layer, m.draft_backend->name().c_str(), m.draft_backend->n_blocks(),
+                 static_cast<double>(m.draft_backend->kv_cache_bytes()) / (1 << 20));
     return {};
 }
 

@@ -275,6 +275,8 @@ private slots:
 
     void draftModelSpeculationKeepsGreedyOutput() {
         const auto prompts = make_prompts(12, 33);
+        std::mutex event_mutex;
+        size_t most_draft_blocks = 0, last_draft_blocks = 0;
         auto run = [&](int32_t draft_period, bool spec_on, double* acceptance, float p_min = 0,
                        uint64_t* draft_tokens = nullptr) {
             FakeBackend backend(267, kEos, 256);
@@ -290,6 +292,15 @@ private slots:
                 config.spec.draft_p_min = p_min;
             }
             auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
+            // The draft's KV blocks in the block map: owned while drafting, none at the end.
+            most_draft_blocks = 0, last_draft_blocks = 1;
+            (*engine)->subscribe([&](std::shared_ptr<const folio::StepEvent> e) {
+                size_t owned = 0;
+                for (const folio::BlockCell& c : e->draft_blocks) owned += c.owner >= 0 && c.tokens > 0;
+                std::lock_guard lock(event_mutex);
+                most_draft_blocks = std::max(most_draft_blocks, owned);
+                last_draft_blocks = owned;
+            });
             EngineCollector c;
             std::vector<folio::Submission> batch;
             for (size_t i = 0; i < prompts.size(); ++i) batch.push_back({greedy(prompts[i], 30), c.callback(int(i))});
@@ -309,6 +320,8 @@ private slots:
         const auto want = run(7, false, nullptr);
         double twin = 0, other = 0;
         QCOMPARE(run(7, true, &twin), want);
+        QVERIFY(most_draft_blocks > 0);
+        QCOMPARE(last_draft_blocks, size_t{0});
         QCOMPARE(run(5, true, &other), want);
         std::printf("draft model: twin accepted %.3f, different draft %.3f\n", twin, other);
         QVERIFY2(twin > 0.95, "the target's twin as the draft should be accepted almost always");

@@ -131,6 +131,9 @@ struct StepEvent {
     double kv_usage = 0;          // share of blocks in use
     uint32_t block_size = 0;
     std::vector<BlockCell> blocks;  // filled when anybody subscribes to step events
+    // A draft model's own KV blocks (speculative decoding by draft,
+    // layer-skip or int4-self), as `blocks`: owner = the request drafted for.
+    std::vector<BlockCell> draft_blocks;
 };
 
 using OutputCallback = std::function<void(const RequestOutput&)>;

@@ -64,6 +64,13 @@ struct DraftRequest {
     std::vector<float>* q = nullptr;
 };
 
+// A draft model's KV block, for the block map: the sequence whose K/V it
+// holds (-1: free) and how many of its tokens.
+struct DraftBlockCell {
+    int64_t seq = -1;
+    uint16_t tokens = 0;
+};
+
 // Drafts for all speculating sequences of a step at once (a draft model
 // batches them; prompt lookup needs nothing shared).
 class Proposer {
@@ -74,6 +81,8 @@ public:
     virtual std::string name() const = 0;
     // The sequence is gone (finished, aborted): whatever the proposer keeps for it goes too.
     virtual void forget(int64_t /*id*/) {}
+    // A draft model's KV blocks, one cell each (empty: the proposer keeps no KV).
+    virtual void describe_blocks(std::vector<DraftBlockCell>& /*cells*/) const {}
 };
 
 // Adaptive K: per request an estimate of the acceptance rate alpha from its

@@ -297,6 +297,17 @@ void Engine::finish(Request& r, FinishReason reason, std::string error, RequestO
 }
 
 void Engine::fill_block_map(StepEvent& event) const {
+    if (proposer_) {
+        std::vector<DraftBlockCell> cells;
+        proposer_->describe_blocks(cells);
+        event.draft_blocks.resize(cells.size());
+        for (size_t b = 0; b < cells.size(); ++b) {
+            if (cells[b].seq < 0) continue;
+            const auto request = requests_.find(cells[b].seq);
+            event.draft_blocks[b] = {request != requests_.end() ? request->second->public_id : cells[b].seq, 1,
+                                     cells[b].tokens, false};
+        }
+    }
     const BlockPool& pool = kv_.pool();
     event.blocks.resize(pool.n_blocks());
     for (uint32_t b = 0; b < pool.n_blocks(); ++b) {

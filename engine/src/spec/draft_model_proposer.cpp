@@ -104,6 +104,17 @@ public:
 
     std::string name() const override { return to_string(config_.method).data(); }
 
+    void describe_blocks(std::vector<DraftBlockCell>& cells) const override {
+        const auto bs = static_cast<int64_t>(kv_.block_size());
+        cells.assign(kv_.pool().n_blocks(), {});
+        for (const auto& [id, tokens] : computed_) {
+            const std::vector<int32_t>& table = kv_.table(id);
+            for (size_t i = 0; i < table.size(); ++i)
+                cells[static_cast<size_t>(table[i])] = {
+                    id, static_cast<uint16_t>(std::clamp<int64_t>(static_cast<int64_t>(tokens.size()) - static_cast<int64_t>(i) * bs, 0, bs))};
+        }
+    }
+
 private:
     // Rows for tokens at positions [first, first + size) of sequence id; its last row's logits.
     void add_rows(int64_t id, std::span<const int32_t> tokens, int32_t first) {
