@@ -163,10 +163,15 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     }
     options.max_context = static_cast<uint32_t>(*ctx);
     options.block_size = static_cast<uint32_t>(*block_size);
+    // A draft model's KV (speculative decoding) comes out of the same
+    // memory: as many blocks as the target's, of the draft's own size.
+    auto draft_share = draft_kv_share(args, loaded->model);
+    if (!draft_share) return draft_share.error();
+    const double target_share = 1.0 / (1.0 + *draft_share);
     if (args.has("--kv-budget")) {
-        options.kv_budget_bytes = static_cast<uint64_t>(*kv_budget) << 20;
+        options.kv_budget_bytes = static_cast<uint64_t>(static_cast<double>(static_cast<uint64_t>(*kv_budget) << 20) * target_share);
     } else if (args.has("--kv-fraction")) {
-        options.kv_memory_fraction = *fraction;
+        options.kv_memory_fraction = *fraction * target_share;
     } else {
         const uint64_t context = std::min<uint64_t>(options.max_context, loaded->model.hparams.n_ctx_train
                                                                              ? loaded->model.hparams.n_ctx_train

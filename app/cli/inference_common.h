@@ -84,6 +84,10 @@ Status read_spec_flags(const Args& args, SpecConfig& spec);
 // target's), its vocabulary checked against the target's; spec.draft_backend
 // points at it.
 Status load_draft(const Args& args, LoadedModel& m, SpecConfig& spec);
+// The draft model's KV bytes per token relative to the target's (0 without
+// one), so that --kv-budget / --kv-fraction hold both: the target gets
+// 1 / (1 + share) of it, the draft as many blocks of its own size.
+Result<double> draft_kv_share(const Args& args, const ModelDescription& target);
 
 // folio bench --workload (cmd_bench_workload.cpp): its flags and the run.
 std::vector<FlagSpec> workload_flags();

@@ -58,6 +58,33 @@ Status read_spec_flags(const Args& args, SpecConfig& spec) {
     return {};
 }
 
+namespace {
+
+double kv_per_token(const HParams& h, uint32_t layers) {
+    return static_cast<double>(layers) * h.n_head_kv * h.head_dim;
+}
+
+}  // namespace
+
+Result<double> draft_kv_share(const Args& args, const ModelDescription& target) {
+    const double t = kv_per_token(target.hparams, target.hparams.n_layer);
+    if (!(t > 0)) return 0.0;
+    const std::string method = args.get_or("--spec", "off");
+    if (method == "int4-self") return 1.0;  // every layer, the target's shapes
+    if (method == "layer-skip") {
+        auto layers = args.get_int("--draft-layers", 0, 0, 4096);
+        if (!layers) return layers.error();
+        const uint32_t n = *layers > 0 ? static_cast<uint32_t>(*layers) : std::max<uint32_t>(1, target.hparams.n_layer / 4);
+        return kv_per_token(target.hparams, std::min(n, target.hparams.n_layer)) / t;
+    }
+    if (method == "draft" && args.has("--model-draft")) {
+        auto draft = load_model_description(args.get_or("--model-draft", ""));
+        if (!draft) return make_error("the draft model: " + draft.error().message);
+        return kv_per_token(draft->hparams, draft->hparams.n_layer) / t;
+    }
+    return 0.0;
+}
+
 Status load_draft(const Args& args, LoadedModel& m, SpecConfig& spec) {
     if (spec.method != SpecMethod::Draft && spec.method != SpecMethod::LayerSkip && spec.method != SpecMethod::Int4Self)
         return {};

@@ -52,6 +52,20 @@ private slots:
                      "--draft-layers must be between 1 and 29 (the target has 30 layers), not 30");
     }
 
+    // --kv-budget holds the target's KV and the draft model's: int4-self's
+    // draft has the target's shapes, so each gets half of 64 MiB (91 blocks
+    // of SmolLM2's 360 KiB); without a draft model the target has it all.
+    void theKvBudgetHoldsTheDraftsBlocksToo() {
+        FOLIO_REQUIRE_MODEL(smollm2, folio_test::kSmolLM2);
+        const std::string run = "run -m " + shell_quote(smollm2) + " -p hi -n 1 -t 2 --kv-budget 64 ";
+        const auto both = run_folio(run + "--spec int4-self");
+        QVERIFY2(both.exit_code == 0, both.err.c_str());
+        QVERIFY2(both.err.find("KV cache 91 blocks of 16 tokens (32.0 MiB)") != std::string::npos, both.err.c_str());
+        QVERIFY2(both.err.find("KV cache 91 blocks (32.0 MiB)") != std::string::npos, both.err.c_str());
+        const auto alone = run_folio(run + "--spec ngram");
+        QVERIFY2(alone.err.find("KV cache 182 blocks of 16 tokens (64.0 MiB)") != std::string::npos, alone.err.c_str());
+    }
+
     // bench --workload --spec runs each mode without and with speculation
     // and reports both, with the speed-up and the acceptance.
     void workloadBenchComparesWithAndWithoutSpeculation() {
