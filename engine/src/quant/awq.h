@@ -1,0 +1,122 @@
+// AWQ (activation-aware weight quantization, Lin et al. 2023) on top of the
+// GGUF block quantizers. A few input channels carry most of the activation
+// magnitude; scaling those columns of a matrix up by s (and its input down by
+// s) gives them a finer effective grid without changing the product in full
+// precision. Per group of matrices that read one input:
+//
+//   s = mean|x|^alpha, normalised so that sqrt(max s * min s) = 1,
+//   alpha on a grid in [0, 1): the one whose quantized group has the least
+//   output error  sum_W || (Q(W diag(s)) diag(1/s) - W) x ||^2
+//   over the sampled calibration rows x, each W quantized with the block
+//   quantizer the recipe picks for it (quantize_row, with the imatrix
+//   weights the scaled input has: imatrix[c] / s[c]^2).
+//
+// The 1/s is folded into what produces the input, so the file stays a plain
+// GGUF: attn_norm -> Q K V and ffn_norm -> gate up (the norm's weight
+// divided by s), ffn_up -> ffn_down (up's rows divided: the gated product is
+// linear in up). alpha = 0 (no scaling) is on the grid, so a group never
+// gets a larger error on its sample than plain quantization.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cpu/thread_pool.h"
+#include "folio/error.h"
+#include "folio/imatrix.h"
+#include "folio/model.h"
+#include "folio/quant_recipe.h"
+#include "folio/quantize_job.h"
+#include "folio/tensor_type.h"
+
+namespace folio::quant {
+
+struct AwqOptions {
+    int grid = 20;  // alpha in {0, 1/grid, ..., (grid - 1)/grid}
+};
+
+// One matrix of a group as the search sees it.
+struct AwqMember {
+    std::string name;
+    TensorType type = TensorType::Q4_K;  // the recipe's type for it
+    int64_t n_in = 0, n_out = 0;
+    std::span<const float> weights;      // n_out rows of n_in, GGUF conventions
+    std::span<const float> importance;   // the imatrix's mean x^2 per column, or empty
+};
+
+struct AwqSearchResult {
+    float alpha = 0;
+    std::vector<float> scales;       // per input column (all 1 at alpha 0)
+    double error = 0;                // output error at alpha
+    double error_unscaled = 0;       // at alpha 0
+};
+
+// The output error of a group quantized with its input columns scaled by
+// `scales`, over the n_samples rows of `samples` (n_in values each).
+Result<double> awq_output_error(std::span<const AwqMember> members, std::span<const float> scales,
+                                std::span<const float> samples, int64_t n_samples, cpu::ThreadPool& pool);
+
+// The scales for mean |x| `mean_abs` at exponent alpha (normalised).
+std::vector<float> awq_scales(std::span<const float> mean_abs, float alpha);
+
+// The alpha search for one group.
+Result<AwqSearchResult> search_awq_scales(std::span<const AwqMember> members, std::span<const float> mean_abs,
+                                          std::span<const float> samples, int64_t n_samples,
+                                          const AwqOptions& options, cpu::ThreadPool& pool);
+
+// A group of matrices that read one input, and what produces that input.
+struct AwqGroup {
+    std::string input;                 // the ActivationStats key (its first member)
+    std::vector<std::string> members;  // their columns are multiplied by s
+    std::string producer;              // a norm vector, or a matrix whose rows are divided by s
+};
+
+// The groups of `model`'s architecture whose folding is exact, layer by
+// layer; what could not be folded is described in `skipped`.
+std::vector<AwqGroup> awq_groups(const ModelDescription& model, std::vector<std::string>& skipped);
+
+// The folded scales of a whole model: per tensor, its columns multiplied by
+// one vector and its rows (a vector's elements) divided by another.
+class AwqFolds {
+public:
+    void scale_columns(const std::string& tensor, std::span<const float> s);
+    void divide_rows(const std::string& tensor, std::span<const float> s);
+    bool touches(const std::string& tensor) const { return transforms_.count(tensor) != 0; }
+    bool empty() const { return transforms_.empty(); }
+    size_t size() const { return transforms_.size(); }
+
+    // Applies the tensor's transform to its F32 values (shape in GGML order:
+    // shape[0] columns); an Error when the shape does not fit the scales.
+    Status apply(const std::string& tensor, const std::vector<int64_t>& shape, std::vector<float>& values) const;
+    // The imatrix weights of a tensor whose columns were scaled by s: w[c] / s[c]^2.
+    void adjust_importance(const std::string& tensor, std::vector<float>& importance) const;
+
+private:
+    struct Transform {
+        std::vector<float> column_scale;
+        std::vector<float> row_divisor;
+    };
+    std::map<std::string, Transform> transforms_;
+};
+
+using AwqGroupReport = AwqGroupSummary;  // folio/quantize_job.h
+
+struct AwqOutcome {
+    AwqFolds folds;
+    std::vector<AwqGroupReport> groups;
+    std::vector<std::string> skipped;
+};
+
+// Searches every group of the model on the collected activations; the plan
+// gives each member's type. Reads each group's matrices as F32 (held: the
+// group's matrices and one error matrix, plus the sample).
+Result<AwqOutcome> search_awq(const ModelDescription& model, const std::vector<TensorPlan>& plan,
+                              const ImportanceMatrix& imatrix, const ActivationStats& stats,
+                              const AwqOptions& options, cpu::ThreadPool& pool, const std::atomic<bool>* cancel,
+                              const std::function<void(size_t group, size_t n_groups)>& on_group);
+
+}  // namespace folio::quant
