@@ -137,7 +137,7 @@ int run_quantize(int argc, char** argv) {
     auto args = Args::parse(argc, argv, 2, flags);
     if (!args) return fail("quantize", args.error().message);
     if (args->has("--help")) {
-        std::printf("%s", usage("quantize", "-m SRC -o OUT.gguf [--type Q4_K_M] [--imatrix FILE | --calibrate TEXT [--awq]] [-t N] [--validate TEXT]", flags).c_str());
+        std::printf("%s", usage("quantize", "-m SRC -o OUT.gguf [--type Q4_K_M] [--imatrix FILE | --calibrate TEXT] [--awq] [-t N] [--validate TEXT]", flags).c_str());
         return 0;
     }
     auto source = args->get("--model");
@@ -175,9 +175,9 @@ int run_quantize(int argc, char** argv) {
     options.awq = args->has("--awq");
     if (!options.awq && (args->has("--awq-rows") || args->has("--awq-grid")))
         return fail("quantize", "--awq-rows and --awq-grid set up --awq; give --awq too");
-    if (options.awq && !args->has("--calibrate"))
+    if (options.awq && !args->has("--calibrate") && !args->has("--imatrix"))
         return fail("quantize", "--awq searches its scales on calibration activations: give --calibrate TEXT "
-                                "(or 'default'); an --imatrix file holds only their squares");
+                                "(or 'default'), or --imatrix FILE made by folio imatrix --awq");
     options.awq_rows = *awq_rows;
     options.awq_grid = int(*awq_grid);
     if (*chunks > 0 && ::access(validation_text.c_str(), R_OK) == 0) {

@@ -223,6 +223,77 @@ private slots:
         for (float v : *logits) QVERIFY(std::isfinite(v));
         for (const std::string& p : {source, text, out, out + ".quality.json"}) std::filesystem::remove(p);
     }
+
+    // folio imatrix --awq stores the sample in the imatrix file; a job that
+    // reads it searches what a job that collects it searches.
+    void imatrixFileCarriesTheActivations() {
+        const std::string source = temp_path("awq-im-src.gguf"), text = temp_path("awq-im.txt"),
+                          imatrix = temp_path("awq-im.imatrix.gguf"), a = temp_path("awq-im-a.gguf"),
+                          b = temp_path("awq-im-b.gguf");
+        QVERIFY(quant_fixture::write_dummy_gguf("tiny-llama", source).ok());
+        {
+            std::ofstream t(text);
+            for (int i = 0; i < 1500; ++i) t << "calibration words " << i * 7 << ", and more. ";
+        }
+        auto model = load_model_description(source);
+        auto calibration = read_calibration_text({text});
+        QVERIFY(model.ok() && calibration.ok());
+        ImatrixOptions options;
+        options.n_chunks = 2;
+        options.threads = 2;
+        ActivationStats stats;
+        stats.max_rows = 100;
+        options.activations = &stats;
+        auto m = collect_imatrix(*model, *calibration, options);
+        QVERIFY(m.ok());
+        QCOMPARE(stats.inputs.size(), size_t(2 * 4));  // attn_q ffn_gate ffn_down attn_output per layer
+        for (const auto& [name, sample] : stats.inputs) {
+            QVERIFY2(is_awq_input(name), name.c_str());
+            QCOMPARE(sample.rows_seen, int64_t(2 * 512));
+            QCOMPARE(sample.n_rows(), int64_t(100));  // bounded
+        }
+        QVERIFY(m->write(imatrix, &stats).ok());
+        ActivationStats back;
+        auto read = ImportanceMatrix::read(imatrix, &back);
+        QVERIFY2(read.ok(), read.ok() ? "" : read.error().message.c_str());
+        QCOMPARE(read->entries.size(), m->entries.size());
+        QCOMPARE(back.max_rows, int64_t(100));
+        for (const auto& [name, sample] : stats.inputs) {
+            const ActivationSample& got = back.inputs[name];
+            QVERIFY(got.rows == sample.rows);
+            QCOMPARE(got.rows_seen, sample.rows_seen);
+            QCOMPARE(got.mean_abs()[3], sample.mean_abs()[3]);
+        }
+        // A plain imatrix file has none, and --awq on it is refused with what to do.
+        const std::string plain = temp_path("awq-im-plain.imatrix.gguf");
+        QVERIFY(m->write(plain).ok());
+        QuantizeOptions q;
+        q.source = source;
+        q.threads = 2;
+        q.awq = true;
+        q.awq_rows = 100;
+        q.awq_grid = 6;
+        q.output = a;
+        q.imatrix_path = plain;
+        auto refused = QuantizeJob(q).run();
+        QVERIFY(!refused.ok());
+        QVERIFY2(refused.error().message.find("folio imatrix --awq") != std::string::npos, refused.error().message.c_str());
+
+        q.imatrix_path = imatrix;
+        auto from_file = QuantizeJob(q).run();
+        q.imatrix_path.clear();
+        q.output = b;
+        q.calibration_files = {text};
+        q.calibration_chunks = 2;
+        auto collected = QuantizeJob(q).run();
+        QVERIFY2(from_file.ok(), from_file.ok() ? "" : from_file.error().message.c_str());
+        QVERIFY(collected.ok());
+        QCOMPARE(from_file->awq_groups.size(), collected->awq_groups.size());
+        for (size_t i = 0; i < collected->awq_groups.size(); ++i)
+            QCOMPARE(from_file->awq_groups[i].alpha, collected->awq_groups[i].alpha);
+        for (const std::string& p : {source, text, imatrix, plain, a, b, a + ".quality.json", b + ".quality.json"})
+            std::filesystem::remove(p);
+    }
 };
 
 FOLIO_TEST_MAIN(AwqTest)

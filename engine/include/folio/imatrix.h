@@ -20,26 +20,6 @@
 
 namespace folio {
 
-struct ImatrixEntry {
-    std::vector<float> sums;  // per input column: sum of x^2
-    float count = 0;          // rows summed
-};
-
-struct ImportanceMatrix {
-    std::map<std::string, ImatrixEntry> entries;  // by weight name ("blk.0.attn_q.weight")
-    std::vector<std::string> datasets;            // the calibration texts
-    uint32_t chunk_count = 0;
-    uint32_t chunk_size = 0;
-
-    // The mean square activation of each column of `tensor`, as llama-quantize
-    // weighs with; empty when the matrix has no entry for it. An entry whose
-    // width is not `columns` is an Error.
-    Result<std::vector<float>> weights_for(const std::string& tensor, int64_t columns) const;
-
-    static Result<ImportanceMatrix> read(const std::string& path);
-    Status write(const std::string& path) const;
-};
-
 // What activation-aware scaling (AWQ, quant/awq.h) needs of the calibration
 // activations beyond the importance matrix, for the inputs it rescales: per
 // input column the sum of |x|, and a uniform sample of whole input rows
@@ -66,6 +46,30 @@ struct ActivationStats {
 
 // The weights whose inputs ActivationStats keeps ("blk.3.attn_q.weight", ...).
 bool is_awq_input(const std::string& weight_name);
+
+struct ImatrixEntry {
+    std::vector<float> sums;  // per input column: sum of x^2
+    float count = 0;          // rows summed
+};
+
+struct ImportanceMatrix {
+    std::map<std::string, ImatrixEntry> entries;  // by weight name ("blk.0.attn_q.weight")
+    std::vector<std::string> datasets;            // the calibration texts
+    uint32_t chunk_count = 0;
+    uint32_t chunk_size = 0;
+
+    // The mean square activation of each column of `tensor`, as llama-quantize
+    // weighs with; empty when the matrix has no entry for it. An entry whose
+    // width is not `columns` is an Error.
+    Result<std::vector<float>> weights_for(const std::string& tensor, int64_t columns) const;
+
+    // With `activations`, also what folio imatrix --awq stores beside the
+    // entries ("<tensor>.in_sum_abs", "<tensor>.in_rows"; llama.cpp's loader
+    // reads only .in_sum2 and .counts and passes over them): read fills it
+    // (left empty when the file has none), write adds it.
+    static Result<ImportanceMatrix> read(const std::string& path, ActivationStats* activations = nullptr);
+    Status write(const std::string& path, const ActivationStats* activations = nullptr) const;
+};
 
 struct ImatrixOptions {
     int32_t n_ctx = 512;        // tokens per chunk

@@ -49,7 +49,8 @@ struct QuantizeOptions {
     int64_t calibration_chunks = -1;  // -1: all of the text
     // AWQ (quant/awq.h, docs/quantization.md): activation-aware input scales
     // searched on the calibration activations and folded into the norms and
-    // ffn_up. Needs calibration_files (the activations are collected there).
+    // ffn_up. Needs calibration_files (the activations are collected there)
+    // or an imatrix_path written by folio imatrix --awq (they are stored in it).
     bool awq = false;
     int64_t awq_rows = 512;           // sampled input rows per scaled input
     int awq_grid = 20;                // alpha points in [0, 1)

@@ -104,7 +104,13 @@ QuantizeJob::QuantizeJob(QuantizeOptions options) : options_(std::move(options))
 // The importance matrix the options ask for: read, collected, or none (empty).
 Result<ImportanceMatrix> QuantizeJob::calibrate(const ModelDescription& model, ProgressReporter& progress,
                                                 QuantizeProgress p, ActivationStats* activations) {
-    if (!options_.imatrix_path.empty()) return ImportanceMatrix::read(options_.imatrix_path);
+    if (!options_.imatrix_path.empty()) {
+        auto read = ImportanceMatrix::read(options_.imatrix_path, activations);
+        if (read && activations && activations->inputs.empty())
+            return make_error("'" + options_.imatrix_path + "' holds no AWQ activations: make it with folio imatrix --awq, "
+                              "or give a calibration text (--calibrate TEXT) to collect them");
+        return read;
+    }
     if (options_.calibration_files.empty()) return ImportanceMatrix{};
     auto text = read_calibration_text(options_.calibration_files);
     if (!text) return text.error();
@@ -173,9 +179,9 @@ Result<QuantizeReport> QuantizeJob::run() {
     auto model = load_model_description(options_.source);
     if (!model) return model.error();
     if (Status s = check_architecture(*model); !s) return s.error();
-    if (options_.awq && options_.calibration_files.empty())
+    if (options_.awq && options_.calibration_files.empty() && options_.imatrix_path.empty())
         return make_error("AWQ searches its scales on calibration activations: give a calibration text "
-                          "(--calibrate TEXT or 'default'); an imatrix file holds only their squares");
+                          "(--calibrate TEXT or 'default') or an imatrix file made by folio imatrix --awq");
     if (options_.awq && (options_.awq_rows < 1 || options_.awq_grid < 1))
         return make_error("AWQ needs at least 1 sampled row and 1 alpha grid point (got " +
                           std::to_string(options_.awq_rows) + " and " + std::to_string(options_.awq_grid) + ")");
