@@ -31,6 +31,7 @@ std::vector<FlagSpec> quantize_flags() {
         {"", "--awq", "", "activation-aware scales (AWQ) searched on the calibration text, folded into the norms"},
         {"", "--awq-rows", "N", "AWQ: input rows sampled per scaled input (default 512)"},
         {"", "--awq-grid", "N", "AWQ: alpha points searched in [0, 1) (default 20)"},
+        {"", "--awq-groups", "LIST", "AWQ: which groups to scale, of qkv,gate_up,down,v_out (default: all)"},
         {"", "--validate", "TEXT", "compare result and source on TEXT (default: " + std::string(kDefaultValidationText) + ")"},
         {"", "--validate-chunks", "N", "chunks of 512 tokens to compare on (default 4; 0: block checks only)"},
         {"-h", "--help", "", "this help"},
@@ -173,8 +174,9 @@ int run_quantize(int argc, char** argv) {
     auto awq_grid = args->get_int("--awq-grid", 20, 1, 1000);
     if (!awq_grid) return fail("quantize", awq_grid.error().message);
     options.awq = args->has("--awq");
-    if (!options.awq && (args->has("--awq-rows") || args->has("--awq-grid")))
-        return fail("quantize", "--awq-rows and --awq-grid set up --awq; give --awq too");
+    if (!options.awq && (args->has("--awq-rows") || args->has("--awq-grid") || args->has("--awq-groups")))
+        return fail("quantize", "--awq-rows, --awq-grid and --awq-groups set up --awq; give --awq too");
+    options.awq_groups = args->get_or("--awq-groups", "");
     if (options.awq && !args->has("--calibrate") && !args->has("--imatrix"))
         return fail("quantize", "--awq searches its scales on calibration activations: give --calibrate TEXT "
                                 "(or 'default'), or --imatrix FILE made by folio imatrix --awq");

@@ -40,7 +40,7 @@ printf "%-36s %9s %10s %9s %9s %9s %9s %9s\n" variant size_MiB PPL PPL_ratio mea
 for v in "${names[@]}"; do
   f=$out/$v.kld.log
   $bin/llama-perplexity -fa off -m "$out/$v.gguf" -c 512 -b 512 -t 2 --kl-divergence-base "$out/base.kld" --kl-divergence > "$f" 2>&1
-  printf "%-36s %9.1f %10s %9s %9s %9s %9s %9s\n" "$v" "$(echo "$(stat -c %s "$out/$v.gguf") / 1048576" | bc -l)" \
+  printf "%-36s %9.1f %10s %9s %9s %9s %9s %9s\n" "$v" "$(echo "$(stat -L -c %s "$out/$v.gguf") / 1048576" | bc -l)" \
     "$(grep 'Mean PPL(Q)  ' "$f" | awk '{print $4}')" "$(grep 'Mean PPL(Q)/PPL(base)' "$f" | awk '{print $4}')" \
     "$(grep 'Mean    KLD' "$f" | awk '{print $3}')" "$(grep '99.0%   KLD' "$f" | awk '{print $3}')" \
     "$(grep 'Maximum KLD' "$f" | awk '{print $3}')" "$(grep 'Same top p:' "$f" | awk '{print $4}')"

@@ -21,7 +21,7 @@ using quant_fixture::temp_path;
 
 namespace {
 
-enum class Fold { Both, ColumnsOnly, NoFfnUpRows };
+enum class Fold { Both, ColumnsOnly, NoMatrixRows };
 
 // Random scales (log-uniform in [1/4, 4]) for every AWQ group of `model`,
 // folded as the job folds them, or with a fold left out.
@@ -34,9 +34,10 @@ quant::AwqFolds random_folds(const ModelDescription& model, Fold fold, uint64_t 
         const TensorView* first = model.find_tensor(g.members.front());
         std::vector<float> s(size_t(first->shape[0]));
         for (float& v : s) v = std::exp(log_scale(rng));
+        s = g.tie(s);  // V -> attn_output: the heads that read one V row share its scale
         for (const std::string& m : g.members) folds.scale_columns(m, s);
         const bool is_norm = g.producer.find("_norm.") != std::string::npos;
-        if (fold == Fold::Both || (fold == Fold::NoFfnUpRows && is_norm)) folds.divide_rows(g.producer, s);
+        if (fold == Fold::Both || (fold == Fold::NoMatrixRows && is_norm)) folds.divide_rows(g.producer, g.producer_scales(s));
     }
     return folds;
 }
@@ -91,7 +92,7 @@ class AwqTest : public QObject {
         auto model = load_model_description(source);
         QVERIFY(model.ok());
         std::vector<std::string> skipped;
-        QCOMPARE(quant::awq_groups(*model, skipped).size(), size_t(3 * model->hparams.n_layer));
+        QCOMPARE(quant::awq_groups(*model, skipped).size(), size_t(4 * model->hparams.n_layer));
         QVERIFY(skipped.empty());
         std::vector<int32_t> tokens;
         for (int i = 0; i < 40; ++i) tokens.push_back((i * 37 + 11) % 500);
@@ -105,8 +106,8 @@ class AwqTest : public QObject {
         const double exact = relative_difference(*want, *got);
         QVERIFY2(exact < 1e-3, (shape + ": folded logits differ by " + std::to_string(exact)).c_str());
 
-        // Each fold matters: without the norm's 1/s, or without ffn_up's, the function changes.
-        for (Fold broken : {Fold::ColumnsOnly, Fold::NoFfnUpRows}) {
+        // Each fold matters: without the norms' 1/s, or without ffn_up's and attn_v's, the function changes.
+        for (Fold broken : {Fold::ColumnsOnly, Fold::NoMatrixRows}) {
             QVERIFY(write_folded(shape, *model, random_folds(*model, broken, 7), folded).ok());
             auto wrong = all_logits(folded, tokens);
             QVERIFY(wrong.ok());
@@ -195,7 +196,7 @@ private slots:
         auto report = QuantizeJob(options).run();
         QVERIFY2(report.ok(), report.ok() ? "" : report.error().message.c_str());
         QVERIFY(report->awq);
-        QCOMPARE(report->awq_groups.size(), size_t(6));
+        QCOMPARE(report->awq_groups.size(), size_t(8));
         // This seed's calibration scales some groups and not others, so both sides of the check below run.
         QVERIFY(std::any_of(report->awq_groups.begin(), report->awq_groups.end(), [](const auto& g) { return g.alpha > 0; }));
         QVERIFY(std::any_of(report->awq_groups.begin(), report->awq_groups.end(), [](const auto& g) { return g.alpha == 0; }));

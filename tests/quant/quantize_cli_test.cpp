@@ -59,6 +59,13 @@ private slots:
         r = run_folio("quantize -m " + shell_quote(source_) + " -o /tmp/x.gguf --calibrate default --awq-grid 5");
         QCOMPARE(r.exit_code, 1);
         QVERIFY2(r.err.find("give --awq too") != std::string::npos, r.err.c_str());
+        r = run_folio("quantize -m " + shell_quote(source_) + " -o /tmp/x.gguf --calibrate " + shell_quote(text_) +
+                      " --awq --awq-groups qkv,mlp");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("unknown AWQ group 'mlp'") != std::string::npos, r.err.c_str());
+        r = run_folio("imatrix -m " + shell_quote(source_) + " -o /tmp/x.gguf --awq-rows 9");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("give --awq too") != std::string::npos, r.err.c_str());
         r = run_folio("imatrix -m " + shell_quote(source_));
         QCOMPARE(r.exit_code, 1);
         QVERIFY2(r.err.find("-o FILE") != std::string::npos, r.err.c_str());
@@ -105,7 +112,7 @@ private slots:
                            shell_quote(text_) + " --calibrate-chunks 2 --awq --awq-rows 64 --awq-grid 4 --validate-chunks 0 -t 2");
         QVERIFY2(r.exit_code == 0, r.err.c_str());
         QVERIFY2(r.out.find("groups scaled (mean alpha") != std::string::npos, r.out.c_str());
-        QVERIFY2(r.err.find("AWQ group 6/6") != std::string::npos, r.err.c_str());
+        QVERIFY2(r.err.find("AWQ group 8/8") != std::string::npos, r.err.c_str());
         std::filesystem::remove(out);
         std::filesystem::remove(out + ".quality.json");
     }

@@ -54,6 +54,7 @@ struct QuantizeOptions {
     bool awq = false;
     int64_t awq_rows = 512;           // sampled input rows per scaled input
     int awq_grid = 20;                // alpha points in [0, 1)
+    std::string awq_groups;           // which groups, e.g. "qkv,down" (qkv gate_up down v_out); empty: all
     // Validation after writing: every block's scales are always checked;
     // with a text, source and result are also compared on its first
     // `validation_chunks` chunks of `validation_ctx` tokens (PPL, KLD, top

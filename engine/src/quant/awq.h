@@ -35,8 +35,22 @@
 
 namespace folio::quant {
 
+// Which input a group rescales, and where its 1/s goes.
+enum class AwqGroupKind {
+    Qkv,     // attn_norm -> Q K V: the norm's weight
+    GateUp,  // ffn_norm -> gate up: the norm's weight
+    Down,    // ffn_up -> ffn_down: up's rows (the gated product is linear in up)
+    VOut,    // attn_v -> attn_output: V's rows (attention is linear in V; with
+             // grouped-query attention the heads that read one V row share its scale)
+};
+// "qkv", "gate_up", "down", "v_out"
+std::string_view awq_group_kind_name(AwqGroupKind kind);
+// A comma-separated list of those names -> the kinds; an Error naming a wrong one.
+Result<std::vector<AwqGroupKind>> parse_awq_group_kinds(std::string_view list);
+
 struct AwqOptions {
     int grid = 20;  // alpha in {0, 1/grid, ..., (grid - 1)/grid}
+    std::vector<AwqGroupKind> kinds = {AwqGroupKind::Qkv, AwqGroupKind::GateUp, AwqGroupKind::Down, AwqGroupKind::VOut};
 };
 
 // One matrix of a group as the search sees it.
@@ -70,9 +84,18 @@ Result<AwqSearchResult> search_awq_scales(std::span<const AwqMember> members, st
 
 // A group of matrices that read one input, and what produces that input.
 struct AwqGroup {
+    AwqGroupKind kind = AwqGroupKind::Qkv;
     std::string input;                 // the ActivationStats key (its first member)
     std::vector<std::string> members;  // their columns are multiplied by s
     std::string producer;              // a norm vector, or a matrix whose rows are divided by s
+    std::vector<std::string> producer_biases;  // divided with the producer's rows (Qwen2's attn_v.bias)
+    int64_t head_dim = 0, n_rep = 1;   // VOut: n_rep query heads of head_dim columns read one V head
+
+    // Per input column values made equal over the columns that one producer
+    // row feeds (their mean), so that the fold stays exact.
+    std::vector<float> tie(std::span<const float> per_column) const;
+    // The producer's row divisors for tied column scales.
+    std::vector<float> producer_scales(std::span<const float> column_scales) const;
 };
 
 // The groups of `model`'s architecture whose folding is exact, layer by

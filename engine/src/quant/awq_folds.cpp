@@ -1,5 +1,6 @@
 // Which matrices share an AWQ scale, where its inverse is folded, and the
 // model-wide search: group by group, each group's matrices read as F32.
+#include <algorithm>
 #include <unordered_map>
 
 #include "folio/imatrix.h"
@@ -18,6 +19,56 @@ void multiply_into(std::vector<float>& into, std::span<const float> s) {
 }
 
 }  // namespace
+
+std::string_view awq_group_kind_name(AwqGroupKind kind) {
+    switch (kind) {
+        case AwqGroupKind::Qkv: return "qkv";
+        case AwqGroupKind::GateUp: return "gate_up";
+        case AwqGroupKind::Down: return "down";
+        case AwqGroupKind::VOut: return "v_out";
+    }
+    return "?";
+}
+
+Result<std::vector<AwqGroupKind>> parse_awq_group_kinds(std::string_view list) {
+    std::vector<AwqGroupKind> kinds;
+    size_t pos = 0;
+    while (pos <= list.size()) {
+        const size_t end = std::min(list.find(',', pos), list.size());
+        const std::string_view item = list.substr(pos, end - pos);
+        bool known = false;
+        for (AwqGroupKind k : {AwqGroupKind::Qkv, AwqGroupKind::GateUp, AwqGroupKind::Down, AwqGroupKind::VOut})
+            if (item == awq_group_kind_name(k)) {
+                kinds.push_back(k);
+                known = true;
+            }
+        if (!known)
+            return make_error("unknown AWQ group '" + std::string(item) + "'; the groups are qkv, gate_up, down, v_out");
+        pos = end + 1;
+    }
+    return kinds;
+}
+
+std::vector<float> AwqGroup::tie(std::span<const float> per_column) const {
+    std::vector<float> out(per_column.begin(), per_column.end());
+    if (n_rep <= 1 || head_dim <= 0) return out;
+    const int64_t group_width = n_rep * head_dim;
+    for (int64_t g = 0; g + group_width <= int64_t(out.size()); g += group_width)
+        for (int64_t d = 0; d < head_dim; ++d) {
+            float sum = 0;
+            for (int64_t h = 0; h < n_rep; ++h) sum += per_column[size_t(g + h * head_dim + d)];
+            for (int64_t h = 0; h < n_rep; ++h) out[size_t(g + h * head_dim + d)] = sum / float(n_rep);
+        }
+    return out;
+}
+
+std::vector<float> AwqGroup::producer_scales(std::span<const float> column_scales) const {
+    if (n_rep <= 1 || head_dim <= 0) return {column_scales.begin(), column_scales.end()};
+    std::vector<float> rows;
+    for (int64_t g = 0; g < int64_t(column_scales.size()); g += n_rep * head_dim)
+        rows.insert(rows.end(), column_scales.begin() + g, column_scales.begin() + g + head_dim);
+    return rows;
+}
 
 void AwqFolds::scale_columns(const std::string& tensor, std::span<const float> s) {
     multiply_into(transforms_[tensor].column_scale, s);
@@ -73,23 +124,35 @@ std::vector<AwqGroup> awq_groups(const ModelDescription& model, std::vector<std:
         return groups;
     }
     auto has = [&](const std::string& name) { return model.find_tensor(name) != nullptr; };
+    const int64_t n_head = model.hparams.n_head, n_head_kv = model.hparams.n_head_kv;
+    const int64_t head_dim = model.hparams.head_dim ? model.hparams.head_dim : (n_head ? model.hparams.n_embd / n_head : 0);
     for (uint32_t l = 0; l < model.hparams.n_layer; ++l) {
         const std::string q = layer_name(l, "attn_q.weight"), k = layer_name(l, "attn_k.weight"),
                           v = layer_name(l, "attn_v.weight"), gate = layer_name(l, "ffn_gate.weight"),
                           up = layer_name(l, "ffn_up.weight"), down = layer_name(l, "ffn_down.weight"),
                           attn_norm = layer_name(l, "attn_norm.weight"), ffn_norm = layer_name(l, "ffn_norm.weight");
+        const std::string out = layer_name(l, "attn_output.weight"), v_bias = layer_name(l, "attn_v.bias");
         if (has(q) && has(k) && has(v) && has(attn_norm))
-            groups.push_back({q, {q, k, v}, attn_norm});
+            groups.push_back({AwqGroupKind::Qkv, q, {q, k, v}, attn_norm, {}});
         else
             skipped.push_back("layer " + std::to_string(l) + ": no attn_norm -> Q K V group (fused or missing tensors)");
         if (has(gate) && has(up) && has(ffn_norm))
-            groups.push_back({gate, {gate, up}, ffn_norm});
+            groups.push_back({AwqGroupKind::GateUp, gate, {gate, up}, ffn_norm, {}});
         else
             skipped.push_back("layer " + std::to_string(l) + ": no ffn_norm -> gate up group");
         if (has(up) && has(down) && has(gate))
-            groups.push_back({down, {down}, up});
+            groups.push_back({AwqGroupKind::Down, down, {down}, up, {}});
         else
             skipped.push_back("layer " + std::to_string(l) + ": no ffn_up -> ffn_down group (not a gated FFN)");
+        if (has(v) && has(out) && n_head > 0 && n_head_kv > 0 && n_head % n_head_kv == 0 && head_dim > 0) {
+            AwqGroup g{AwqGroupKind::VOut, out, {out}, v, {}};
+            if (has(v_bias)) g.producer_biases = {v_bias};
+            g.head_dim = head_dim;
+            g.n_rep = n_head / n_head_kv;
+            groups.push_back(std::move(g));
+        } else {
+            skipped.push_back("layer " + std::to_string(l) + ": no attn_v -> attn_output group");
+        }
     }
     return groups;
 }
@@ -99,7 +162,9 @@ Result<AwqOutcome> search_awq(const ModelDescription& model, const std::vector<T
                               const AwqOptions& options, cpu::ThreadPool& pool, const std::atomic<bool>* cancel,
                               const std::function<void(size_t group, size_t n_groups)>& on_group) {
     AwqOutcome outcome;
-    const std::vector<AwqGroup> groups = awq_groups(model, outcome.skipped);
+    std::vector<AwqGroup> groups;
+    for (AwqGroup& g : awq_groups(model, outcome.skipped))
+        if (std::find(options.kinds.begin(), options.kinds.end(), g.kind) != options.kinds.end()) groups.push_back(std::move(g));
     std::unordered_map<std::string, const TensorPlan*> planned;
     for (const TensorPlan& t : plan) planned[t.name] = &t;
     for (size_t g = 0; g < groups.size(); ++g) {
@@ -128,13 +193,15 @@ Result<AwqOutcome> search_awq(const ModelDescription& model, const std::vector<T
             }
             members.push_back({name, p->second->type, src->shape[0], src->shape[1], weights[i], importance[i]});
         }
-        const std::vector<float> mean_abs = sample.mean_abs();
+        const std::vector<float> mean_abs = group.tie(sample.mean_abs());
         auto found = search_awq_scales(members, mean_abs, sample.rows, sample.n_rows(), options, pool);
         if (!found) return found.error();
         outcome.groups.push_back({group.input, found->alpha, found->error, found->error_unscaled});
         if (found->alpha > 0) {
             for (const std::string& name : group.members) outcome.folds.scale_columns(name, found->scales);
-            outcome.folds.divide_rows(group.producer, found->scales);
+            const std::vector<float> rows = group.producer_scales(found->scales);
+            outcome.folds.divide_rows(group.producer, rows);
+            for (const std::string& bias : group.producer_biases) outcome.folds.divide_rows(bias, rows);
         }
         if (on_group) on_group(g + 1, groups.size());
     }

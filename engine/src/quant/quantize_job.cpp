@@ -202,6 +202,11 @@ Result<QuantizeReport> QuantizeJob::run() {
         p.phase = QuantizePhase::Calibrating;
         quant::AwqOptions awq_options;
         awq_options.grid = options_.awq_grid;
+        if (!options_.awq_groups.empty()) {
+            auto kinds = quant::parse_awq_group_kinds(options_.awq_groups);
+            if (!kinds) return kinds.error();
+            awq_options.kinds = std::move(*kinds);
+        }
         auto outcome = quant::search_awq(*model, *plan, *imatrix, activations, awq_options, pool, &cancelled_,
                                          [&](size_t group, size_t n) {
                                              p.tensor_index = group;
