@@ -31,6 +31,7 @@ std::vector<FlagSpec> quantize_flags() {
         {"", "--awq", "", "activation-aware scales (AWQ) searched on the calibration text, folded into the norms"},
         {"", "--awq-rows", "N", "AWQ: input rows sampled per scaled input (default 512)"},
         {"", "--awq-grid", "N", "AWQ: alpha points searched in [0, 1) (default 20)"},
+        {"", "--awq-clip", "", "AWQ: then a clip search per matrix (each block's range shrunk where that lowers the output error)"},
         {"", "--awq-groups", "LIST", "AWQ: which groups to scale, of qkv,gate_up,down,v_out (default: all)"},
         {"", "--validate", "TEXT", "compare result and source on TEXT (default: " + std::string(kDefaultValidationText) + ")"},
         {"", "--validate-chunks", "N", "chunks of 512 tokens to compare on (default 4; 0: block checks only)"},
@@ -109,9 +110,12 @@ void print_summary(const QuantizeReport& r) {
     }
     if (r.awq) {
         size_t scaled = 0;
-        double error = 0, unscaled = 0, alpha = 0;
+        double error = 0, unscaled = 0, alpha = 0, clipped_error = 0;
+        int clipped = 0;
         for (const AwqGroupSummary& g : r.awq_groups) {
             scaled += g.alpha > 0;
+            clipped += g.clipped_matrices;
+            clipped_error += g.error_clipped;
             error += g.error;
             unscaled += g.error_unscaled;
             alpha += g.alpha;
@@ -119,6 +123,9 @@ void print_summary(const QuantizeReport& r) {
         std::printf("  awq       %zu/%zu groups scaled (mean alpha %.2f), output error on the sample %.4g -> %.4g (%+.1f %%)\n",
                     scaled, r.awq_groups.size(), r.awq_groups.empty() ? 0.0 : alpha / double(r.awq_groups.size()),
                     unscaled, error, unscaled > 0 ? 100.0 * (error - unscaled) / unscaled : 0.0);
+        if (clipped_error != error)
+            std::printf("  awq clip  %d matrices clipped, output error on the sample %.4g -> %.4g\n", clipped, error,
+                        clipped_error);
         for (const std::string& why : r.awq_skipped) std::printf("  awq skip  %s\n", why.c_str());
     }
     if (!r.report_path.empty()) std::printf("  report    %s\n", r.report_path.c_str());
@@ -174,8 +181,9 @@ int run_quantize(int argc, char** argv) {
     auto awq_grid = args->get_int("--awq-grid", 20, 1, 1000);
     if (!awq_grid) return fail("quantize", awq_grid.error().message);
     options.awq = args->has("--awq");
-    if (!options.awq && (args->has("--awq-rows") || args->has("--awq-grid") || args->has("--awq-groups")))
-        return fail("quantize", "--awq-rows, --awq-grid and --awq-groups set up --awq; give --awq too");
+    if (!options.awq && (args->has("--awq-rows") || args->has("--awq-grid") || args->has("--awq-groups") || args->has("--awq-clip")))
+        return fail("quantize", "--awq-rows, --awq-grid, --awq-groups and --awq-clip set up --awq; give --awq too");
+    options.awq_clip = args->has("--awq-clip");
     options.awq_groups = args->get_or("--awq-groups", "");
     if (options.awq && !args->has("--calibrate") && !args->has("--imatrix"))
         return fail("quantize", "--awq searches its scales on calibration activations: give --calibrate TEXT "

@@ -4,12 +4,13 @@
 # the protocol of compare_llamacpp.sh: calibration on Debian's licence texts
 # (CAL_CHUNKS chunks of 512), evaluation on GPL-3 (EVAL_CHUNKS chunks of 512).
 #
-# usage: bench/quant/awq_compare.sh LLAMA_BIN_DIR OUT_DIR SOURCE.gguf EVAL_CHUNKS CAL_CHUNKS [ROWS:GRID ...]
+# usage: bench/quant/awq_compare.sh LLAMA_BIN_DIR OUT_DIR SOURCE.gguf EVAL_CHUNKS CAL_CHUNKS [ROWS:GRID[:GROUPS[:clip]] ...]
 #   e.g. bench/quant/awq_compare.sh /work/llamacpp/build/bin /work/quantdata/bench-smollm2-awq \
 #          /work/quantdata/SmolLM2-135M-Instruct-hf.F32.gguf 8 16 512:20
 # Makes OUT_DIR/base.kld unless it is there; makes llama.imatrix.gguf and
 # llama.Q4_K_M.imatrix.gguf unless they are there (llama-imatrix, llama-quantize);
-# then one folio.Q4_K_M.imatrix.awq-ROWSxGRID.gguf per ROWS:GRID (default 512:20)
+# then one folio.Q4_K_M.imatrix.awq-ROWSxGRID[-GROUPS].gguf per ROWS:GRID[:GROUPS] (default 512:20;
+# GROUPS: --awq-groups, e.g. qkv or down,v_out; all when empty or left out; clip: --awq-clip)
 # and judges every file with the same base. FOLIO: the folio binary (build-awq/app/folio).
 set -euo pipefail
 bin=$1; out=$2; src=$3; eval_chunks=$4; cal_chunks=$5; shift 5
@@ -29,10 +30,11 @@ echo "source: $src; calibration: $cal ($cal_chunks x 512); evaluation: $eval_tex
 [ -f "$out/llama.Q4_K_M.imatrix.gguf" ] || echo "quantize llama.cpp Q4_K_M+imatrix: $(t $bin/llama-quantize --imatrix "$out/llama.imatrix.gguf" "$src" "$out/llama.Q4_K_M.imatrix.gguf" Q4_K_M 2) s"
 names=(llama.Q4_K_M.imatrix)
 for v in "${variants[@]}"; do
-  rows=${v%%:*}; grid=${v##*:}; name=folio.Q4_K_M.imatrix.awq-${rows}x${grid}
-  echo "quantize folio Q4_K_M --calibrate --awq rows $rows grid $grid: $(t /usr/bin/time -f 'peak RSS %M KiB' $folio quantize -m "$src" \
-      -o "$out/$name.gguf" --calibrate "$cal" --calibrate-chunks "$cal_chunks" --awq --awq-rows "$rows" --awq-grid "$grid" \
-      --validate-chunks 0 -t 2) s, $(grep 'peak RSS' "$out/last.log"); $(grep '  awq  ' "$out/last.log")"
+  IFS=: read -r rows grid groups clip <<< "$v"
+  name=folio.Q4_K_M.imatrix.awq-${rows}x${grid}${groups:+-${groups//,/+}}${clip:+-clip}
+  echo "quantize folio Q4_K_M --calibrate --awq rows $rows grid $grid groups ${groups:-all}${clip:+ + clip}: $(t /usr/bin/time -f 'peak RSS %M KiB' \
+      $folio quantize -m "$src" -o "$out/$name.gguf" --calibrate "$cal" --calibrate-chunks "$cal_chunks" --awq --awq-rows "$rows" \
+      --awq-grid "$grid" ${groups:+--awq-groups "$groups"} ${clip:+--awq-clip} --validate-chunks 0 -t 2) s, $(grep 'peak RSS' "$out/last.log"); $(grep '  awq  ' "$out/last.log")"
   cp "$out/last.log" "$out/$name.quantize.log"
   names+=("$name")
 done

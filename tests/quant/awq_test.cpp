@@ -161,6 +161,41 @@ private slots:
         QVERIFY(*none < 1e-8 * *some);
     }
 
+    void clipClampsEachBlockAndNeverRaisesTheError() {
+        quant::AwqClip clip;
+        clip.ratios = {1.0f, 0.5f};
+        clip.choice = {1, 0};  // one row of two blocks: the first clipped to half its range
+        std::vector<float> row(64);
+        for (int i = 0; i < 64; ++i) row[size_t(i)] = float(i % 32) - 8.0f;  // -8 .. 23 in each block
+        clip.apply(row.data(), 64, 0);
+        QCOMPARE(row[31], 11.5f);   // 0.5 x 23
+        QCOMPARE(row[0], -8.0f);    // inside the limit
+        QCOMPARE(row[63], 23.0f);   // the second block keeps its range
+
+        // A matrix with a few large weights: clipping may pay, and is kept only where it does.
+        const int64_t n_in = 256, n_out = 32, n_rows = 128;
+        std::mt19937_64 rng(5);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::vector<float> w(size_t(n_in * n_out)), x(size_t(n_rows * n_in));
+        for (size_t i = 0; i < w.size(); ++i) w[i] = normal(rng) * (i % 97 == 0 ? 6.0f : 1.0f);
+        for (float& v : x) v = normal(rng);
+        cpu::ThreadPool pool(2);
+        const quant::AwqMember m{"w", TensorType::Q4_0, n_in, n_out, w, {}};
+        const std::vector<float> ones(size_t(n_in), 1.0f);
+        const quant::AwqOptions options;
+        auto r = quant::search_awq_clip(m, ones, x, n_rows, options.clip_ratios, pool);
+        QVERIFY2(r.ok(), r.ok() ? "" : r.error().message.c_str());
+        QVERIFY(r->error <= r->error_unclipped);
+        auto unclipped = quant::awq_output_error(std::span(&m, 1), ones, x, n_rows, pool);
+        QVERIFY(unclipped.ok());
+        QCOMPARE(r->error_unclipped, *unclipped);
+        QVERIFY(r->clip.clips());  // this seed has weights worth clipping
+        {
+            QVERIFY(r->error < r->error_unclipped);
+            QCOMPARE(r->clip.choice.size(), size_t(n_out * n_in / 32));
+        }
+    }
+
     void scalesAreNormalisedAndFloored() {
         const std::vector<float> mean_abs = {0.0f, 1.0f, 4.0f, 16.0f};
         const std::vector<float> s = quant::awq_scales(mean_abs, 0.5f);

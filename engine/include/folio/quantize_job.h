@@ -55,6 +55,7 @@ struct QuantizeOptions {
     int64_t awq_rows = 512;           // sampled input rows per scaled input
     int awq_grid = 20;                // alpha points in [0, 1)
     std::string awq_groups;           // which groups, e.g. "qkv,down" (qkv gate_up down v_out); empty: all
+    bool awq_clip = false;            // then a clip search per matrix (quant/awq.h)
     // Validation after writing: every block's scales are always checked;
     // with a text, source and result are also compared on its first
     // `validation_chunks` chunks of `validation_ctx` tokens (PPL, KLD, top
@@ -75,6 +76,8 @@ struct AwqGroupSummary {
     float alpha = 0;              // 0: left unscaled
     double error = 0;
     double error_unscaled = 0;
+    double error_clipped = 0;     // after the clip search (= error without it)
+    int clipped_matrices = 0;     // members whose clipping lowered their error
 };
 
 // One tensor as written.

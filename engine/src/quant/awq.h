@@ -50,6 +50,9 @@ Result<std::vector<AwqGroupKind>> parse_awq_group_kinds(std::string_view list);
 
 struct AwqOptions {
     int grid = 20;  // alpha in {0, 1/grid, ..., (grid - 1)/grid}
+    // The clip search after the scales (search_awq_clip): off unless asked.
+    bool clip = false;
+    std::vector<float> clip_ratios = {1.0f, 0.95f, 0.9f, 0.85f, 0.8f, 0.75f};
     std::vector<AwqGroupKind> kinds = {AwqGroupKind::Qkv, AwqGroupKind::GateUp, AwqGroupKind::Down, AwqGroupKind::VOut};
 };
 
@@ -68,6 +71,35 @@ struct AwqSearchResult {
     double error = 0;                // output error at alpha
     double error_unscaled = 0;       // at alpha 0
 };
+
+// Range limits per (row, block of 32 columns) of one matrix: after the
+// column scales, a block's values are clamped to +-ratio x its largest |value|.
+struct AwqClip {
+    static constexpr int64_t kBlock = 32;
+    std::vector<float> ratios;    // the grid
+    std::vector<uint8_t> choice;  // per row and block, an index into ratios; empty: `uniform` everywhere
+    float uniform = 1.0f;
+
+    bool clips() const;
+    void apply(float* row, int64_t n_in, int64_t row_index) const;
+};
+
+// Q(W diag(s) clipped) diag(1/s) - W for one matrix, on the pool.
+Status awq_quantization_delta(const AwqMember& m, std::span<const float> scales, const AwqClip& clip,
+                              std::vector<float>& delta, cpu::ThreadPool& pool);
+
+// The clip search for one matrix whose scales are chosen: each uniform
+// ratio of the grid is tried, every (row, block) keeps the ratio with the
+// least error of its own contribution (its 32 x 32 block of the sample's
+// Gram matrix); the whole choice is kept only if the matrix's output error
+// (as awq_output_error measures it) is then lower than unclipped.
+struct AwqClipResult {
+    AwqClip clip;            // choice empty when clipping did not pay
+    double error = 0;        // output error with `clip`
+    double error_unclipped = 0;
+};
+Result<AwqClipResult> search_awq_clip(const AwqMember& m, std::span<const float> scales, std::span<const float> samples,
+                                      int64_t n_samples, std::span<const float> ratios, cpu::ThreadPool& pool);
 
 // The output error of a group quantized with its input columns scaled by
 // `scales`, over the n_samples rows of `samples` (n_in values each).
@@ -108,6 +140,7 @@ class AwqFolds {
 public:
     void scale_columns(const std::string& tensor, std::span<const float> s);
     void divide_rows(const std::string& tensor, std::span<const float> s);
+    void clip(const std::string& tensor, AwqClip clip);
     bool touches(const std::string& tensor) const { return transforms_.count(tensor) != 0; }
     bool empty() const { return transforms_.empty(); }
     size_t size() const { return transforms_.size(); }
@@ -122,6 +155,7 @@ private:
     struct Transform {
         std::vector<float> column_scale;
         std::vector<float> row_divisor;
+        AwqClip clip;  // after the column scales (a row's divisor does not change what it clips)
     };
     std::map<std::string, Transform> transforms_;
 };

@@ -78,6 +78,8 @@ void AwqFolds::divide_rows(const std::string& tensor, std::span<const float> s) 
     multiply_into(transforms_[tensor].row_divisor, s);
 }
 
+void AwqFolds::clip(const std::string& tensor, AwqClip clip) { transforms_[tensor].clip = std::move(clip); }
+
 Status AwqFolds::apply(const std::string& tensor, const std::vector<int64_t>& shape, std::vector<float>& values) const {
     const auto it = transforms_.find(tensor);
     if (it == transforms_.end()) return {};
@@ -87,12 +89,14 @@ Status AwqFolds::apply(const std::string& tensor, const std::vector<int64_t>& sh
     const bool is_vector = shape.size() == 1;
     const int64_t n_rows = n_cols ? int64_t(values.size()) / n_cols : 0;
     if ((!t.column_scale.empty() && int64_t(t.column_scale.size()) != n_cols) ||
-        (!t.row_divisor.empty() && int64_t(t.row_divisor.size()) != (is_vector ? n_cols : n_rows)))
+        (!t.row_divisor.empty() && int64_t(t.row_divisor.size()) != (is_vector ? n_cols : n_rows)) ||
+        (!t.clip.choice.empty() && int64_t(t.clip.choice.size()) != n_rows * (n_cols / AwqClip::kBlock)))
         return make_error("AWQ: tensor '" + tensor + "' does not have the shape its scales were searched for");
     for (int64_t r = 0; r < n_rows; ++r) {
         float* row = values.data() + r * n_cols;
         if (!t.column_scale.empty())
             for (int64_t c = 0; c < n_cols; ++c) row[c] *= t.column_scale[size_t(c)];
+        if (!is_vector) t.clip.apply(row, n_cols, r);
         if (!t.row_divisor.empty()) {
             if (is_vector)
                 for (int64_t c = 0; c < n_cols; ++c) row[c] /= t.row_divisor[size_t(c)];
@@ -196,7 +200,18 @@ Result<AwqOutcome> search_awq(const ModelDescription& model, const std::vector<T
         const std::vector<float> mean_abs = group.tie(sample.mean_abs());
         auto found = search_awq_scales(members, mean_abs, sample.rows, sample.n_rows(), options, pool);
         if (!found) return found.error();
-        outcome.groups.push_back({group.input, found->alpha, found->error, found->error_unscaled});
+        AwqGroupReport report{group.input, found->alpha, found->error, found->error_unscaled, found->error, 0};
+        if (options.clip)
+            for (size_t i = 0; i < members.size(); ++i) {
+                auto clipped = search_awq_clip(members[i], found->scales, sample.rows, sample.n_rows(), options.clip_ratios, pool);
+                if (!clipped) return clipped.error();
+                report.error_clipped += clipped->error - clipped->error_unclipped;
+                if (clipped->clip.clips()) {
+                    outcome.folds.clip(members[i].name, std::move(clipped->clip));
+                    ++report.clipped_matrices;
+                }
+            }
+        outcome.groups.push_back(report);
         if (found->alpha > 0) {
             for (const std::string& name : group.members) outcome.folds.scale_columns(name, found->scales);
             const std::vector<float> rows = group.producer_scales(found->scales);

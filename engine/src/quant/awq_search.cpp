@@ -18,9 +18,27 @@ namespace {
 // Rows of a matrix per quantization task.
 constexpr int64_t kRowsPerTask = 16;
 
+}  // namespace
+
+bool AwqClip::clips() const { return !choice.empty() || uniform < 1.0f; }
+
+void AwqClip::apply(float* row, int64_t n_in, int64_t row_index) const {
+    if (!clips()) return;
+    const int64_t n_blocks = n_in / kBlock;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const float ratio = choice.empty() ? uniform : ratios[choice[size_t(row_index * n_blocks + b)]];
+        if (ratio >= 1.0f) continue;
+        float* x = row + b * kBlock;
+        float largest = 0;
+        for (int64_t j = 0; j < kBlock; ++j) largest = std::max(largest, std::fabs(x[j]));
+        const float limit = ratio * largest;
+        for (int64_t j = 0; j < kBlock; ++j) x[j] = std::clamp(x[j], -limit, limit);
+    }
+}
+
 // delta = Q(W diag(s)) diag(1/s) - W, row by row on the pool.
-Status quantization_delta(const AwqMember& m, std::span<const float> scales, std::vector<float>& delta,
-                          cpu::ThreadPool& pool) {
+Status awq_quantization_delta(const AwqMember& m, std::span<const float> scales, const AwqClip& clip,
+                              std::vector<float>& delta, cpu::ThreadPool& pool) {
     const int64_t n_in = m.n_in;
     std::vector<float> importance;
     if (!m.importance.empty()) {
@@ -45,6 +63,7 @@ Status quantization_delta(const AwqMember& m, std::span<const float> scales, std
         for (int64_t r = task * kRowsPerTask; r < std::min(m.n_out, (task + 1) * kRowsPerTask); ++r) {
             const float* w = m.weights.data() + r * n_in;
             for (int64_t c = 0; c < n_in; ++c) s.scaled[size_t(c)] = w[c] * scales[size_t(c)];
+            clip.apply(s.scaled.data(), n_in, r);
             Status st = quantize_row(m.type, s.scaled, s.bytes, importance);
             if (st) st = dequantize(m.type, s.bytes.data(), s.bytes.size(), s.decoded.data(), n_in);
             if (!st) {
@@ -58,6 +77,19 @@ Status quantization_delta(const AwqMember& m, std::span<const float> scales, std
     });
     if (error) return *error;
     return {};
+}
+
+namespace {
+
+// sum over the sample of (x . delta_row)^2 for every row of one matrix.
+Result<double> delta_error(const AwqMember& m, const std::vector<float>& delta, std::span<const float> samples,
+                           int64_t n_samples, cpu::ThreadPool& pool, cpu::ScratchBuffer& scratch, std::vector<float>& y) {
+    y.resize(size_t(n_samples * m.n_out));
+    const cpu::WeightMatrix dw{TensorType::F32, reinterpret_cast<const std::byte*>(delta.data()), m.n_in, m.n_out};
+    if (Status s = cpu::matmul(dw, samples.data(), n_samples, y.data(), pool, scratch); !s) return s.error();
+    double sum = 0;
+    for (float v : y) sum += double(v) * double(v);
+    return sum;
 }
 
 }  // namespace
@@ -91,15 +123,76 @@ Result<double> awq_output_error(std::span<const AwqMember> members, std::span<co
             int64_t(m.weights.size()) != m.n_in * m.n_out || (!m.importance.empty() && int64_t(m.importance.size()) != m.n_in))
             return make_error("AWQ: tensor '" + m.name + "': " + std::to_string(m.n_in) +
                               " columns do not match its scales, sample rows or importance weights");
-        if (Status s = quantization_delta(m, scales, delta, pool); !s) return s.error();
-        y.resize(size_t(n_samples * m.n_out));
-        const cpu::WeightMatrix dw{TensorType::F32, reinterpret_cast<const std::byte*>(delta.data()), m.n_in, m.n_out};
-        if (Status s = cpu::matmul(dw, samples.data(), n_samples, y.data(), pool, scratch); !s) return s.error();
-        double sum = 0;
-        for (float v : y) sum += double(v) * double(v);
-        total += sum;
+        if (Status s = awq_quantization_delta(m, scales, AwqClip{}, delta, pool); !s) return s.error();
+        auto e = delta_error(m, delta, samples, n_samples, pool, scratch, y);
+        if (!e) return e.error();
+        total += *e;
     }
     return total;
+}
+
+Result<AwqClipResult> search_awq_clip(const AwqMember& m, std::span<const float> scales, std::span<const float> samples,
+                                      int64_t n_samples, std::span<const float> ratios, cpu::ThreadPool& pool) {
+    const int64_t block = AwqClip::kBlock, n_blocks = m.n_in / block;
+    if (m.n_in % block != 0 || ratios.empty() || ratios.size() > 255 || int64_t(samples.size()) != n_samples * m.n_in)
+        return make_error("AWQ clip: tensor '" + m.name + "' does not split into blocks of 32 columns");
+    // The sample's Gram matrix, block-diagonal part: gram[b] = sum_x x_b x_b^T.
+    std::vector<double> gram(size_t(n_blocks * block * block), 0.0);
+    pool.parallel_for(n_blocks, [&](int64_t b, int) {
+        double* g = gram.data() + b * block * block;
+        for (int64_t r = 0; r < n_samples; ++r) {
+            const float* x = samples.data() + r * m.n_in + b * block;
+            for (int64_t i = 0; i < block; ++i)
+                for (int64_t j = 0; j < block; ++j) g[i * block + j] += double(x[i]) * double(x[j]);
+        }
+    });
+    // Each (row, block)'s own error under each uniform ratio.
+    std::vector<float> best_error(size_t(m.n_out * n_blocks), INFINITY);
+    AwqClip chosen;
+    chosen.ratios.assign(ratios.begin(), ratios.end());
+    chosen.choice.assign(size_t(m.n_out * n_blocks), 0);
+    std::vector<float> delta;
+    for (size_t k = 0; k < ratios.size(); ++k) {
+        AwqClip uniform;
+        uniform.uniform = ratios[k];
+        if (Status s = awq_quantization_delta(m, scales, uniform, delta, pool); !s) return s.error();
+        pool.parallel_for(m.n_out, [&](int64_t r, int) {
+            for (int64_t b = 0; b < n_blocks; ++b) {
+                const float* d = delta.data() + r * m.n_in + b * block;
+                const double* g = gram.data() + b * block * block;
+                double e = 0;
+                for (int64_t i = 0; i < block; ++i) {
+                    double gi = 0;
+                    for (int64_t j = 0; j < block; ++j) gi += g[i * block + j] * double(d[j]);
+                    e += double(d[i]) * gi;
+                }
+                float& best = best_error[size_t(r * n_blocks + b)];
+                if (float(e) < best) {
+                    best = float(e);
+                    chosen.choice[size_t(r * n_blocks + b)] = uint8_t(k);
+                }
+            }
+        });
+    }
+    // K-quant blocks share super-block scales, so the per-block choices are
+    // judged together on the real objective before they are kept.
+    cpu::ScratchBuffer scratch;
+    std::vector<float> y;
+    AwqClipResult result;
+    if (Status s = awq_quantization_delta(m, scales, AwqClip{}, delta, pool); !s) return s.error();
+    auto unclipped = delta_error(m, delta, samples, n_samples, pool, scratch, y);
+    if (!unclipped) return unclipped.error();
+    if (Status s = awq_quantization_delta(m, scales, chosen, delta, pool); !s) return s.error();
+    auto clipped = delta_error(m, delta, samples, n_samples, pool, scratch, y);
+    if (!clipped) return clipped.error();
+    result.error_unclipped = *unclipped;
+    if (*clipped < *unclipped) {
+        result.clip = std::move(chosen);
+        result.error = *clipped;
+    } else {
+        result.error = *unclipped;
+    }
+    return result;
 }
 
 Result<AwqSearchResult> search_awq_scales(std::span<const AwqMember> members, std::span<const float> mean_abs,

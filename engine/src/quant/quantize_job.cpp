@@ -202,6 +202,7 @@ Result<QuantizeReport> QuantizeJob::run() {
         p.phase = QuantizePhase::Calibrating;
         quant::AwqOptions awq_options;
         awq_options.grid = options_.awq_grid;
+        awq_options.clip = options_.awq_clip;
         if (!options_.awq_groups.empty()) {
             auto kinds = quant::parse_awq_group_kinds(options_.awq_groups);
             if (!kinds) return kinds.error();

@@ -107,7 +107,8 @@ Status write_report_json(const QuantizeReport& r, const std::string& path) {
         nlohmann::json groups = nlohmann::json::array();
         for (const AwqGroupSummary& g : r.awq_groups)
             groups.push_back({{"input", g.input}, {"alpha", g.alpha}, {"output_error", g.error},
-                              {"output_error_unscaled", g.error_unscaled}});
+                              {"output_error_unscaled", g.error_unscaled}, {"output_error_clipped", g.error_clipped},
+                              {"clipped_matrices", g.clipped_matrices}});
         j["awq"] = {{"groups", groups}, {"skipped", r.awq_skipped}};
     }
     nlohmann::json tensors = nlohmann::json::array();
