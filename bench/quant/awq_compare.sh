@@ -12,6 +12,7 @@
 # then one folio.Q4_K_M.imatrix.awq-ROWSxGRID[-GROUPS].gguf per ROWS:GRID[:GROUPS] (default 512:20;
 # GROUPS: --awq-groups, e.g. qkv or down,v_out; all when empty or left out; clip: --awq-clip)
 # and judges every file with the same base. FOLIO: the folio binary (build-awq/app/folio).
+# A variant whose file exists is judged again, not remade (REQUANTIZE=1 remakes it).
 set -euo pipefail
 bin=$1; out=$2; src=$3; eval_chunks=$4; cal_chunks=$5; shift 5
 variants=("$@"); [ ${#variants[@]} -eq 0 ] && variants=(512:20)
@@ -32,6 +33,10 @@ names=(llama.Q4_K_M.imatrix)
 for v in "${variants[@]}"; do
   IFS=: read -r rows grid groups clip <<< "$v"
   name=folio.Q4_K_M.imatrix.awq-${rows}x${grid}${groups:+-${groups//,/+}}${clip:+-clip}
+  if [ -f "$out/$name.gguf" ] && [ -z "${REQUANTIZE:-}" ]; then
+    echo "$name: kept from an earlier run (REQUANTIZE=1 remakes it): $(grep '  awq  ' "$out/$name.quantize.log" || true)"
+    names+=("$name"); continue
+  fi
   echo "quantize folio Q4_K_M --calibrate --awq rows $rows grid $grid groups ${groups:-all}${clip:+ + clip}: $(t /usr/bin/time -f 'peak RSS %M KiB' \
       $folio quantize -m "$src" -o "$out/$name.gguf" --calibrate "$cal" --calibrate-chunks "$cal_chunks" --awq --awq-rows "$rows" \
       --awq-grid "$grid" ${groups:+--awq-groups "$groups"} ${clip:+--awq-clip} --validate-chunks 0 -t 2) s, $(grep 'peak RSS' "$out/last.log"); $(grep '  awq  ' "$out/last.log")"
