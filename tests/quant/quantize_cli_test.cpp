@@ -113,8 +113,18 @@ private slots:
         QVERIFY2(r.exit_code == 0, r.err.c_str());
         QVERIFY2(r.out.find("groups scaled (mean alpha") != std::string::npos, r.out.c_str());
         QVERIFY2(r.err.find("AWQ group 8/8") != std::string::npos, r.err.c_str());
-        std::filesystem::remove(out);
-        std::filesystem::remove(out + ".quality.json");
+
+        // imatrix --awq keeps the sample in the imatrix file; quantize --imatrix FILE --awq uses it.
+        const std::string imatrix = temp_path("cli.awq.imatrix.gguf");
+        r = run_folio("imatrix -m " + shell_quote(source_) + " -f " + shell_quote(text_) + " -o " + shell_quote(imatrix) +
+                      " -c 128 --chunks 2 -t 2 --awq --awq-rows 32");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        QVERIFY2(r.out.find("AWQ activations of 8 inputs (up to 32 rows each)") != std::string::npos, r.out.c_str());
+        r = run_folio("quantize -m " + shell_quote(source_) + " -o " + shell_quote(out) + " --imatrix " + shell_quote(imatrix) +
+                      " --awq --awq-grid 4 --awq-clip --validate-chunks 0 -t 2");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        QVERIFY2(r.out.find("groups scaled (mean alpha") != std::string::npos, r.out.c_str());
+        for (const std::string& p : {out, out + ".quality.json", imatrix}) std::filesystem::remove(p);
     }
 };
 
