@@ -18,6 +18,8 @@ std::vector<FlagSpec> imatrix_flags() {
         {"-c", "--ctx-size", "N", "tokens per chunk (default 512)"},
         {"", "--chunks", "N", "use at most N chunks (default: all)"},
         {"-t", "--threads", "N", "CPU threads (default: physical cores)"},
+        {"", "--awq", "", "also store what folio quantize --awq needs (mean |x| and sampled input rows)"},
+        {"", "--awq-rows", "N", "with --awq: input rows sampled per scaled input (default 512)"},
         {"-h", "--help", "", "this help"},
     };
 }
@@ -29,7 +31,7 @@ int run_imatrix(int argc, char** argv) {
     auto args = Args::parse(argc, argv, 2, flags);
     if (!args) return fail("imatrix", args.error().message);
     if (args->has("--help")) {
-        std::printf("%s", usage("imatrix", "-m MODEL [-f TEXT] -o FILE [-c 512] [--chunks N] [-t N]", flags).c_str());
+        std::printf("%s", usage("imatrix", "-m MODEL [-f TEXT] -o FILE [-c 512] [--chunks N] [-t N] [--awq [--awq-rows N]]", flags).c_str());
         return 0;
     }
     auto model_path = args->get("--model");
@@ -39,8 +41,10 @@ int run_imatrix(int argc, char** argv) {
     auto ctx = args->get_int("--ctx-size", 512, 2, 1 << 20);
     auto chunks = args->get_int("--chunks", -1, -1, 1 << 30);
     auto threads = args->get_int("--threads", 0, 0, 1024);
-    for (const auto* r : {&ctx, &chunks, &threads})
+    auto awq_rows = args->get_int("--awq-rows", 512, 1, 1 << 20);
+    for (const auto* r : {&ctx, &chunks, &threads, &awq_rows})
         if (!*r) return fail("imatrix", r->error().message);
+    if (args->has("--awq-rows") && !args->has("--awq")) return fail("imatrix", "--awq-rows sets up --awq; give --awq too");
     const std::vector<std::string> files =
         args->has("--file") ? std::vector<std::string>{*args->get("--file")} : default_calibration_files();
     auto text = read_calibration_text(files);
@@ -56,11 +60,18 @@ int run_imatrix(int argc, char** argv) {
     options.on_chunk = [](int64_t c, int64_t n) {
         std::fprintf(stderr, "folio imatrix: chunk %lld/%lld\n", static_cast<long long>(c), static_cast<long long>(n));
     };
+    ActivationStats activations;
+    activations.max_rows = *awq_rows;
+    if (args->has("--awq")) options.activations = &activations;
     auto matrix = collect_imatrix(*model, *text, options);
     if (!matrix) return fail("imatrix", matrix.error().message);
-    if (Status s = matrix->write(*output); !s) return fail("imatrix", s.error().message);
-    std::printf("wrote %s: %zu matrices, %u chunks of %u tokens\n", output->c_str(), matrix->entries.size(),
+    if (Status s = matrix->write(*output, options.activations); !s) return fail("imatrix", s.error().message);
+    std::printf("wrote %s: %zu matrices, %u chunks of %u tokens", output->c_str(), matrix->entries.size(),
                 matrix->chunk_count, matrix->chunk_size);
+    if (options.activations)
+        std::printf(", AWQ activations of %zu inputs (up to %lld rows each)", activations.inputs.size(),
+                    static_cast<long long>(activations.max_rows));
+    std::printf("\n");
     return 0;
 }
 

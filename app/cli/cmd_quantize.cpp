@@ -28,6 +28,11 @@ std::vector<FlagSpec> quantize_flags() {
         {"", "--imatrix", "FILE", "weigh the K-quant search by this importance matrix (folio imatrix / llama-imatrix)"},
         {"", "--calibrate", "TEXT", "collect the importance matrix on TEXT first ('default': the licence texts)"},
         {"", "--calibrate-chunks", "N", "chunks of 512 tokens of the calibration text to use (default: all)"},
+        {"", "--awq", "", "activation-aware scales (AWQ) searched on the calibration text, folded into the norms"},
+        {"", "--awq-rows", "N", "AWQ: input rows sampled per scaled input (default 512)"},
+        {"", "--awq-grid", "N", "AWQ: alpha points searched in [0, 1) (default 20)"},
+        {"", "--awq-clip", "", "AWQ: then a clip search per matrix (each block's range shrunk where that lowers the output error)"},
+        {"", "--awq-groups", "LIST", "AWQ: which groups to scale, of qkv,gate_up,down,v_out (default: all)"},
         {"", "--validate", "TEXT", "compare result and source on TEXT (default: " + std::string(kDefaultValidationText) + ")"},
         {"", "--validate-chunks", "N", "chunks of 512 tokens to compare on (default 4; 0: block checks only)"},
         {"-h", "--help", "", "this help"},
@@ -52,9 +57,9 @@ public:
             if (p.tensor_index == last_chunk_ && last_phase_ == p.phase) return;
             last_phase_ = p.phase;
             last_chunk_ = p.tensor_index;
-            std::fprintf(stderr, "%sfolio quantize: %s, chunk %zu/%zu (%.1f s)%s", terminal_ ? "\r" : "",
-                         std::string(quantize_phase_name(p.phase)).c_str(), p.tensor_index, p.n_tensors, p.elapsed_s,
-                         terminal_ ? "   " : "\n");
+            std::fprintf(stderr, "%sfolio quantize: %s, %s %zu/%zu (%.1f s)%s", terminal_ ? "\r" : "",
+                         std::string(quantize_phase_name(p.phase)).c_str(), p.tensor_name.c_str(), p.tensor_index,
+                         p.n_tensors, p.elapsed_s, terminal_ ? "   " : "\n");
             return;
         }
         if (terminal_) {
@@ -103,6 +108,26 @@ void print_summary(const QuantizeReport& r) {
     } else if (r.blocks_checked) {
         std::printf("  checked   every block's scales are finite (quality not measured)\n");
     }
+    if (r.awq) {
+        size_t scaled = 0;
+        double error = 0, unscaled = 0, alpha = 0, clipped_error = 0;
+        int clipped = 0;
+        for (const AwqGroupSummary& g : r.awq_groups) {
+            scaled += g.alpha > 0;
+            clipped += g.clipped_matrices;
+            clipped_error += g.error_clipped;
+            error += g.error;
+            unscaled += g.error_unscaled;
+            alpha += g.alpha;
+        }
+        std::printf("  awq       %zu/%zu groups scaled (mean alpha %.2f), output error on the sample %.4g -> %.4g (%+.1f %%)\n",
+                    scaled, r.awq_groups.size(), r.awq_groups.empty() ? 0.0 : alpha / double(r.awq_groups.size()),
+                    unscaled, error, unscaled > 0 ? 100.0 * (error - unscaled) / unscaled : 0.0);
+        if (clipped_error != error)
+            std::printf("  awq clip  %d matrices clipped, output error on the sample %.4g -> %.4g\n", clipped, error,
+                        clipped_error);
+        for (const std::string& why : r.awq_skipped) std::printf("  awq skip  %s\n", why.c_str());
+    }
     if (!r.report_path.empty()) std::printf("  report    %s\n", r.report_path.c_str());
     if (fallbacks)
         std::printf("  fallbacks %zu tensors whose rows are not whole blocks of the preset's type "
@@ -120,7 +145,7 @@ int run_quantize(int argc, char** argv) {
     auto args = Args::parse(argc, argv, 2, flags);
     if (!args) return fail("quantize", args.error().message);
     if (args->has("--help")) {
-        std::printf("%s", usage("quantize", "-m SRC -o OUT.gguf [--type Q4_K_M] [--imatrix FILE | --calibrate TEXT] [-t N] [--validate TEXT]", flags).c_str());
+        std::printf("%s", usage("quantize", "-m SRC -o OUT.gguf [--type Q4_K_M] [--imatrix FILE | --calibrate TEXT] [--awq] [-t N] [--validate TEXT]", flags).c_str());
         return 0;
     }
     auto source = args->get("--model");
@@ -151,6 +176,20 @@ int run_quantize(int argc, char** argv) {
     if (args->has("--calibrate") && options.calibration_files.empty())
         return fail("quantize", "--calibrate default: /usr/share/common-licenses has none of its texts");
     options.calibration_chunks = *calibrate_chunks;
+    auto awq_rows = args->get_int("--awq-rows", 512, 1, 1 << 20);
+    if (!awq_rows) return fail("quantize", awq_rows.error().message);
+    auto awq_grid = args->get_int("--awq-grid", 20, 1, 1000);
+    if (!awq_grid) return fail("quantize", awq_grid.error().message);
+    options.awq = args->has("--awq");
+    if (!options.awq && (args->has("--awq-rows") || args->has("--awq-grid") || args->has("--awq-groups") || args->has("--awq-clip")))
+        return fail("quantize", "--awq-rows, --awq-grid, --awq-groups and --awq-clip set up --awq; give --awq too");
+    options.awq_clip = args->has("--awq-clip");
+    options.awq_groups = args->get_or("--awq-groups", "");
+    if (options.awq && !args->has("--calibrate") && !args->has("--imatrix"))
+        return fail("quantize", "--awq searches its scales on calibration activations: give --calibrate TEXT "
+                                "(or 'default'), or --imatrix FILE made by folio imatrix --awq");
+    options.awq_rows = *awq_rows;
+    options.awq_grid = int(*awq_grid);
     if (*chunks > 0 && ::access(validation_text.c_str(), R_OK) == 0) {
         options.validation_text = validation_text;
         options.validation_chunks = *chunks;

@@ -44,6 +44,28 @@ private slots:
         QVERIFY(!std::filesystem::exists(temp_path("never.gguf")));
         r = run_folio("quantize -m " + shell_quote(source_) + " -o /tmp/x.gguf --imatrix a --calibrate b");
         QCOMPARE(r.exit_code, 1);
+        r = run_folio("quantize -m " + shell_quote(source_) + " -o /tmp/x.gguf --awq");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("--awq searches its scales on calibration activations: give --calibrate TEXT") != std::string::npos,
+                 r.err.c_str());
+        r = run_folio("quantize -m " + shell_quote(source_) + " -o /tmp/x.gguf --imatrix a.gguf --awq");
+        QCOMPARE(r.exit_code, 1);
+        r = run_folio("quantize -m " + shell_quote(source_) + " -o /tmp/x.gguf --calibrate default --awq --awq-rows 0");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("--awq-rows must be between 1 and") != std::string::npos, r.err.c_str());
+        r = run_folio("quantize -m " + shell_quote(source_) + " -o /tmp/x.gguf --calibrate default --awq --awq-grid many");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("--awq-grid expects an integer, got 'many'") != std::string::npos, r.err.c_str());
+        r = run_folio("quantize -m " + shell_quote(source_) + " -o /tmp/x.gguf --calibrate default --awq-grid 5");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("give --awq too") != std::string::npos, r.err.c_str());
+        r = run_folio("quantize -m " + shell_quote(source_) + " -o /tmp/x.gguf --calibrate " + shell_quote(text_) +
+                      " --awq --awq-groups qkv,mlp");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("unknown AWQ group 'mlp'") != std::string::npos, r.err.c_str());
+        r = run_folio("imatrix -m " + shell_quote(source_) + " -o /tmp/x.gguf --awq-rows 9");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("give --awq too") != std::string::npos, r.err.c_str());
         r = run_folio("imatrix -m " + shell_quote(source_));
         QCOMPARE(r.exit_code, 1);
         QVERIFY2(r.err.find("-o FILE") != std::string::npos, r.err.c_str());
@@ -82,6 +104,27 @@ private slots:
         for (const char* part : {"Mean PPL(Q)", "Mean PPL(base)", "Mean    KLD", "99.0%   KLD", "Same top p"})
             QVERIFY2(r.out.find(part) != std::string::npos, r.out.c_str());
         for (const std::string& p : {imatrix, out, out + ".quality.json", base}) std::filesystem::remove(p);
+    }
+
+    void awqRunReportsItsGroups() {
+        const std::string out = temp_path("cli.awq.gguf");
+        auto r = run_folio("quantize -m " + shell_quote(source_) + " -o " + shell_quote(out) + " --calibrate " +
+                           shell_quote(text_) + " --calibrate-chunks 2 --awq --awq-rows 64 --awq-grid 4 --validate-chunks 0 -t 2");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        QVERIFY2(r.out.find("groups scaled (mean alpha") != std::string::npos, r.out.c_str());
+        QVERIFY2(r.err.find("AWQ group 8/8") != std::string::npos, r.err.c_str());
+
+        // imatrix --awq keeps the sample in the imatrix file; quantize --imatrix FILE --awq uses it.
+        const std::string imatrix = temp_path("cli.awq.imatrix.gguf");
+        r = run_folio("imatrix -m " + shell_quote(source_) + " -f " + shell_quote(text_) + " -o " + shell_quote(imatrix) +
+                      " -c 128 --chunks 2 -t 2 --awq --awq-rows 32");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        QVERIFY2(r.out.find("AWQ activations of 8 inputs (up to 32 rows each)") != std::string::npos, r.out.c_str());
+        r = run_folio("quantize -m " + shell_quote(source_) + " -o " + shell_quote(out) + " --imatrix " + shell_quote(imatrix) +
+                      " --awq --awq-grid 4 --awq-clip --validate-chunks 0 -t 2");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        QVERIFY2(r.out.find("groups scaled (mean alpha") != std::string::npos, r.out.c_str());
+        for (const std::string& p : {out, out + ".quality.json", imatrix}) std::filesystem::remove(p);
     }
 };
 

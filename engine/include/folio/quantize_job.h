@@ -47,6 +47,15 @@ struct QuantizeOptions {
     std::string imatrix_path;
     std::vector<std::string> calibration_files;
     int64_t calibration_chunks = -1;  // -1: all of the text
+    // AWQ (quant/awq.h, docs/quantization.md): activation-aware input scales
+    // searched on the calibration activations and folded into the norms and
+    // ffn_up. Needs calibration_files (the activations are collected there)
+    // or an imatrix_path written by folio imatrix --awq (they are stored in it).
+    bool awq = false;
+    int64_t awq_rows = 512;           // sampled input rows per scaled input
+    int awq_grid = 20;                // alpha points in [0, 1)
+    std::string awq_groups;           // which groups, e.g. "qkv,down" (qkv gate_up down v_out); empty: all
+    bool awq_clip = false;            // then a clip search per matrix (quant/awq.h)
     // Validation after writing: every block's scales are always checked;
     // with a text, source and result are also compared on its first
     // `validation_chunks` chunks of `validation_ctx` tokens (PPL, KLD, top
@@ -57,6 +66,18 @@ struct QuantizeOptions {
     int32_t validation_ctx = 512;
     // Called on the job's thread, at most ~10 times a second plus once per phase change.
     std::function<void(const QuantizeProgress&)> on_progress;
+};
+
+// One AWQ group's outcome (QuantizeOptions::awq): the matrices that read one
+// input, the alpha chosen for their scales, and their output error on the
+// sampled calibration rows with and without the scales.
+struct AwqGroupSummary {
+    std::string input;            // the group's first matrix ("blk.3.attn_q.weight")
+    float alpha = 0;              // 0: left unscaled
+    double error = 0;
+    double error_unscaled = 0;
+    double error_clipped = 0;     // after the clip search (= error without it)
+    int clipped_matrices = 0;     // members whose clipping lowered their error
 };
 
 // One tensor as written.
@@ -80,6 +101,9 @@ struct QuantizeReport {
     double seconds = 0;
     std::vector<std::string> warnings;  // e.g. requantizing an already quantized source
     std::vector<QuantizedTensor> tensors;
+    bool awq = false;
+    std::vector<AwqGroupSummary> awq_groups;
+    std::vector<std::string> awq_skipped;  // what AWQ could not fold, and why
     bool blocks_checked = false;  // every block's scales were reopened and found finite
     bool quality_measured = false;
     KldSummary quality;           // result vs source on the validation text (when measured)
@@ -101,7 +125,8 @@ public:
     bool was_cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
 
 private:
-    Result<ImportanceMatrix> calibrate(const ModelDescription& model, ProgressReporter& progress, QuantizeProgress p);
+    Result<ImportanceMatrix> calibrate(const ModelDescription& model, ProgressReporter& progress, QuantizeProgress p,
+                                       ActivationStats* activations);
     Status validate(const ModelDescription& source, QuantizeReport& report, ProgressReporter& progress,
                     QuantizeProgress p);
 

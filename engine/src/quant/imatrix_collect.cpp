@@ -1,5 +1,8 @@
 // collect_imatrix(): the model runs on the CPU's Ops, wrapped in a decorator
 // that sees the input of every matrix product before it happens.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <unordered_map>
 
 #include "backend/cpu/cpu_ops.h"
@@ -15,11 +18,43 @@ namespace {
 
 constexpr uint32_t kBlockSize = 16;
 
-// Adds x^2 of each matmul input row to its weight's column sums.
+uint64_t splitmix64(uint64_t& state) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// Sums |x| per column and keeps a uniform sample of max_rows rows: row i
+// (counting from 0) replaces a random kept row with probability max_rows / (i + 1).
+void sample_rows(ActivationSample& s, const float* x, int64_t n_rows, int64_t n_in, int64_t max_rows,
+                 const std::string& name) {
+    if (s.sum_abs.empty()) {
+        s.sum_abs.assign(size_t(n_in), 0.0);
+        s.rng_state = std::hash<std::string>{}(name);
+    }
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float* row = x + r * n_in;
+        for (int64_t j = 0; j < n_in; ++j) s.sum_abs[size_t(j)] += std::fabs(row[j]);
+        const int64_t i = s.rows_seen++;
+        int64_t slot = i;
+        if (i >= max_rows) {
+            slot = int64_t(splitmix64(s.rng_state) % uint64_t(i + 1));
+            if (slot >= max_rows) continue;
+        } else {
+            s.rows.resize(size_t((i + 1) * n_in));
+        }
+        std::copy(row, row + n_in, s.rows.begin() + slot * n_in);
+    }
+}
+
+// Adds x^2 of each matmul input row to its weight's column sums (and, when
+// asked, the statistics AWQ needs of the inputs it rescales).
 class ImatrixOps final : public model::ForwardingOps {
 public:
-    ImatrixOps(Ops& inner, const std::unordered_map<const std::byte*, std::string>& names, ImportanceMatrix& out)
-        : ForwardingOps(inner), names_(names), out_(out) {}
+    ImatrixOps(Ops& inner, const std::unordered_map<const std::byte*, std::string>& names, ImportanceMatrix& out,
+               ActivationStats* activations)
+        : ForwardingOps(inner), names_(names), out_(out), activations_(activations) {}
 
     Status matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) override {
         record(w, x, n_rows);
@@ -42,10 +77,13 @@ private:
             for (int64_t j = 0; j < w.in_features; ++j) e.sums[size_t(j)] += row[j] * row[j];
         }
         e.count += float(n_rows);
+        if (activations_ && is_awq_input(it->second))
+            sample_rows(activations_->inputs[it->second], x, n_rows, w.in_features, activations_->max_rows, it->second);
     }
 
     const std::unordered_map<const std::byte*, std::string>& names_;
     ImportanceMatrix& out_;
+    ActivationStats* activations_;
 };
 
 Batch chunk_batch(std::span<const int32_t> tokens) {
@@ -64,6 +102,21 @@ Batch chunk_batch(std::span<const int32_t> tokens) {
 }
 
 }  // namespace
+
+std::vector<float> ActivationSample::mean_abs() const {
+    std::vector<float> mean(sum_abs.size());
+    for (size_t j = 0; j < mean.size(); ++j) mean[j] = rows_seen ? float(sum_abs[j] / double(rows_seen)) : 0.0f;
+    return mean;
+}
+
+bool is_awq_input(const std::string& name) {
+    if (name.rfind("blk.", 0) != 0) return false;
+    for (const char* suffix : {".attn_q.weight", ".ffn_gate.weight", ".ffn_down.weight", ".attn_output.weight"}) {
+        const size_t n = std::strlen(suffix);
+        if (name.size() > n && name.compare(name.size() - n, n, suffix) == 0) return true;
+    }
+    return false;
+}
 
 Result<ImportanceMatrix> collect_imatrix(const ModelDescription& model, const std::string& text,
                                          const ImatrixOptions& options) {
@@ -93,7 +146,9 @@ Result<ImportanceMatrix> collect_imatrix(const ModelDescription& model, const st
     std::vector<int32_t> rows;
     cpu.set_row_sequences(&rows);
     ImportanceMatrix result;
-    ImatrixOps ops(cpu, names, result);
+    if (options.activations && options.activations->max_rows < 1)
+        return make_error("imatrix: AWQ needs at least one sampled activation row per input");
+    ImatrixOps ops(cpu, names, result, options.activations);
     const bool add_bos = tokenizer->add_bos() && tokenizer->bos_id() >= 0;
     std::vector<float> logits(size_t((*arch)->n_vocab()));
     for (int64_t c = 0; c < n_chunks; ++c) {

@@ -13,6 +13,8 @@ namespace {
 
 constexpr std::string_view kSums = ".in_sum2";
 constexpr std::string_view kCounts = ".counts";
+constexpr std::string_view kSumAbs = ".in_sum_abs";
+constexpr std::string_view kRows = ".in_rows";
 
 bool ends_with(const std::string& s, std::string_view tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -39,7 +41,58 @@ Result<std::vector<float>> ImportanceMatrix::weights_for(const std::string& tens
     return w;
 }
 
-Result<ImportanceMatrix> ImportanceMatrix::read(const std::string& path) {
+namespace {
+
+// The AWQ activations of a file written by folio imatrix --awq: per input,
+// the sum of |x| per column and the sampled rows; the rows seen are the entry's count.
+Status read_activations(const GgufFile& file, const std::string& path, const ImportanceMatrix& m, ActivationStats& out) {
+    out.inputs.clear();
+    if (file.has("folio.awq.max_rows")) {
+        auto max_rows = file.get_u32("folio.awq.max_rows");
+        if (!max_rows) return max_rows.error();
+        out.max_rows = *max_rows;
+    }
+    for (const GgufTensorInfo& t : file.tensors()) {
+        if (!ends_with(t.name, kSumAbs)) continue;
+        const std::string name = t.name.substr(0, t.name.size() - kSumAbs.size());
+        const GgufTensorInfo* rows = file.find_tensor(name + std::string(kRows));
+        const auto entry = m.entries.find(name);
+        if (!rows || entry == m.entries.end())
+            return make_error("'" + path + "': '" + t.name + "' has no '" + name + ".in_rows' or no importance entry");
+        const int64_t n_in = t.n_elements();
+        if (t.type() != TensorType::F32 || rows->type() != TensorType::F32 || rows->shape.empty() || rows->shape[0] != n_in ||
+            int64_t(entry->second.sums.size()) != n_in)
+            return make_error("'" + path + "': the AWQ activations of '" + name + "' do not fit its " +
+                              std::to_string(entry->second.sums.size()) + " columns");
+        ActivationSample& s = out.inputs[name];
+        const std::vector<float> sums = f32_values(t);
+        s.sum_abs.assign(sums.begin(), sums.end());
+        s.rows = f32_values(*rows);
+        s.rows_seen = int64_t(entry->second.count);
+        for (float v : s.rows)
+            if (!std::isfinite(v)) return make_error("'" + path + "': '" + name + ".in_rows' holds a value that is not finite");
+    }
+    return {};
+}
+
+Status add_activations(GgufWriter& writer, const ActivationStats& activations) {
+    writer.set("folio.awq.max_rows", GgufValue::u32(uint32_t(activations.max_rows)));
+    for (const auto& [name, s] : activations.inputs) {
+        std::vector<float> sums(s.sum_abs.begin(), s.sum_abs.end());
+        std::vector<std::byte> sum_bytes(sums.size() * 4), row_bytes(s.rows.size() * 4);
+        std::memcpy(sum_bytes.data(), sums.data(), sum_bytes.size());
+        std::memcpy(row_bytes.data(), s.rows.data(), row_bytes.size());
+        if (Status st = writer.add_tensor(name + std::string(kSumAbs), TensorType::F32, {s.n_columns(), 1}, std::move(sum_bytes)); !st)
+            return st;
+        if (Status st = writer.add_tensor(name + std::string(kRows), TensorType::F32, {s.n_columns(), s.n_rows()}, std::move(row_bytes)); !st)
+            return st;
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<ImportanceMatrix> ImportanceMatrix::read(const std::string& path, ActivationStats* activations) {
     auto file = GgufFile::open(path);
     if (!file) return file.error();
     auto type = file->get_string_or("general.type", "");
@@ -75,10 +128,12 @@ Result<ImportanceMatrix> ImportanceMatrix::read(const std::string& path) {
         m.entries[name] = std::move(e);
     }
     if (m.entries.empty()) return make_error("'" + path + "' holds no importance entries");
+    if (activations)
+        if (Status s = read_activations(*file, path, m, *activations); !s) return s.error();
     return m;
 }
 
-Status ImportanceMatrix::write(const std::string& path) const {
+Status ImportanceMatrix::write(const std::string& path, const ActivationStats* activations) const {
     GgufWriter writer;
     writer.set("general.type", GgufValue::string("imatrix"));
     writer.set("imatrix.datasets", GgufValue::array(GgufArray::of_strings(datasets)));
@@ -92,6 +147,8 @@ Status ImportanceMatrix::write(const std::string& path) const {
             return s;
         if (Status s = writer.add_tensor(name + std::string(kCounts), TensorType::F32, {1, 1}, std::move(count)); !s) return s;
     }
+    if (activations)
+        if (Status s = add_activations(writer, *activations); !s) return s;
     return writer.write(path);
 }
 

@@ -44,6 +44,7 @@ Result<std::vector<GgufKeyValue>> output_metadata(const ModelDescription& model,
     set("general.file_type", GgufValue::u32(preset.file_type));
     set("general.quantized_by", GgufValue::string("Folio"));
     set("folio.quantize.preset", GgufValue::string(std::string(preset.name)));
+    if (!settings.awq.empty()) set("folio.quantize.awq", GgufValue::string(settings.awq));
     if (settings.has_imatrix) {
         set("quantize.imatrix.file", GgufValue::string(settings.imatrix_file));
         if (!settings.imatrix_datasets.empty())

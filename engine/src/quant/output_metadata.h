@@ -21,6 +21,7 @@ struct QuantizeSettings {
     std::vector<std::string> imatrix_datasets;
     uint32_t imatrix_entries = 0;
     uint32_t imatrix_chunks = 0;
+    std::string awq;  // AWQ's settings and outcome in words; empty without AWQ
 };
 
 Result<std::vector<GgufKeyValue>> output_metadata(const ModelDescription& model, const QuantizeSettings& settings);

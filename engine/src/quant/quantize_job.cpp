@@ -16,6 +16,7 @@
 #include "folio/gguf.h"
 #include "folio/imatrix.h"
 #include "folio/quant.h"
+#include "quant/awq.h"
 #include "quant/output_metadata.h"
 #include "quant/source_tensor.h"
 #include "quant/validation.h"
@@ -102,8 +103,14 @@ QuantizeJob::QuantizeJob(QuantizeOptions options) : options_(std::move(options))
 
 // The importance matrix the options ask for: read, collected, or none (empty).
 Result<ImportanceMatrix> QuantizeJob::calibrate(const ModelDescription& model, ProgressReporter& progress,
-                                                QuantizeProgress p) {
-    if (!options_.imatrix_path.empty()) return ImportanceMatrix::read(options_.imatrix_path);
+                                                QuantizeProgress p, ActivationStats* activations) {
+    if (!options_.imatrix_path.empty()) {
+        auto read = ImportanceMatrix::read(options_.imatrix_path, activations);
+        if (read && activations && activations->inputs.empty())
+            return make_error("'" + options_.imatrix_path + "' holds no AWQ activations: make it with folio imatrix --awq, "
+                              "or give a calibration text (--calibrate TEXT) to collect them");
+        return read;
+    }
     if (options_.calibration_files.empty()) return ImportanceMatrix{};
     auto text = read_calibration_text(options_.calibration_files);
     if (!text) return text.error();
@@ -114,6 +121,7 @@ Result<ImportanceMatrix> QuantizeJob::calibrate(const ModelDescription& model, P
     imatrix.threads = options_.threads;
     imatrix.dataset_name = options_.calibration_files.front();
     imatrix.cancel = &cancelled_;
+    imatrix.activations = activations;
     imatrix.on_chunk = [&](int64_t chunk, int64_t n) {
         p.tensor_index = size_t(chunk);
         p.n_tensors = size_t(n);
@@ -171,7 +179,15 @@ Result<QuantizeReport> QuantizeJob::run() {
     auto model = load_model_description(options_.source);
     if (!model) return model.error();
     if (Status s = check_architecture(*model); !s) return s.error();
-    auto imatrix = calibrate(*model, progress, p);
+    if (options_.awq && options_.calibration_files.empty() && options_.imatrix_path.empty())
+        return make_error("AWQ searches its scales on calibration activations: give a calibration text "
+                          "(--calibrate TEXT or 'default') or an imatrix file made by folio imatrix --awq");
+    if (options_.awq && (options_.awq_rows < 1 || options_.awq_grid < 1))
+        return make_error("AWQ needs at least 1 sampled row and 1 alpha grid point (got " +
+                          std::to_string(options_.awq_rows) + " and " + std::to_string(options_.awq_grid) + ")");
+    ActivationStats activations;
+    activations.max_rows = options_.awq_rows;
+    auto imatrix = calibrate(*model, progress, p, options_.awq ? &activations : nullptr);
     if (!imatrix) return imatrix.error();
     const bool has_imatrix = !imatrix->entries.empty();
     QuantPlanOptions plan_options;
@@ -179,7 +195,34 @@ Result<QuantizeReport> QuantizeJob::run() {
     auto plan = plan_quantization(*model, options_.preset, plan_options);
     if (!plan) return plan.error();
 
+    cpu::ThreadPool pool(options_.threads);
+    quant::AwqFolds folds;
     QuantizeReport report;
+    if (options_.awq) {
+        p.phase = QuantizePhase::Calibrating;
+        quant::AwqOptions awq_options;
+        awq_options.grid = options_.awq_grid;
+        awq_options.clip = options_.awq_clip;
+        if (!options_.awq_groups.empty()) {
+            auto kinds = quant::parse_awq_group_kinds(options_.awq_groups);
+            if (!kinds) return kinds.error();
+            awq_options.kinds = std::move(*kinds);
+        }
+        auto outcome = quant::search_awq(*model, *plan, *imatrix, activations, awq_options, pool, &cancelled_,
+                                         [&](size_t group, size_t n) {
+                                             p.tensor_index = group;
+                                             p.n_tensors = n;
+                                             p.tensor_name = "AWQ group";
+                                             progress.report(p, true);
+                                         });
+        if (!outcome && was_cancelled()) return make_error("quantization cancelled during the AWQ search; nothing was written");
+        if (!outcome) return outcome.error();
+        folds = std::move(outcome->folds);
+        report.awq = true;
+        report.awq_groups = std::move(outcome->groups);
+        report.awq_skipped = std::move(outcome->skipped);
+        activations = {};  // the sample is not needed any more
+    }
     report.source = options_.source;
     report.output = options_.output;
     report.preset = std::string(preset_info(options_.preset).name);
@@ -188,7 +231,9 @@ Result<QuantizeReport> QuantizeJob::run() {
     for (TensorPlan& t : *plan) {
         const TensorView& src = model->tensors[t.source_index];
         // A converted tensor (Q/K reordered, norm offset) is written from its float values.
-        if (!t.quantized && quant::source_tensor_is_converted(*model, src)) t.type = TensorType::F32;
+        // So is a norm that takes an AWQ scale: F32, so that the fold stays exact.
+        if (!t.quantized && (quant::source_tensor_is_converted(*model, src) || folds.touches(t.name)))
+            t.type = TensorType::F32;
         if (t.quantized && !is_float_type(t.source_type)) requantizing = true;
         headers.push_back({t.name, t.type, t.shape});
         report.source_bytes += src.nbytes;
@@ -205,6 +250,13 @@ Result<QuantizeReport> QuantizeJob::run() {
     settings.imatrix_datasets = imatrix->datasets;
     settings.imatrix_entries = uint32_t(imatrix->entries.size());
     settings.imatrix_chunks = imatrix->chunk_count;
+    if (report.awq) {
+        size_t scaled = 0;
+        for (const AwqGroupSummary& g : report.awq_groups) scaled += g.alpha > 0;
+        settings.awq = "alpha grid " + std::to_string(options_.awq_grid) + ", " + std::to_string(options_.awq_rows) +
+                       " sampled rows per input, " + std::to_string(scaled) + "/" +
+                       std::to_string(report.awq_groups.size()) + " groups scaled";
+    }
     auto metadata = quant::output_metadata(*model, settings);
     if (!metadata) return metadata.error();
     auto planned = GgufStreamWriter::planned_size(*metadata, headers);
@@ -217,7 +269,6 @@ Result<QuantizeReport> QuantizeJob::run() {
 
     auto writer = GgufStreamWriter::create(options_.output, *metadata, headers);
     if (!writer) return writer.error();
-    cpu::ThreadPool pool(options_.threads);
     p.phase = QuantizePhase::Quantizing;
     p.n_tensors = plan->size();
     p.bytes_total = (*writer)->file_size();
@@ -231,15 +282,17 @@ Result<QuantizeReport> QuantizeJob::run() {
         progress.report(p, i == 0);
         if (was_cancelled()) return make_error("quantization cancelled; nothing was written to '" + options_.output + "'");
 
-        if (t.type == src.type && !quant::source_tensor_is_converted(*model, src)) {
+        if (t.type == src.type && !quant::source_tensor_is_converted(*model, src) && !folds.touches(t.name)) {
             bytes.assign(src.data, src.data + src.nbytes);  // kept as it is
         } else {
             if (Status s = quant::read_source_tensor(*model, src, values); !s) return s.error();
+            if (Status s = folds.apply(t.name, t.shape, values); !s) return s.error();
             std::vector<float> importance;
             if (t.quantized && has_imatrix) {
                 auto w = imatrix->weights_for(t.name, t.shape[0]);
                 if (!w) return w.error();
                 importance = std::move(*w);
+                folds.adjust_importance(t.name, importance);  // the input is x / s now
             }
             const int64_t row = t.shape[0];
             const int64_t n_rows = src.n_elements() / row;

@@ -103,6 +103,14 @@ Status write_report_json(const QuantizeReport& r, const std::string& path) {
                         {"median_kld", q.median_kld}, {"p99_kld", q.p99_kld}, {"max_kld", q.max_kld},
                         {"same_top_token", q.same_top}};
     }
+    if (r.awq) {
+        nlohmann::json groups = nlohmann::json::array();
+        for (const AwqGroupSummary& g : r.awq_groups)
+            groups.push_back({{"input", g.input}, {"alpha", g.alpha}, {"output_error", g.error},
+                              {"output_error_unscaled", g.error_unscaled}, {"output_error_clipped", g.error_clipped},
+                              {"clipped_matrices", g.clipped_matrices}});
+        j["awq"] = {{"groups", groups}, {"skipped", r.awq_skipped}};
+    }
     nlohmann::json tensors = nlohmann::json::array();
     for (const QuantizedTensor& t : r.tensors)
         tensors.push_back({{"name", t.name}, {"source_type", t.source_type}, {"type", t.type}, {"shape", t.shape},
