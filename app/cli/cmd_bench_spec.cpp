@@ -60,6 +60,7 @@ struct SpecRun {
     std::vector<std::vector<int32_t>> tokens;
     EngineMetrics metrics;
     StepCosts costs;
+    std::string trace;  // one CSV line per step (--spec-trace)
 };
 
 Result<SpecRun> run_once(LoadedModel& m, const EngineConfig& config, const std::vector<std::vector<int32_t>>& prompts,
@@ -69,6 +70,14 @@ Result<SpecRun> run_once(LoadedModel& m, const EngineConfig& config, const std::
     SpecRun run;
     std::mutex step_mutex;
     const int handle = (*engine)->subscribe([&](std::shared_ptr<const StepEvent> e) {
+        {
+            char line[160];
+            std::snprintf(line, sizeof line, "%llu,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f\n", static_cast<unsigned long long>(e->step),
+                          e->prefill_tokens, e->decode_tokens, e->draft_k, e->draft_tokens, e->accepted_tokens,
+                          e->draft_s, e->forward_s, e->duration_s);
+            std::lock_guard lock(step_mutex);
+            run.trace += line;
+        }
         if (e->prefill_tokens > 0 || e->decode_tokens == 0) return;  // prefill (and the first token) or idle
         std::lock_guard lock(step_mutex);
         if (e->draft_k > 0) run.costs.by_k[e->draft_k].add(*e);
@@ -138,9 +147,11 @@ double sd(const std::vector<double>& v) {
 // step's forward (1 row); per K verified, d = the draft time per step, v = the
 // verify forward (K + 1 rows), o = the rest of the step (plan, choose,
 // commit); c = d / (K t1), r(K) = v / t1, and the formula's speedup
-// E(alpha, K) / (K c + r(K)) with E = (1 - alpha^(K+1)) / (1 - alpha).
-// "steps" is the same from whole steps: (accepted + steps) / spec time over
-// steps / plain time, which leaves out only the time between steps.
+// E(alpha, K) / (K c + r(K)) with E = (1 - alpha^(K+1)) / (1 - alpha), and
+// with the tokens per step measured instead of E (E assumes every position
+// accepts independently at alpha; real text accepts in runs). "steps" is the
+// same from whole steps: tokens per spec step / its time over 1 / a plain
+// step's time, which leaves out only the time between steps.
 std::string cost_model_text(const StepCost& plain, const StepCosts& spec, double alpha, bool json) {
     std::string out;
     char line[512];
@@ -154,7 +165,8 @@ std::string cost_model_text(const StepCost& plain, const StepCosts& spec, double
         std::snprintf(line, sizeof line,
                       "cost model (decode steps of the timed runs): plain: %lld steps, forward t1 %.2f ms, whole step %.2f ms\n"
                       "| K | steps | draft ms | c = draft/(K t1) | verify ms | r(K) = verify/t1 | rest of step ms | "
-                      "step ms | tokens/step | formula speedup | steps speedup |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+                      "step ms | E(alpha, K) | tokens/step | formula speedup: E | : tokens/step | steps speedup |\n"
+                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
                       static_cast<long long>(plain.steps), 1e3 * t1, 1e3 * s1);
     }
     out += line;
@@ -167,18 +179,21 @@ std::string cost_model_text(const StepCost& plain, const StepCosts& spec, double
         const double e = alpha < 1 ? (1 - std::pow(alpha, k + 1)) / (1 - alpha) : k + 1.0;
         const double formula = e / (k * cc + r);
         const double tokens = (static_cast<double>(c.accepted) + n) / n;
+        const double measured = tokens / (k * cc + r);
         const double by_steps = (tokens / step) / (1.0 / s1);
         if (json)
             std::snprintf(line, sizeof line,
                           "%s{\"k\": %d, \"steps\": %lld, \"draft_s\": %.6f, \"c\": %.4f, \"verify_s\": %.6f, "
-                          "\"r\": %.4f, \"rest_s\": %.6f, \"step_s\": %.6f, \"tokens_per_step\": %.4f, "
-                          "\"formula_speedup\": %.4f, \"steps_speedup\": %.4f}",
-                          first ? "" : ", ", k, static_cast<long long>(c.steps), d, cc, v, r, step - d - v, step, tokens,
-                          formula, by_steps);
+                          "\"r\": %.4f, \"rest_s\": %.6f, \"step_s\": %.6f, \"expected_tokens\": %.4f, "
+                          "\"tokens_per_step\": %.4f, \"formula_speedup\": %.4f, \"formula_speedup_measured_tokens\": %.4f, "
+                          "\"steps_speedup\": %.4f}",
+                          first ? "" : ", ", k, static_cast<long long>(c.steps), d, cc, v, r, step - d - v, step, e,
+                          tokens, formula, measured, by_steps);
         else
-            std::snprintf(line, sizeof line, "| %d | %lld | %.2f | %.3f | %.2f | %.3f | %.2f | %.2f | %.2f | %.3f | %.3f |\n", k,
-                          static_cast<long long>(c.steps), 1e3 * d, cc, 1e3 * v, r, 1e3 * (step - d - v), 1e3 * step,
-                          tokens, formula, by_steps);
+            std::snprintf(line, sizeof line,
+                          "| %d | %lld | %.2f | %.3f | %.2f | %.3f | %.2f | %.2f | %.2f | %.2f | %.3f | %.3f | %.3f |\n", k,
+                          static_cast<long long>(c.steps), 1e3 * d, cc, 1e3 * v, r, 1e3 * (step - d - v), 1e3 * step, e,
+                          tokens, formula, measured, by_steps);
         out += line;
         first = false;
     }
@@ -218,12 +233,22 @@ int run_bench_spec(const Args& args) {
     EngineMetrics spec_metrics;  // summed over the timed runs
     StepCosts off_costs, spec_costs;  // summed over the timed runs
     bool identical = true;
+    std::string trace = "run,mode,step,prefill_tokens,decode_tokens,draft_k,draft_tokens,accepted_tokens,draft_s,forward_s,step_s\n";
+    auto add_trace = [&trace](int64_t rep, const char* mode, const std::string& lines) {
+        for (size_t at = 0; at < lines.size();) {
+            const size_t end = lines.find('\n', at);
+            trace += std::to_string(rep) + "," + mode + "," + lines.substr(at, end - at + 1);
+            at = end + 1;
+        }
+    };
     for (int64_t rep = 0; rep <= *reps; ++rep) {  // rep 0 warms both up
         auto a = run_once(m, off, prompts, static_cast<int32_t>(*n_gen));
         if (!a) return fail("bench", a.error().message);
         auto b = run_once(m, *spec_config, prompts, static_cast<int32_t>(*n_gen));
         if (!b) return fail("bench", b.error().message);
         identical = identical && a->tokens == b->tokens;
+        add_trace(rep, "off", a->trace);
+        add_trace(rep, "spec", b->trace);
         if (rep == 0) continue;
         tps_off.push_back(a->decode_tps);
         tps_on.push_back(b->decode_tps);
@@ -248,6 +273,11 @@ int run_bench_spec(const Args& args) {
     std::string per_pos;
     for (size_t k = 0; k < s.spec_decode_num_accepted_tokens_per_pos.size(); ++k)
         per_pos += (k ? ", " : "") + std::to_string(drafts > 0 ? double(s.spec_decode_num_accepted_tokens_per_pos[k]) / drafts : 0.0);
+    if (auto path = args.get("--spec-trace")) {
+        std::ofstream out(*path);
+        out << trace;
+        if (!out) return fail("bench", "cannot write " + *path);
+    }
     const std::string method(to_string(spec_config->spec.method));
     const std::string cost_model = cost_model_text(off_costs.plain, spec_costs, rate, args.has("--json"));
     if (args.has("--json")) {
