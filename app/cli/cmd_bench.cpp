@@ -24,6 +24,7 @@ std::vector<FlagSpec> bench_flags() {
     flags.push_back({"", "--json", "", "print the result as JSON"});
     flags.push_back({"", "--spec-prompt", "TEXT", "--spec: the prompt (a chat message) both runs continue"});
     flags.push_back({"", "--spec-prompt-file", "FILE", "--spec: prompts, one per line, run at once"});
+    flags.push_back({"", "--spec-trace", "FILE", "--spec: every step of every run (warm-up = run 0) as CSV: rows, K, draft / forward / step time"});
     for (const FlagSpec& f : workload_flags()) flags.push_back(f);
     for (const FlagSpec& f : engine_flags()) flags.push_back(f);
     flags.push_back({"-h", "--help", "", "this help"});

@@ -170,6 +170,48 @@ private slots:
         }
     }
 
+    // F32 weights are multiplied as register tiles of several weight and
+    // activation rows (a verify pass of K + 1 rows reads each weight once):
+    // with row lengths that leave a tail past the last 8-wide vector, and
+    // every row count a tile and its remainders bring, each output is the
+    // dot product of its two rows alone, bit for bit, and close to a double-
+    // precision sum (an accumulator mixed up between rows would not be).
+    void f32_tiles_with_tails_match_dots() {
+        ThreadPool pools[] = {ThreadPool(1), ThreadPool(2)};
+        ScratchBuffer scratch;
+        for (int64_t in : {7, 8, 13, 101, 576}) {
+            const int64_t out = 11;
+            const Weights w = random_weights(TensorType::F32, out, in, 7 + static_cast<uint32_t>(in));
+            const auto* wf = reinterpret_cast<const float*>(w.bytes.data());
+            for (int64_t n_rows : {1, 2, 3, 4, 5, 9}) {
+                const std::vector<float> x = random_activations(n_rows, in, 70 + static_cast<uint32_t>(n_rows));
+                for (Isa isa : isas()) {
+                    const DotKernels& k = *dot_kernels(TensorType::F32, isa);
+                    for (ThreadPool& pool : pools) {
+                        std::vector<float> y(static_cast<size_t>(n_rows * out), NAN);
+                        QVERIFY(matmul(w.matrix, x.data(), n_rows, y.data(), pool, scratch, isa).ok());
+                        for (int64_t c = 0; c < n_rows; ++c)
+                            for (int64_t r = 0; r < out; ++r) {
+                                const float got = y[static_cast<size_t>(c * out + r)];
+                                const float want = k.dot(in, wf + r * in, x.data() + c * in);
+                                double exact_sum = 0, magnitude = 0;
+                                for (int64_t i = 0; i < in; ++i) {
+                                    exact_sum += double(wf[r * in + i]) * double(x[static_cast<size_t>(c * in + i)]);
+                                    magnitude += std::fabs(double(wf[r * in + i]) * double(x[static_cast<size_t>(c * in + i)]));
+                                }
+                                const std::string where = describe(TensorType::F32, isa, n_rows, pool.size()) +
+                                                          " in " + std::to_string(in) + " row " + std::to_string(c) +
+                                                          " output " + std::to_string(r);
+                                QVERIFY2(same_bits(got, want), (where + ": " + exact(got) + " vs dot " + exact(want)).c_str());
+                                QVERIFY2(std::fabs(double(got) - exact_sum) <= 1e-5 * magnitude + 1e-30,
+                                         (where + ": " + exact(got) + " vs " + std::to_string(exact_sum)).c_str());
+                            }
+                    }
+                }
+            }
+        }
+    }
+
     // Weights of one input in one pass (Q, K, V): each output as its own matmul
     // gives it, bit for bit, also when the types pair with different
     // activation formats (Q4_1 with Q8_1, Q8_0 with Q8_0) and cannot share.

@@ -39,23 +39,54 @@ FOLIO_AVX2 void quantize_row_q8_1(const float* x, void* out, int64_t n) {
 
 // ---- float weights -----------------------------------------------------------
 
-FOLIO_AVX2 float dot_f32(int64_t n, const void* w, const void* a) {
-    const auto* x = static_cast<const float*>(w);
-    const auto* y = static_cast<const float*>(a);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
-        acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), acc2);
-        acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), acc3);
+// F32 weights as a register tile: NW weight rows against NA activation rows,
+// each weight vector loaded once for all NA rows and each activation vector
+// once for all NW rows. Dot products one pair at a time (this file's kernel
+// until 2026-12-01, tile_by_dots) load two vectors per FMA, which bounds a
+// verify pass of K + 1 rows at one FMA a cycle: on SmolLM2's F32 folder each
+// row past the first cost ~2.9 ms of a 34 ms step
+// (bench/results/spec-cpu-vs-llamacpp-2026-12-01.txt). Every pair
+// has one accumulator (lane j sums elements j, j + 8, ...), reduced by
+// store_tile's tree, then the scalar tail added: the same arithmetic for every
+// tile shape, so a row's result does not depend on the rows beside it.
+// The next tile's weight rows are prefetched while this one computes (as the
+// quantized decode tiles do): a 2-row tile alone keeps too few rows in flight
+// to stream from memory, and 2-9 rows cost a quarter more CPU time without it.
+struct F32Tile {
+    template <int NW, int NA>
+    FOLIO_AVX2 static void run(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride,
+                               const float* /*a_scales*/, float* y, size_t ldy) {
+        const auto* wb = static_cast<const char*>(w);
+        const auto* ab = static_cast<const char*>(a);
+        __m256 acc[NW][NA];
+        FOLIO_UNROLL
+        for (int r = 0; r < NW; ++r)
+            FOLIO_UNROLL
+            for (int c = 0; c < NA; ++c) acc[r][c] = _mm256_setzero_ps();
+        NextTilePrefetch<NW> prefetch(w, w_stride, n / 8);
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            prefetch.block(i / 8);
+            __m256 av[NA];
+            FOLIO_UNROLL
+            for (int c = 0; c < NA; ++c) av[c] = _mm256_loadu_ps(reinterpret_cast<const float*>(ab + c * a_stride) + i);
+            FOLIO_UNROLL
+            for (int r = 0; r < NW; ++r) {
+                const __m256 wv = _mm256_loadu_ps(reinterpret_cast<const float*>(wb + r * w_stride) + i);
+                FOLIO_UNROLL
+                for (int c = 0; c < NA; ++c) acc[r][c] = _mm256_fmadd_ps(wv, av[c], acc[r][c]);
+            }
+        }
+        float tail[NW][NA] = {};
+        for (int r = 0; r < NW; ++r)
+            for (int c = 0; c < NA; ++c) {
+                const auto* wr = reinterpret_cast<const float*>(wb + r * w_stride);
+                const auto* ar = reinterpret_cast<const float*>(ab + c * a_stride);
+                for (int64_t j = i; j < n; ++j) tail[r][c] += wr[j] * ar[j];
+            }
+        store_tile<NW, NA>(acc, tail, y, ldy);
     }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
-    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; ++i) sum += x[i] * y[i];
-    return sum;
-}
+};
 
 FOLIO_AVX2 inline __m256 load_half8(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -259,7 +290,8 @@ constexpr DotKernels block32_kernels(TensorType weight, QuantizeRowFn quantize) 
 }
 
 const DotKernels kAvx2[] = {
-    DotKernels{TensorType::F32, ActivationType::F32, 1, sizeof(float), nullptr, dot_f32, &tile_by_dots<dot_f32>},
+    DotKernels{TensorType::F32, ActivationType::F32, 1, sizeof(float), nullptr, &dot_by_tile<F32Tile>,
+               &tile_dispatch<F32Tile>},
     DotKernels{TensorType::F16, ActivationType::F32, 1, sizeof(float), nullptr, dot_f16, &tile_by_dots<dot_f16>},
     block32_kernels<Q4_0>(TensorType::Q4_0, quantize_row_q8_0),
     block32_kernels<Q4_1>(TensorType::Q4_1, quantize_row_q8_1),
