@@ -200,9 +200,9 @@ private slots:
         QVERIFY(std::abs(tuner.per_row_s() - 0.00005) < 1e-6 && std::abs(tuner.fixed_s() - 0.010) < 1e-5);
         QCOMPARE(tuner.choose(good, 0), 6);
         QVERIFY(tuner.choose(bad, 0) <= 1);  // 3 % acceptance: one nearly free row is still worth it
-        for (int i = 0; i < 50; ++i) tuner.observe_draft(1, 0.001);  // a draft model: 1 ms a token
+        for (int i = 0; i < 50; ++i) tuner.observe_draft_pass(1, 0.001);  // a draft model: 1 ms a token
         QCOMPARE(tuner.choose(bad, 0), 0);
-        // A draft model's cost is known from its first proposal: a request
+        // A draft model's cost is known from its first pass: a request
         // whose first two drafts of 4 were all rejected stops drafting at
         // once (a draft step 40 % of a 5 ms target step that verifies 5 rows
         // at the price of 1), rather than after the dozen steps an average
@@ -210,12 +210,28 @@ private slots:
         Tuner fresh(4);
         for (int rep = 0; rep < 3; ++rep)
             for (int n = 1; n <= 8; n *= 2) fresh.observe_step(n, 0.005);
-        fresh.observe_draft(4, 0.008);
+        fresh.observe_draft_pass(1, 0.002);
         Tuner::Acceptance rejected;
         Tuner::observe_verdict(rejected, 4, 0);
         Tuner::observe_verdict(rejected, 4, 0);
         QCOMPARE(fresh.choose(rejected, 0), 0);
         QVERIFY(tuner.choose(good, 0) >= 4);
+        // The CPU's costs (SmolLM2 F32 target, its Q4_1 file as the draft,
+        // bench/results/spec-cpu-vs-llamacpp-2026-12-01.txt): a 60 ms step,
+        // 5 ms a row more; the draft's first pass reads the 108-token prompt
+        // (350 ms), then 15.8 ms a pass of one row. A drafted token costs
+        // that one row, not the first pass's share (an average per token
+        // called it 100 ms, dearer than a target step, and K stayed 0 where
+        // K = 4 gave 1.35x).
+        Tuner cpu(4);
+        for (int rep = 0; rep < 3; ++rep)
+            for (int n = 1; n <= 5; ++n) cpu.observe_step(n, 0.055 + 0.005 * n);
+        cpu.observe_draft_pass(108, 0.350);
+        for (int i = 0; i < 3; ++i) cpu.observe_draft_pass(1, 0.0158);
+        QVERIFY(std::abs(cpu.draft_s_per_token() - 0.0158) < 0.002);
+        Tuner::Acceptance chat;
+        for (int i = 0; i < 10; ++i) Tuner::observe_verdict(chat, 8, 7);  // 88 % accepted, as measured
+        QVERIFY(cpu.choose(chat, 0) >= 3);
         // Every row as dear as a step (a compute-bound device): drafts never pay.
         Tuner dear(6);
         for (int rep = 0; rep < 3; ++rep)
@@ -239,7 +255,7 @@ private slots:
             Tuner t(4);
             for (int rep = 0; rep < 3; ++rep)
                 for (int n = 1; n <= 8; n *= 2) t.observe_step(n, 0.004 + 0.001 * n);  // rows 20 % of a step
-            t.observe_draft(1, draft_s);
+            t.observe_draft_pass(1, draft_s);
             return t;
         };
         // The steps at which a request that never gets a draft accepted probes, over 400 steps.

@@ -52,6 +52,12 @@ struct SpecConfig {
 
 // One sequence a proposer drafts for: its tokens so far (prompt and
 // verified output) and how many drafts it may make.
+// A draft model's forward pass: its rows and time (Proposer::passes).
+struct DraftPass {
+    int32_t rows = 0;
+    double seconds = 0;
+};
+
 struct DraftRequest {
     int64_t id = -1;  // the sequence (a draft model keeps its KV between steps)
     std::span<const int32_t> tokens;
@@ -81,6 +87,8 @@ public:
     virtual std::string name() const = 0;
     // The sequence is gone (finished, aborted): whatever the proposer keeps for it goes too.
     virtual void forget(int64_t /*id*/) {}
+    // The forward passes of the last propose() (none: the proposer runs no model).
+    virtual std::span<const DraftPass> passes() const { return {}; }
     // A draft model's KV blocks, one cell each (empty: the proposer keeps no KV).
     virtual void describe_blocks(std::vector<DraftBlockCell>& /*cells*/) const {}
 };
@@ -102,8 +110,24 @@ public:
 // (no drafts for the rest of it; the draft's KV is released). And where
 // the costs say that not even a draft that is always accepted pays, no
 // request drafts or probes at all.
+//
+// Both costs are fitted per forward pass, t(n) = a + b n over the pass's
+// rows: the target's steps, and a draft model's passes (its first reads a
+// whole prompt, later ones the tokens it skipped: those are rows, and a
+// drafted token costs the draft one row of a pass, not the pass's share).
 class DraftLengthTuner {
 public:
+    // Exponentially weighted least squares of t(n) = a + b n.
+    class CostFit {
+    public:
+        void observe(int32_t n_rows, double seconds);
+        bool known() const { return w_ > 0; }
+        double fixed_s() const { return fixed_s_; }
+        double per_row_s() const { return per_row_s_; }
+    private:
+        double w_ = 0, sn_ = 0, st_ = 0, snn_ = 0, snt_ = 0;
+        double fixed_s_ = 0, per_row_s_ = 0;
+    };
     struct Acceptance {  // per request
         double drafted = 0, accepted = 0;
         int32_t steps_without = 0;  // steps since it last drafted
@@ -116,8 +140,8 @@ public:
     static constexpr int32_t kPauseAfter = 2;
 
     explicit DraftLengthTuner(int32_t draft_max);
-    void observe_step(int32_t n_rows, double forward_s);  // every forward pass
-    void observe_draft(int32_t n_drafted, double draft_s);  // every proposal
+    void observe_step(int32_t n_rows, double forward_s);    // every target forward pass
+    void observe_draft_pass(int32_t n_rows, double seconds);  // every draft-model pass
     static void observe_verdict(Acceptance& a, int32_t n_drafted, int32_t n_accepted);
     static double alpha(const Acceptance& a);
     static double expected_tokens(double alpha, int32_t k);
@@ -125,17 +149,16 @@ public:
     int32_t choose(const Acceptance& a, int32_t other_rows) const;
     // choose(), and at 0 the probe when one is due (1); may pause the request.
     int32_t plan(Acceptance& a, int32_t other_rows) const;
-    double fixed_s() const { return fixed_s_; }
-    double per_row_s() const { return per_row_s_; }
-    double draft_s_per_token() const { return draft_s_per_token_; }
+    double fixed_s() const { return step_.fixed_s(); }
+    double per_row_s() const { return step_.per_row_s(); }
+    // A drafted token: one row of a one-sequence draft pass (0 without draft-model passes: prompt lookup).
+    double draft_s_per_token() const { return draft_.fixed_s() + draft_.per_row_s(); }
 
 private:
     int32_t best_k(double alpha, int32_t other_rows) const;
 
     int32_t draft_max_;
-    double w_ = 0, sn_ = 0, st_ = 0, snn_ = 0, snt_ = 0;  // weighted sums of the fit
-    double fixed_s_ = 0, per_row_s_ = 0, draft_s_per_token_ = 0;
-    bool draft_cost_known_ = false;  // set by the first proposal
+    CostFit step_, draft_;
 };
 
 // The proposer `config` names (null for Off).

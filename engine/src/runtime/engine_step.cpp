@@ -131,16 +131,14 @@ void Engine::propose_drafts() {
     if (ids.empty()) return;
     std::vector<std::vector<int32_t>> drafts;
     proposer_->propose(asks, drafts);
-    int32_t n_drafted = 0;
     for (size_t i = 0; i < ids.size(); ++i) {
         if (static_cast<int32_t>(drafts[i].size()) < std::max(1, config_.spec.draft_min)) {
             drafts[i].clear();
             requests_.at(ids[i])->draft_q.clear();
         }
-        n_drafted += static_cast<int32_t>(drafts[i].size());
         scheduler_.set_drafts(ids[i], std::move(drafts[i]));
     }
-    tuner_.observe_draft(n_drafted, now_s() - t0);
+    for (const DraftPass& pass : proposer_->passes()) tuner_.observe_draft_pass(pass.rows, pass.seconds);
     spec_step_.draft_s = now_s() - t0;
 }
 

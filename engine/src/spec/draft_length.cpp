@@ -9,17 +9,16 @@ namespace folio {
 
 DraftLengthTuner::DraftLengthTuner(int32_t draft_max) : draft_max_(std::max(1, draft_max)) {}
 
-void DraftLengthTuner::observe_step(int32_t n_rows, double forward_s) {
-    if (n_rows <= 0 || !(forward_s > 0)) return;
-    // Exponentially weighted least squares of t(n) = a + b n: recent steps
-    // count most (the machine's load changes), old ones fade.
+void DraftLengthTuner::CostFit::observe(int32_t n_rows, double seconds) {
+    if (n_rows <= 0 || !(seconds > 0)) return;
+    // Recent passes count most (the machine's load changes), old ones fade.
     constexpr double kKeep = 0.98;
     const double n = n_rows;
     w_ = kKeep * w_ + 1;
     sn_ = kKeep * sn_ + n;
-    st_ = kKeep * st_ + forward_s;
+    st_ = kKeep * st_ + seconds;
     snn_ = kKeep * snn_ + n * n;
-    snt_ = kKeep * snt_ + n * forward_s;
+    snt_ = kKeep * snt_ + n * seconds;
     const double det = w_ * snn_ - sn_ * sn_;
     if (det > 1e-9 * w_ * w_) {
         per_row_s_ = std::max(0.0, (w_ * snt_ - sn_ * st_) / det);
@@ -28,18 +27,13 @@ void DraftLengthTuner::observe_step(int32_t n_rows, double forward_s) {
         // One row count so far: all of it fixed cost until rows vary (a lone
         // sequence's first speculative step shows what rows cost).
         fixed_s_ = st_ / w_;
+        per_row_s_ = 0;
     }
 }
 
-void DraftLengthTuner::observe_draft(int32_t n_drafted, double draft_s) {
-    if (n_drafted <= 0 || !(draft_s >= 0)) return;
-    // The first proposal sets the cost: an average from 0 would call a
-    // draft model nearly free for its first dozen steps, and K stay high
-    // while nothing is accepted.
-    const double per_token = draft_s / n_drafted;
-    draft_s_per_token_ = draft_cost_known_ ? 0.9 * draft_s_per_token_ + 0.1 * per_token : per_token;
-    draft_cost_known_ = true;
-}
+void DraftLengthTuner::observe_step(int32_t n_rows, double forward_s) { step_.observe(n_rows, forward_s); }
+
+void DraftLengthTuner::observe_draft_pass(int32_t n_rows, double seconds) { draft_.observe(n_rows, seconds); }
 
 void DraftLengthTuner::observe_verdict(Acceptance& a, int32_t n_drafted, int32_t n_accepted) {
     // A decaying count: the estimate follows the text (a quoted passage
@@ -68,7 +62,7 @@ double DraftLengthTuner::expected_tokens(double alpha, int32_t k) {
 
 int32_t DraftLengthTuner::choose(const Acceptance& a, int32_t other_rows) const {
     // No measurements yet: K = draft_max.
-    return w_ < 1 ? draft_max_ : best_k(alpha(a), other_rows);
+    return !step_.known() ? draft_max_ : best_k(alpha(a), other_rows);
 }
 
 int32_t DraftLengthTuner::best_k(double al, int32_t other_rows) const {
@@ -77,11 +71,12 @@ int32_t DraftLengthTuner::best_k(double al, int32_t other_rows) const {
     // draft tokens, against the step without them. Where rows cost as much
     // as the step (a compute-bound batch), K rows must beat the batch's own
     // rate, and K falls to 0.
-    const double base = fixed_s_ + per_row_s_ * (other_rows + 1);
+    const double fixed_s = step_.fixed_s(), per_row_s = step_.per_row_s(), draft_s = draft_s_per_token();
+    const double base = fixed_s + per_row_s * (other_rows + 1);
     int32_t best = 0;
     double best_rate = (other_rows + 1.0) / std::max(base, 1e-9);
     for (int32_t k = 1; k <= draft_max_; ++k) {
-        const double t = base + k * (per_row_s_ + draft_s_per_token_);
+        const double t = base + k * (per_row_s + draft_s);
         const double rate = (other_rows + expected_tokens(al, k)) / std::max(t, 1e-9);
         if (rate > best_rate * 1.02) best = k, best_rate = rate;  // a margin: speculate only for a clear gain
     }
@@ -101,7 +96,7 @@ int32_t DraftLengthTuner::plan(Acceptance& a, int32_t other_rows) const {
     if (++a.steps_without < a.probe_every) return 0;
     // A draft whose catching up costs a few % of a step, rejected probe
     // after probe: the request stops drafting.
-    if (a.failed_probes >= kPauseAfter && draft_s_per_token_ > 0.05 * (fixed_s_ + per_row_s_)) {
+    if (a.failed_probes >= kPauseAfter && draft_s_per_token() > 0.05 * (fixed_s() + per_row_s())) {
         a.paused = true;
         return 0;
     }

@@ -12,6 +12,7 @@
 // sequence's drafting stops at the first token the draft itself is less
 // sure of than that (its softmax probability at temperature 1).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <unordered_map>
 
@@ -40,6 +41,7 @@ public:
 
     void propose(std::span<const DraftRequest> requests, std::vector<std::vector<int32_t>>& out) override {
         out.assign(requests.size(), {});
+        passes_.clear();
         // Step 1: catch up with each sequence and draft its first token.
         std::vector<size_t> active;
         batch_.clear();
@@ -72,7 +74,10 @@ public:
         for (int32_t step = 0; !active.empty(); ++step) {
             bool sampling = false;
             for (size_t i : active) sampling = sampling || (requests[i].sampling && requests[i].q);
-            if (!run(tokens_, sampling)) {
+            const auto t0 = std::chrono::steady_clock::now();
+            const bool ran = run(tokens_, sampling);
+            passes_.push_back({batch_.n_tokens(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+            if (!ran) {
                 for (size_t i : active) forget(requests[i].id), out[i].clear();
                 return;
             }
@@ -103,6 +108,7 @@ public:
     }
 
     std::string name() const override { return to_string(config_.method).data(); }
+    std::span<const DraftPass> passes() const override { return passes_; }
 
     void describe_blocks(std::vector<DraftBlockCell>& cells) const override {
         const auto bs = static_cast<int64_t>(kv_.block_size());
@@ -186,6 +192,7 @@ private:
     Batch batch_;
     std::vector<float> logits_;
     std::vector<int32_t> tokens_;
+    std::vector<DraftPass> passes_;  // the last propose()'s
     std::vector<float> best_p_, best_logit_, ones_, log_norms_;  // draft_p_min
     std::vector<double> sums_;
 };
