@@ -38,6 +38,10 @@ struct StepCost {
         rows += e.decode_tokens;
         accepted += e.accepted_tokens;
     }
+    void add(const StepCost& o) {
+        steps += o.steps, step_s += o.step_s, forward_s += o.forward_s, draft_s += o.draft_s;
+        rows += o.rows, accepted += o.accepted;
+    }
 };
 
 struct StepCosts {
@@ -45,13 +49,9 @@ struct StepCosts {
     std::map<int32_t, StepCost> by_k;    // speculating steps by the K verified
     StepCost probe;                      // steps that drafted but verified nothing (K = 0 after drafting)
     void add(const StepCosts& o) {
-        auto merge = [](StepCost& a, const StepCost& b) {
-            a.steps += b.steps, a.step_s += b.step_s, a.forward_s += b.forward_s, a.draft_s += b.draft_s;
-            a.rows += b.rows, a.accepted += b.accepted;
-        };
-        merge(plain, o.plain);
-        merge(probe, o.probe);
-        for (const auto& [k, c] : o.by_k) merge(by_k[k], c);
+        plain.add(o.plain);
+        probe.add(o.probe);
+        for (const auto& [k, c] : o.by_k) by_k[k].add(c);
     }
 };
 

@@ -64,20 +64,24 @@ double kv_per_token(const HParams& h, uint32_t layers) {
     return static_cast<double>(layers) * h.n_head_kv * h.head_dim;
 }
 
+// layer-skip's draft: --draft-layers, or a quarter of the target's layers.
+uint32_t layer_skip_layers(int32_t draft_layers, const HParams& target) {
+    return draft_layers > 0 ? static_cast<uint32_t>(draft_layers) : std::max<uint32_t>(1, target.n_layer / 4);
+}
+
 }  // namespace
 
 Result<double> draft_kv_share(const Args& args, const ModelDescription& target) {
     const double t = kv_per_token(target.hparams, target.hparams.n_layer);
     if (!(t > 0)) return 0.0;
-    const std::string method = args.get_or("--spec", "off");
-    if (method == "int4-self") return 1.0;  // every layer, the target's shapes
-    if (method == "layer-skip") {
-        auto layers = args.get_int("--draft-layers", 0, 0, 4096);
-        if (!layers) return layers.error();
-        const uint32_t n = *layers > 0 ? static_cast<uint32_t>(*layers) : std::max<uint32_t>(1, target.hparams.n_layer / 4);
-        return kv_per_token(target.hparams, std::min(n, target.hparams.n_layer)) / t;
+    SpecConfig spec;
+    if (Status s = read_spec_flags(args, spec); !s) return s.error();
+    if (spec.method == SpecMethod::Int4Self) return 1.0;  // every layer, the target's shapes
+    if (spec.method == SpecMethod::LayerSkip) {
+        const uint32_t n = std::min(layer_skip_layers(spec.draft_layers, target.hparams), target.hparams.n_layer);
+        return kv_per_token(target.hparams, n) / t;
     }
-    if (method == "draft" && args.has("--model-draft")) {
+    if (spec.method == SpecMethod::Draft) {
         auto draft = load_model_description(args.get_or("--model-draft", ""));
         if (!draft) return make_error("the draft model: " + draft.error().message);
         return kv_per_token(draft->hparams, draft->hparams.n_layer) / t;
@@ -103,8 +107,7 @@ Status load_draft(const Args& args, LoadedModel& m, SpecConfig& spec) {
         m.draft_weights = std::move(*quantized);
         m.draft_model = std::make_unique<ModelDescription>(m.draft_weights->model);
     } else {
-        const uint32_t layers = spec.draft_layers > 0 ? static_cast<uint32_t>(spec.draft_layers)
-                                                      : std::max<uint32_t>(1, m.model.hparams.n_layer / 4);
+        const uint32_t layers = layer_skip_layers(spec.draft_layers, m.model.hparams);
         auto draft = layer_skip_model(m.model, layers);
         if (!draft) return draft.error();
         m.draft_model = std::make_unique<ModelDescription>(std::move(*draft));

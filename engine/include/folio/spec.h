@@ -50,14 +50,14 @@ struct SpecConfig {
     Status validate() const;
 };
 
-// One sequence a proposer drafts for: its tokens so far (prompt and
-// verified output) and how many drafts it may make.
 // A draft model's forward pass: its rows and time (Proposer::passes).
 struct DraftPass {
     int32_t rows = 0;
     double seconds = 0;
 };
 
+// One sequence a proposer drafts for: its tokens so far (prompt and
+// verified output) and how many drafts it may make.
 struct DraftRequest {
     int64_t id = -1;  // the sequence (a draft model keeps its KV between steps)
     std::span<const int32_t> tokens;

@@ -145,22 +145,23 @@ void Engine::propose_drafts() {
 bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
     // The draws the rows will make, and the form the backend hands them in.
     t.first_draw.assign(plan.sequences.size(), -1);
-    size_t n_speculating = 0, n_spec_rows = 0;
-    for (const ScheduledSequence& ss : plan.sequences)
-        if (ss.sample && ss.n_draft > 0) ++n_speculating, n_spec_rows += static_cast<size_t>(ss.n_draft) + 1;
-    t.histories.reserve(n_speculating);  // the draws point into them
-    t.infos.reserve(n_spec_rows);
+    // Speculating sequences: their histories and rows' infos, and for
+    // sampled drafts (their q kept) room for the rows' p.
     const auto n_vocab = static_cast<size_t>(backend_.n_vocab());
     t.p_first.assign(plan.sequences.size(), std::string::npos);
-    size_t n_p = 0;
+    size_t n_speculating = 0, n_spec_rows = 0, n_p = 0;
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         const ScheduledSequence& ss = plan.sequences[i];
         if (!ss.sample || ss.n_draft == 0) continue;
-        if (requests_.at(ss.id)->draft_q.size() < static_cast<size_t>(ss.n_draft) * n_vocab) continue;
+        const size_t rows = static_cast<size_t>(ss.n_draft) + 1;
+        ++n_speculating, n_spec_rows += rows;
+        if (requests_.at(ss.id)->draft_q.size() < (rows - 1) * n_vocab) continue;
         t.p_first[i] = n_p;
-        n_p += (static_cast<size_t>(ss.n_draft) + 1) * n_vocab;
+        n_p += rows * n_vocab;
     }
-    t.p_rows.resize(n_p);  // the draws point into it
+    t.histories.reserve(n_speculating);  // the draws point into them
+    t.infos.reserve(n_spec_rows);
+    t.p_rows.resize(n_p);
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
         const ScheduledSequence& ss = plan.sequences[i];
         if (!ss.sample) continue;

@@ -49,6 +49,13 @@ public:
             const DraftRequest& r = requests[i];
             const int32_t k = std::min(r.max_drafts, config_.draft_max);
             if (k <= 0 || r.tokens.empty()) continue;
+            if (r.sampling && r.q && !samplers_.contains(r.id)) {
+                SamplingParams params = *r.sampling;
+                if (params.seed != kRandomSeed) params.seed ^= 0xd2af7a11ull;  // not the target's draws
+                auto sampler = Sampler::create(params);
+                if (!sampler) continue;  // (the engine validated them: never)
+                samplers_.emplace(r.id, std::move(*sampler));
+            }
             std::vector<int32_t>& computed = computed_[r.id];
             const auto n = static_cast<int32_t>(r.tokens.size());
             size_t common = 0;
@@ -61,14 +68,6 @@ public:
             }
             computed.assign(r.tokens.begin(), r.tokens.end());
             add_rows(r.id, r.tokens.subspan(static_cast<size_t>(start)), start);
-            if (r.q) r.q->clear();
-            if (r.sampling && r.q && !samplers_.contains(r.id)) {
-                SamplingParams params = *r.sampling;
-                if (params.seed != kRandomSeed) params.seed ^= 0xd2af7a11ull;  // not the target's draws
-                auto sampler = Sampler::create(params);
-                if (!sampler) continue;
-                samplers_.emplace(r.id, std::move(*sampler));
-            }
             active.push_back(i);
         }
         for (int32_t step = 0; !active.empty(); ++step) {
