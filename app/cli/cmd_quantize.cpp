@@ -12,6 +12,7 @@
 #include "args.h"
 #include "commands.h"
 #include "folio/quantize_job.h"
+#include "inference_common.h"
 
 namespace folio::cli {
 namespace {
@@ -25,6 +26,7 @@ std::vector<FlagSpec> quantize_flags() {
         {"-o", "--output", "OUT.gguf", "the file to write"},
         {"", "--type", "PRESET", "Q4_K_M (default), Q4_K_S, Q4_0, Q5_K_M, Q6_K or Q8_0"},
         {"-t", "--threads", "N", "CPU threads (default: physical cores)"},
+        {"", "--device", "DEV", "cpu, cuda or cuda:N: where calibration and validation run the model (default cpu)"},
         {"", "--imatrix", "FILE", "weigh the K-quant search by this importance matrix (folio imatrix / llama-imatrix)"},
         {"", "--calibrate", "TEXT", "collect the importance matrix on TEXT first ('default': the licence texts)"},
         {"", "--calibrate-chunks", "N", "chunks of 512 tokens of the calibration text to use (default: all)"},
@@ -145,7 +147,7 @@ int run_quantize(int argc, char** argv) {
     auto args = Args::parse(argc, argv, 2, flags);
     if (!args) return fail("quantize", args.error().message);
     if (args->has("--help")) {
-        std::printf("%s", usage("quantize", "-m SRC -o OUT.gguf [--type Q4_K_M] [--imatrix FILE | --calibrate TEXT] [--awq] [-t N] [--validate TEXT]", flags).c_str());
+        std::printf("%s", usage("quantize", "-m SRC -o OUT.gguf [--type Q4_K_M] [--imatrix FILE | --calibrate TEXT] [--awq] [-t N] [--device cuda] [--validate TEXT]", flags).c_str());
         return 0;
     }
     auto source = args->get("--model");
@@ -198,6 +200,7 @@ int run_quantize(int argc, char** argv) {
     options.output = *output;
     options.preset = *preset;
     options.threads = int(*threads);
+    options.device = chosen_device(*args);
     ProgressPrinter printer(::isatty(STDERR_FILENO) == 1);
     options.on_progress = [&](const QuantizeProgress& p) { printer(p); };
 

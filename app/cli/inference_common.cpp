@@ -125,6 +125,15 @@ Result<ModelDescription> load_model(const Args& args, const std::string& path, b
     return make_dummy_model(dummy);
 }
 
+std::string chosen_device(const Args& args) {
+    const std::string device = args.get("--device").value_or("cpu");
+    if ((device == "cuda" || device.starts_with("cuda:")) && cuda_device_count() == 0) {
+        std::fprintf(stderr, "folio: %s; running on the CPU\n", describe_cuda_devices().c_str());
+        return "cpu";
+    }
+    return device;
+}
+
 Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32_t default_context,
                                                         uint32_t kv_sequences) {
     auto path = args.get("--model");
@@ -144,12 +153,7 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     if (!fraction) return fraction.error();
 
     BackendOptions options;
-    options.device = args.get("--device").value_or("cpu");
-    const bool wants_gpu = options.device == "cuda" || options.device.starts_with("cuda:");
-    if (wants_gpu && cuda_device_count() == 0) {
-        std::fprintf(stderr, "folio: %s; running on the CPU\n", describe_cuda_devices().c_str());
-        options.device = "cpu";
-    }
+    options.device = chosen_device(args);
     auto model = load_model(args, *path, options.device != "cpu");
     if (!model) return model.error();
     auto tokenizer = Tokenizer::create(model->tokenizer);

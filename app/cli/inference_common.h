@@ -34,6 +34,10 @@ struct LoadedModel {
 // `on_gpu`.
 Result<ModelDescription> load_model(const Args& args, const std::string& path, bool on_gpu);
 
+// --device (default cpu); a GPU asked for where none is usable falls back to
+// the CPU, saying why on stderr.
+std::string chosen_device(const Args& args);
+
 // -m, -t, -c, --device, --block-size, --kv-budget from `args`; `default_context` when
 // -c is absent. Without --kv-budget the KV cache holds `kv_sequences` full contexts.
 Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32_t default_context,

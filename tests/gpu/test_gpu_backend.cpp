@@ -34,6 +34,7 @@
 #include "../engine/engine_collector.h"
 #include "folio/backend.h"
 #include "folio/engine.h"
+#include "folio/imatrix.h"
 #include "folio/spec.h"
 #include "folio/model.h"
 #include "folio/tokenizer.h"
@@ -108,6 +109,18 @@ Agreement compare_logits(const std::vector<float>& cpu, const std::vector<float>
         if (cb != gb && c[cb] - c[gb] > 1e-3f * std::fabs(c[cb])) ++a.argmax_diffs;
     }
     return a;
+}
+
+// |a - b| / |b| over two vectors of one length (1 when the lengths differ).
+template <typename T>
+double relative_l2(const std::vector<T>& a, const std::vector<T>& b) {
+    if (a.size() != b.size()) return 1.0;
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        diff += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
+        norm += double(b[i]) * double(b[i]);
+    }
+    return std::sqrt(diff / std::max(norm, 1e-300));
 }
 
 // A backend with whole rows only (no top-k, no draws): the Sampler selects.
@@ -447,6 +460,59 @@ private slots:
     // without top-k (top-p, min-p: the best entries and the row sums made on
     // the GPU, a row fetched whole where they cannot decide) and with
     // logprobs, whose values must match too.
+    // folio imatrix --device cuda: the same importance matrix and AWQ
+    // statistics as on the CPU (a random-weight SmolLM2 shape, on the host:
+    // both backends run the same weights), up to the GPU's float sums; the
+    // same rows sampled (the reservoir's random choices depend only on the
+    // row count).
+    void importanceMatrixOnTheGpuMatchesTheCpu() {
+        REQUIRE_GPU();
+        auto model = folio::make_dummy_model({"smollm2-135m", folio::TensorType::F16, true, 11});
+        QVERIFY(model);
+        std::string text;
+        for (int i = 0; text.size() < 2000; ++i) text += "calibration line " + std::to_string(i * 7919 % 1000) + ". ";
+        folio::ImatrixOptions options;
+        options.n_ctx = 128;
+        options.n_chunks = 3;
+        folio::ActivationStats cpu_rows, gpu_rows;
+        cpu_rows.max_rows = gpu_rows.max_rows = 100;  // 384 rows seen: the reservoir replaces some
+        options.activations = &cpu_rows;
+        auto cpu = folio::collect_imatrix(*model, text, options);
+        QVERIFY2(cpu, cpu ? "" : cpu.error().message.c_str());
+        options.device = "cuda";
+        options.activations = &gpu_rows;
+        auto gpu = folio::collect_imatrix(*model, text, options);
+        QVERIFY2(gpu, gpu ? "" : gpu.error().message.c_str());
+
+        QCOMPARE(gpu->entries.size(), cpu->entries.size());
+        QCOMPARE(cpu->entries.size(), size_t{30 * 7});
+        double worst = 0;
+        for (const auto& [name, want] : cpu->entries) {
+            const auto it = gpu->entries.find(name);
+            QVERIFY2(it != gpu->entries.end(), name.c_str());
+            QCOMPARE(it->second.count, want.count);
+            worst = std::max(worst, relative_l2(it->second.sums, want.sums));
+        }
+        std::fprintf(stderr, "imatrix: worst relative L2 difference of a column-sum vector %.3g\n", worst);
+        QVERIFY2(worst < 1e-2, std::to_string(worst).c_str());
+
+        QCOMPARE(gpu_rows.inputs.size(), cpu_rows.inputs.size());
+        QCOMPARE(cpu_rows.inputs.size(), size_t{30 * 4});
+        double worst_abs = 0, worst_rows = 0;
+        for (const auto& [name, want] : cpu_rows.inputs) {
+            const folio::ActivationSample& got = gpu_rows.inputs.at(name);
+            QCOMPARE(got.rows_seen, want.rows_seen);
+            QCOMPARE(got.n_rows(), want.n_rows());
+            QCOMPARE(want.n_rows(), int64_t{100});
+            worst_abs = std::max(worst_abs, relative_l2(got.mean_abs(), want.mean_abs()));
+            worst_rows = std::max(worst_rows, relative_l2(got.rows, want.rows));
+        }
+        std::fprintf(stderr, "AWQ: worst relative L2 difference of mean |x| %.3g, of the sampled rows %.3g\n",
+                     worst_abs, worst_rows);
+        QVERIFY2(worst_abs < 1e-2, std::to_string(worst_abs).c_str());
+        QVERIFY2(worst_rows < 2e-2, std::to_string(worst_rows).c_str());
+    }
+
     void topKSamplingOnTheGpuDrawsTheSamplersTokens() {
         REQUIRE_GPU();
         auto gpu = smollm2_on_gpu();

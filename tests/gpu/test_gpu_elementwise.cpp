@@ -3,8 +3,10 @@
 // written here: random inputs (never zeros), NaN-poisoned outputs, row
 // lengths that are and are not whole float4s. Skips without a GPU. (Their
 // fused activation quantization is checked bit for bit in test_gpu_matmul.)
+// Also the importance matrix's column sums.
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,6 +26,39 @@ class TestGpuElementwise : public QObject {
 #endif
 
 private slots:
+    // The importance matrix's column sums: against double sums, for row
+    // counts that are and are not whole slices; the same bits twice.
+    void column_stats_match_reference() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(5);
+        for (const auto& [rows, dim] : {std::pair<int64_t, int64_t>{512, 576}, {77, 300}, {1, 33}, {33, 14336}}) {
+            const auto x = random_floats(rng, static_cast<size_t>(rows * dim), -3, 3);
+            std::vector<double> ref(static_cast<size_t>(2 * dim));
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t c = 0; c < dim; ++c) {
+                    const double v = x[static_cast<size_t>(r * dim + c)];
+                    ref[static_cast<size_t>(c)] += v * v;
+                    ref[static_cast<size_t>(dim + c)] += std::fabs(v);
+                }
+            DeviceArray<float> dx(x), out(static_cast<size_t>(2 * dim));
+            DeviceArray<float> work(static_cast<size_t>(fk::column_stats_workspace_floats(rows, dim)));
+            QCOMPARE(cuda_error(out.poison(), "poison"), std::string());
+            QCOMPARE(cuda_error(fk::column_stats(dx.ptr, rows, dim, out.ptr, work.ptr, nullptr), "column_stats"),
+                     std::string());
+            std::vector<float> got, again;
+            QCOMPARE(cuda_error(out.download(got), "download"), std::string());
+            QCOMPARE(cuda_error(fk::column_stats(dx.ptr, rows, dim, out.ptr, work.ptr, nullptr), "column_stats"),
+                     std::string());
+            QCOMPARE(cuda_error(out.download(again), "download"), std::string());
+            size_t non_finite = 0;
+            const double err = rel_error(got, ref, &non_finite);
+            QCOMPARE(non_finite, size_t{0});
+            QVERIFY2(err < 1e-5, (std::to_string(rows) + "x" + std::to_string(dim) + ": " + std::to_string(err)).c_str());
+            QVERIFY(got == again);
+        }
+        QCOMPARE(fk::column_stats(nullptr, 0, 8, nullptr, nullptr, nullptr), cudaErrorInvalidValue);
+    }
+
     void elementwise_kernels_match_reference() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
         std::mt19937 rng(11);

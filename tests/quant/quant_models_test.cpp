@@ -203,6 +203,46 @@ private slots:
         }
     }
 
+    // Folio's own importance matrix against llama-imatrix's on the same
+    // text: the F32 SmolLM2 (the HF folder holds the values llama-imatrix
+    // read from the F32 GGUF), Folio's default calibration text (what the
+    // bench gave llama-imatrix), 16 chunks of 512. The two differ only in
+    // float summation order.
+    void collectedMatrixMatchesLlamaImatrix() {
+        const nlohmann::json golden = load_golden("imatrix_goldens.json");
+        QVERIFY2(!golden.is_discarded(), "cannot read tests/data/quant/imatrix_goldens.json");
+        auto llama = ImportanceMatrix::read(folio_test::data_path("quant/" + golden["imatrix"].get<std::string>()));
+        QVERIFY(llama.ok());
+        FOLIO_REQUIRE_MODEL(folder, "SmolLM2-135M-Instruct-hf");
+        auto text = read_calibration_text(default_calibration_files());
+        if (!text) QSKIP("no /usr/share/common-licenses texts to calibrate on");
+        auto model = load_model_description(folder);
+        QVERIFY(model.ok());
+        ImatrixOptions options;
+        options.n_ctx = int32_t(llama->chunk_size);
+        options.n_chunks = llama->chunk_count;
+        options.threads = 2;
+        auto ours = collect_imatrix(*model, *text, options);
+        QVERIFY2(ours.ok(), ours.ok() ? "" : ours.error().message.c_str());
+        QCOMPARE(ours->chunk_count, llama->chunk_count);
+        for (const auto& [name, want] : llama->entries) {
+            const auto it = ours->entries.find(name);
+            QVERIFY2(it != ours->entries.end(), name.c_str());
+            auto a = ours->weights_for(name, int64_t(want.sums.size()));
+            auto b = llama->weights_for(name, int64_t(want.sums.size()));
+            QVERIFY(a.ok() && b.ok());
+            double diff = 0, norm = 0;
+            for (size_t j = 0; j < b->size(); ++j) {
+                diff += double((*a)[j] - (*b)[j]) * double((*a)[j] - (*b)[j]);
+                norm += double((*b)[j]) * double((*b)[j]);
+            }
+            const double rel = std::sqrt(diff / norm);
+            std::fprintf(stderr, "%s: mean x^2 per column, relative L2 difference from llama-imatrix %.3g\n",
+                         name.c_str(), rel);
+            QVERIFY2(rel < 1e-3, (name + ": " + std::to_string(rel)).c_str());
+        }
+    }
+
     void hfFolderQuantizesToItsGgufsTensors() {
         FOLIO_REQUIRE_MODEL(gguf, "SmolLM2-135M-Instruct.Q4_1.gguf");
         FOLIO_REQUIRE_MODEL(folder, "SmolLM2-135M-Instruct-hf");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -15,6 +16,10 @@
 #include "folio/model.h"
 
 namespace folio {
+
+namespace model {
+class Ops;
+}
 
 struct BackendOptions {
     std::string device = "cpu";              // "cpu", "cuda" or "cuda:N"
@@ -58,6 +63,15 @@ public:
     // batch.logits_rows.size() rows of n_vocab() floats. Errors for batches
     // that do not fit (unknown block, position beyond max_context, ...).
     virtual Status forward(const Batch& batch, std::span<float> logits) = 0;
+    // forward() with the step's operations going through wrap(ops): a
+    // decorator of the backend's own Ops (engine/src/model/forwarding_ops.h)
+    // that watches what the step computes, as the importance-matrix
+    // collector does. Engine-internal (model::Ops is not a public type);
+    // never replayed from a CUDA graph.
+    using OpsDecorator = std::function<model::Ops&(model::Ops&)>;
+    virtual Status forward_wrapped(const Batch&, std::span<float>, const OpsDecorator&) {
+        return make_error("backend " + name() + " runs no step through a decorator");
+    }
 
     // forward(), but for each logits row only the id of its largest logit
     // (ties: the lowest id; NaN never wins), chosen where the logits are, so

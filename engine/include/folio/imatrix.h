@@ -75,6 +75,7 @@ struct ImatrixOptions {
     int32_t n_ctx = 512;        // tokens per chunk
     int64_t n_chunks = -1;      // -1: all whole chunks of the text
     int threads = 0;
+    std::string device = "cpu"; // the backend the model runs on: cpu, cuda or cuda:N
     std::string dataset_name;   // recorded in imatrix.datasets
     const std::atomic<bool>* cancel = nullptr;
     std::function<void(int64_t chunk, int64_t n_chunks)> on_chunk;
@@ -90,7 +91,7 @@ struct ImatrixOptions {
 std::vector<std::string> default_calibration_files();
 Result<std::string> read_calibration_text(const std::vector<std::string>& files);
 
-// Runs the model (on the CPU) over `text` in chunks as llama-imatrix does
+// Runs the model (on options.device) over `text` in chunks as llama-imatrix does
 // (BOS first when the model adds one) and sums x^2 of the input of every
 // matrix in a layer (blk.*; the output head is left out, as llama.cpp does).
 Result<ImportanceMatrix> collect_imatrix(const ModelDescription& model, const std::string& text,

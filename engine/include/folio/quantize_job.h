@@ -40,6 +40,7 @@ struct QuantizeOptions {
     std::string output;           // the .gguf to write (replaced if it exists)
     QuantPreset preset = QuantPreset::Q4_K_M;
     int threads = 0;              // 0: the physical cores
+    std::string device = "cpu";   // where calibration and validation run the model: cpu, cuda or cuda:N
     // Calibration: an importance matrix from a file (llama.cpp's imatrix
     // GGUF), or collected first on `calibration_files` (the Calibrating
     // phase; "default" files: default_calibration_files()). Neither: plain

@@ -63,6 +63,9 @@ public:
     Status forward(const Batch& batch, std::span<float> logits) override {
         return step(batch, model::StepOutput::all_logits(logits));
     }
+    Status forward_wrapped(const Batch& batch, std::span<float> logits, const OpsDecorator& wrap) override {
+        return step(batch, model::StepOutput::all_logits(logits), &wrap);
+    }
     // Greedy steps: the logits stay on the device, only the chosen ids come back.
     bool can_argmax() const override { return true; }
     Status forward_argmax(const Batch& batch, std::span<int32_t> ids) override {
@@ -140,13 +143,15 @@ public:
     DeviceReadings device_readings() const override { return nvml_ ? nvml_->read() : DeviceReadings{}; }
 
 private:
-    Status step(const Batch& batch, const model::StepOutput& out) {
+    // With `wrap` (forward_wrapped), the step runs through the decorator, never from a graph.
+    Status step(const Batch& batch, const model::StepOutput& out, const OpsDecorator* wrap = nullptr) {
         FOLIO_RETURN_IF_ERROR(model::check_batch(batch, out, n_vocab(), cache_.n_blocks, cache_.block_size,
                                                  max_context_, row_sequence_));
         if (cudaSetDevice(device_) != cudaSuccess) return make_error("cuda: cannot select device " + std::to_string(device_));
-        if (use_graphs_ && !model::ops_trace_file())
+        if (!wrap && use_graphs_ && !model::ops_trace_file())
             if (const int32_t bucket = graph_bucket(batch); bucket > 0) return forward_graph(batch, bucket, out);
         FOLIO_RETURN_IF_ERROR(ops_->begin_step(batch, row_sequence_));
+        if (wrap) return arch_->forward((*wrap)(*ops_), batch, out);
         return model::forward_traced(*arch_, *ops_, "cuda", batch, out);
     }
     Status upload_weights(const ModelDescription& model);

@@ -366,6 +366,28 @@ Status CudaOps::to_host(const float* src, std::span<float> dst, int64_t n) {
     return error_;
 }
 
+Status CudaOps::add_column_stats(const float* x, int64_t n_rows, int64_t dim, std::span<float> squares,
+                                 std::span<double> abs) {
+    if (capturing_) return make_error("add_column_stats: not in a CUDA graph");
+    if (!error_ || n_rows <= 0) return error_;
+    const int64_t work = kernels::column_stats_workspace_floats(n_rows, dim);
+    const size_t totals = static_cast<size_t>(2 * dim) * sizeof(float);
+    if (!grow(stats_scratch_, static_cast<size_t>(work) * sizeof(float) + totals, "column statistics", InGraphs::No))
+        return error_;
+    if (!ok(stats_host_.reserve(totals), "column statistics (pinned)")) return error_;
+    float* out = static_cast<float*>(stats_scratch_.data()) + work;
+    if (!ok(kernels::column_stats(x, n_rows, dim, out, static_cast<float*>(stats_scratch_.data()), stream_),
+            "column statistics") ||
+        !ok(cudaMemcpyAsync(stats_host_.data(), out, totals, cudaMemcpyDeviceToHost, stream_), "download") ||
+        !ok(cudaStreamSynchronize(stream_), "step"))
+        return error_;
+    const auto* host = reinterpret_cast<const float*>(stats_host_.data());
+    for (int64_t j = 0; j < dim; ++j) squares[static_cast<size_t>(j)] += host[j];
+    if (!abs.empty())
+        for (int64_t j = 0; j < dim; ++j) abs[static_cast<size_t>(j)] += host[dim + j];
+    return error_;
+}
+
 Status CudaOps::choose_tokens(const float* logits, int64_t n_rows, int64_t vocab, std::span<int32_t> ids) {
     if (capturing_) return error_;
     if (static_cast<int64_t>(ids.size()) < n_rows) return make_error("choose_tokens: the id buffer is too small");

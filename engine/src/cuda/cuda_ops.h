@@ -133,6 +133,9 @@ public:
                  std::span<int32_t> ids, const RowSums& sums) override;
     Status draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const RowDraws& draws,
                        std::span<int32_t> ids) override;
+    // kernels::column_stats on the device; 2 x dim floats come back.
+    Status add_column_stats(const float* x, int64_t n_rows, int64_t dim, std::span<float> squares,
+                            std::span<double> abs) override;
     // Rows of the logits the last top_k() selected from, one after the other.
     Status last_logits_rows(std::span<const size_t> rows, std::span<float> out);
     // Draws from those rows (Backend::draw_last_rows): by temperature alone
@@ -185,6 +188,8 @@ private:
     cudaStream_t stream_;
     kernels::MatmulWorkspace matmul_ws_;
     DeviceBuffer matmul_scratch_, attention_scratch_;
+    DeviceBuffer stats_scratch_;  // add_column_stats: the slices' sums, then the totals
+    PinnedBuffer stats_host_;
     DeviceBuffer stacked_scratch_;  // gated_matmuls' whole gate/up product
     DeviceKvCache& cache_;
     std::unordered_map<const void*, kernels::DeviceMatrix> matrices_;

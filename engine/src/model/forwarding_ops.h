@@ -52,6 +52,10 @@ public:
                  std::span<int32_t> ids, const RowSums& sums) override {
         return inner_.top_k(logits, n_rows, vocab, k, values, ids, sums);
     }
+    Status add_column_stats(const float* x, int64_t n_rows, int64_t dim, std::span<float> squares,
+                            std::span<double> abs) override {
+        return inner_.add_column_stats(x, n_rows, dim, squares, abs);
+    }
     Status draw_tokens(float* logits, int64_t n_rows, int64_t vocab, const RowDraws& draws,
                        std::span<int32_t> ids) override {
         return inner_.draw_tokens(logits, n_rows, vocab, draws, ids);

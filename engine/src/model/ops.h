@@ -9,10 +9,12 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "folio/batch.h"
 #include "folio/error.h"
@@ -168,6 +170,28 @@ public:
     // `sums` is not empty, on the host once computed.
     virtual Status top_k(const float* logits, int64_t n_rows, int64_t vocab, int32_t k, std::span<float> values,
                          std::span<int32_t> ids, const RowSums& sums) = 0;
+    // Column statistics of n_rows rows of dim (backend memory), added on the
+    // host once computed: squares[j] += x[r][j]^2 and, where abs is not
+    // empty, abs[j] += |x[r][j]|, over r in order (the importance matrix's
+    // and AWQ's sums, quant/imatrix_collect.cpp). By default the rows come
+    // to the host (to_host) and are summed there; a GPU sums them itself.
+    virtual Status add_column_stats(const float* x, int64_t n_rows, int64_t dim, std::span<float> squares,
+                                    std::span<double> abs) {
+        std::vector<float> rows(static_cast<size_t>(n_rows * dim));
+        if (Status s = to_host(x, rows, n_rows * dim); !s) return s;
+        add_column_stats_on_host(rows.data(), n_rows, dim, squares, abs);
+        return {};
+    }
+    static void add_column_stats_on_host(const float* x, int64_t n_rows, int64_t dim, std::span<float> squares,
+                                         std::span<double> abs) {
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const float* row = x + r * dim;
+            for (int64_t j = 0; j < dim; ++j) squares[static_cast<size_t>(j)] += row[j] * row[j];
+            if (!abs.empty())
+                for (int64_t j = 0; j < dim; ++j) abs[static_cast<size_t>(j)] += std::fabs(row[j]);
+        }
+    }
+
     // ids[r] = the token Sampler::sample would draw from row r by
     // temperature alone (draws.temperatures[r], 0 = greedy), or by top-p and
     // min-p where draws.top_p[r] < 1 or draws.min_p[r] > 0, with

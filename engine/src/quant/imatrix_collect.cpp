@@ -1,15 +1,16 @@
-// collect_imatrix(): the model runs on the CPU's Ops, wrapped in a decorator
-// that sees the input of every matrix product before it happens.
+// collect_imatrix(): the model runs on a backend (the CPU or a GPU) whose Ops
+// are wrapped in a decorator that sees the input of every matrix product
+// before it happens.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
-#include "backend/cpu/cpu_ops.h"
+#include "folio/backend.h"
 #include "folio/imatrix.h"
 #include "folio/tokenizer.h"
 #include "model/architecture.h"
-#include "model/batch_check.h"
 #include "model/forwarding_ops.h"
 
 namespace folio {
@@ -25,31 +26,10 @@ uint64_t splitmix64(uint64_t& state) {
     return z ^ (z >> 31);
 }
 
-// Sums |x| per column and keeps a uniform sample of max_rows rows: row i
-// (counting from 0) replaces a random kept row with probability max_rows / (i + 1).
-void sample_rows(ActivationSample& s, const float* x, int64_t n_rows, int64_t n_in, int64_t max_rows,
-                 const std::string& name) {
-    if (s.sum_abs.empty()) {
-        s.sum_abs.assign(size_t(n_in), 0.0);
-        s.rng_state = std::hash<std::string>{}(name);
-    }
-    for (int64_t r = 0; r < n_rows; ++r) {
-        const float* row = x + r * n_in;
-        for (int64_t j = 0; j < n_in; ++j) s.sum_abs[size_t(j)] += std::fabs(row[j]);
-        const int64_t i = s.rows_seen++;
-        int64_t slot = i;
-        if (i >= max_rows) {
-            slot = int64_t(splitmix64(s.rng_state) % uint64_t(i + 1));
-            if (slot >= max_rows) continue;
-        } else {
-            s.rows.resize(size_t((i + 1) * n_in));
-        }
-        std::copy(row, row + n_in, s.rows.begin() + slot * n_in);
-    }
-}
-
 // Adds x^2 of each matmul input row to its weight's column sums (and, when
-// asked, the statistics AWQ needs of the inputs it rescales).
+// asked, the statistics AWQ needs of the inputs it rescales: the sum of |x|
+// per column and a uniform sample of whole rows). The sums are the backend's
+// (Ops::add_column_stats: on a GPU they never leave it but as totals).
 class ImatrixOps final : public model::ForwardingOps {
 public:
     ImatrixOps(Ops& inner, const std::unordered_map<const std::byte*, std::string>& names, ImportanceMatrix& out,
@@ -57,28 +37,66 @@ public:
         : ForwardingOps(inner), names_(names), out_(out), activations_(activations) {}
 
     Status matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) override {
-        record(w, x, n_rows);
+        FOLIO_RETURN_IF_ERROR(record({&w, 1}, x, n_rows));
         return inner_.matmul(w, x, n_rows, y);
     }
     Status matmuls(std::span<const model::Weight> w, const float* x, int64_t n_rows,
                    std::span<float* const> y) override {
-        for (const model::Weight& weight : w) record(weight, x, n_rows);
+        FOLIO_RETURN_IF_ERROR(record(w, x, n_rows));
         return inner_.matmuls(w, x, n_rows, y);
     }
 
 private:
-    void record(const model::Weight& w, const float* x, int64_t n_rows) {
-        const auto it = names_.find(w.data);
-        if (it == names_.end()) return;  // the output head, or a weight outside the layers
-        ImatrixEntry& e = out_.entries[it->second];
-        e.sums.resize(size_t(w.in_features), 0.0f);
-        for (int64_t r = 0; r < n_rows; ++r) {
-            const float* row = x + r * w.in_features;
-            for (int64_t j = 0; j < w.in_features; ++j) e.sums[size_t(j)] += row[j] * row[j];
+    // Weights that share an input (Q K V; gate up) and have seen the same
+    // rows so far have the same sums: the first one's are summed, the
+    // others copy them.
+    Status record(std::span<const model::Weight> weights, const float* x, int64_t n_rows) {
+        const ImatrixEntry* first = nullptr;
+        for (const model::Weight& w : weights) {
+            const auto it = names_.find(w.data);
+            if (it == names_.end()) continue;  // the output head, or a weight outside the layers
+            ImatrixEntry& e = out_.entries[it->second];
+            e.sums.resize(size_t(w.in_features), 0.0f);
+            if (first && first->sums.size() == e.sums.size() && first->count == e.count + float(n_rows)) {
+                e.sums = first->sums;
+            } else {
+                ActivationSample* sample =
+                    activations_ && is_awq_input(it->second) ? &activations_->inputs[it->second] : nullptr;
+                if (sample && sample->sum_abs.empty()) {
+                    sample->sum_abs.assign(size_t(w.in_features), 0.0);
+                    sample->rng_state = std::hash<std::string>{}(it->second);
+                }
+                FOLIO_RETURN_IF_ERROR(inner_.add_column_stats(x, n_rows, w.in_features, e.sums,
+                                                              sample ? std::span<double>(sample->sum_abs)
+                                                                     : std::span<double>()));
+                if (sample) FOLIO_RETURN_IF_ERROR(keep_rows(*sample, x, n_rows, w.in_features));
+            }
+            e.count += float(n_rows);
+            first = &e;
         }
-        e.count += float(n_rows);
-        if (activations_ && is_awq_input(it->second))
-            sample_rows(activations_->inputs[it->second], x, n_rows, w.in_features, activations_->max_rows, it->second);
+        return {};
+    }
+
+    // Reservoir sampling: row i (counting from 0 over the whole text) takes
+    // a random kept row's place with probability max_rows / (i + 1). The
+    // rows that fill the sample come over in one copy.
+    Status keep_rows(ActivationSample& s, const float* x, int64_t n_rows, int64_t n_in) {
+        const int64_t max_rows = activations_->max_rows;
+        const int64_t filling = std::clamp<int64_t>(max_rows - s.rows_seen, 0, n_rows);
+        if (filling > 0) {
+            const size_t at = s.rows.size();
+            s.rows.resize(at + size_t(filling * n_in));
+            FOLIO_RETURN_IF_ERROR(inner_.to_host(x, std::span<float>(s.rows).subspan(at), filling * n_in));
+            s.rows_seen += filling;
+        }
+        for (int64_t r = filling; r < n_rows; ++r) {
+            const int64_t i = s.rows_seen++;
+            const auto slot = int64_t(splitmix64(s.rng_state) % uint64_t(i + 1));
+            if (slot >= max_rows) continue;
+            FOLIO_RETURN_IF_ERROR(
+                inner_.to_host(x + r * n_in, std::span<float>(s.rows).subspan(size_t(slot * n_in)), n_in));
+        }
+        return {};
     }
 
     const std::unordered_map<const std::byte*, std::string>& names_;
@@ -120,8 +138,6 @@ bool is_awq_input(const std::string& name) {
 
 Result<ImportanceMatrix> collect_imatrix(const ModelDescription& model, const std::string& text,
                                          const ImatrixOptions& options) {
-    auto arch = model::create_architecture(model);
-    if (!arch) return arch.error();
     auto tokenizer = Tokenizer::create(model.tokenizer);
     if (!tokenizer) return tokenizer.error();
     const std::vector<int32_t> tokens = tokenizer->encode(text, /*add_special=*/true, /*parse_special=*/false);
@@ -138,28 +154,35 @@ Result<ImportanceMatrix> collect_imatrix(const ModelDescription& model, const st
     for (const TensorView& t : model.tensors)
         if (t.name.rfind("blk.", 0) == 0 && t.shape.size() == 2) names[t.data] = t.name;
 
-    const model::KvShape shape = (*arch)->kv_shape();
     const uint32_t n_blocks = (uint32_t(n_ctx) + kBlockSize - 1) / kBlockSize;
-    cpu::KvCache cache;
-    cache.allocate(shape.n_layer, shape.n_head_kv, shape.head_dim, kBlockSize, n_blocks);
-    cpu::CpuOps cpu(options.threads, cache, uint32_t(n_ctx));
-    std::vector<int32_t> rows;
-    cpu.set_row_sequences(&rows);
+    BackendOptions backend_options;
+    backend_options.device = options.device;
+    backend_options.n_threads = options.threads;
+    backend_options.block_size = kBlockSize;
+    backend_options.n_blocks = n_blocks;
+    backend_options.max_context = uint32_t(n_ctx);
+    backend_options.swap_space_bytes = 0;
+    backend_options.cuda_graphs = false;
+    auto backend = create_backend(model, backend_options);
+    if (!backend) return backend.error();
+    if ((*backend)->max_context() < uint32_t(n_ctx))
+        return make_error("imatrix: chunks of " + std::to_string(n_ctx) + " tokens are longer than the model's context (" +
+                          std::to_string((*backend)->max_context()) + " tokens)");
     ImportanceMatrix result;
     if (options.activations && options.activations->max_rows < 1)
         return make_error("imatrix: AWQ needs at least one sampled activation row per input");
-    ImatrixOps ops(cpu, names, result, options.activations);
+    std::optional<ImatrixOps> watch;  // around the backend's Ops, made at the first step
+    const Backend::OpsDecorator wrap = [&](model::Ops& inner) -> model::Ops& {
+        if (!watch) watch.emplace(inner, names, result, options.activations);
+        return *watch;
+    };
     const bool add_bos = tokenizer->add_bos() && tokenizer->bos_id() >= 0;
-    std::vector<float> logits(size_t((*arch)->n_vocab()));
+    std::vector<float> logits(size_t((*backend)->n_vocab()));
     for (int64_t c = 0; c < n_chunks; ++c) {
         if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return make_error("imatrix: cancelled");
         std::vector<int32_t> chunk(tokens.begin() + c * n_ctx, tokens.begin() + (c + 1) * n_ctx);
         if (add_bos) chunk[0] = tokenizer->bos_id();
-        const Batch batch = chunk_batch(chunk);
-        const auto out = model::StepOutput::all_logits(logits);
-        if (Status s = model::check_batch(batch, out, (*arch)->n_vocab(), n_blocks, kBlockSize, uint32_t(n_ctx), rows); !s)
-            return s.error();
-        if (Status s = (*arch)->forward(ops, batch, out); !s) return s.error();
+        if (Status s = (*backend)->forward_wrapped(chunk_batch(chunk), logits, wrap); !s) return s.error();
         if (options.on_chunk) options.on_chunk(c + 1, n_chunks);
     }
     result.datasets = {options.dataset_name};

@@ -119,6 +119,7 @@ Result<ImportanceMatrix> QuantizeJob::calibrate(const ModelDescription& model, P
     ImatrixOptions imatrix;
     imatrix.n_chunks = options_.calibration_chunks;
     imatrix.threads = options_.threads;
+    imatrix.device = options_.device;
     imatrix.dataset_name = options_.calibration_files.front();
     imatrix.cancel = &cancelled_;
     imatrix.activations = activations;
@@ -152,6 +153,7 @@ Status QuantizeJob::validate(const ModelDescription& source, QuantizeReport& rep
     quality.n_chunks = options_.validation_chunks;
     quality.n_ctx = options_.validation_ctx;
     quality.threads = options_.threads;
+    quality.device = options_.device;
     quality.cancel = &cancelled_;
     quality.on_chunk = [&](int64_t chunk, int64_t n) {
         p.tensor_index = size_t(chunk);

@@ -39,6 +39,7 @@ Result<KldSummary> measure_quality(const ModelDescription& source, const std::st
     if (!result) return result.error();
     BackendOptions backend_options;
     backend_options.n_threads = options.threads;
+    backend_options.device = options.device;
     backend_options.max_context = uint32_t(options.n_ctx);
     auto base_backend = create_backend(source, backend_options);
     if (!base_backend) return base_backend.error();

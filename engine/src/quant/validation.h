@@ -19,11 +19,12 @@ struct QualityOptions {
     int64_t n_chunks = 8;
     int32_t n_ctx = 512;
     int threads = 0;
+    std::string device = "cpu";
     const std::atomic<bool>* cancel = nullptr;
     std::function<void(int64_t chunk, int64_t n_chunks)> on_chunk;
 };
 
-// Runs source and result chunk by chunk on the CPU and compares them.
+// Runs source and result chunk by chunk on options.device and compares them.
 Result<KldSummary> measure_quality(const ModelDescription& source, const std::string& result_path,
                                    const QualityOptions& options);
 

@@ -57,6 +57,15 @@ cudaError_t softcap(float* x, float cap, int64_t n, cudaStream_t s);
 cudaError_t gather_rows_f32(const float* x, const int32_t* rows, int64_t n_rows, int64_t dim, float* out,
                             cudaStream_t s);
 
+// Column statistics of n_rows rows of `dim` (the importance matrix's and
+// AWQ's sums): out[j] = sum over r of x[r][j]^2, out[dim + j] = sum of
+// |x[r][j]|. Summed in a fixed order (each slice of kColumnStatsRows rows in
+// turn, then the slices in turn), so the same rows give the same bits.
+// `workspace` holds column_stats_workspace_floats(n_rows, dim) floats.
+constexpr int64_t kColumnStatsRows = 32;
+int64_t column_stats_workspace_floats(int64_t n_rows, int64_t dim);
+cudaError_t column_stats(const float* x, int64_t n_rows, int64_t dim, float* out, float* workspace, cudaStream_t s);
+
 }  // namespace folio::kernels
 
 namespace folio::kernels {

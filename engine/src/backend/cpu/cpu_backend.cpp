@@ -25,12 +25,9 @@ public:
         ops_ = std::make_unique<cpu::CpuOps>(n_threads, cache_, max_context, f32_activations);
     }
 
-    Status forward(const Batch& batch, std::span<float> logits) override {
-        const auto out = model::StepOutput::all_logits(logits);
-        FOLIO_RETURN_IF_ERROR(model::check_batch(batch, out, n_vocab(), cache_.n_blocks, cache_.block_size,
-                                                 max_context_, row_sequence_));
-        ops_->set_row_sequences(&row_sequence_);
-        return model::forward_traced(*arch_, *ops_, "cpu", batch, out);
+    Status forward(const Batch& batch, std::span<float> logits) override { return step(batch, logits, nullptr); }
+    Status forward_wrapped(const Batch& batch, std::span<float> logits, const OpsDecorator& wrap) override {
+        return step(batch, logits, &wrap);
     }
 
     Status copy_blocks(std::span<const BlockCopy> copies) override {
@@ -58,6 +55,15 @@ public:
     }
 
 private:
+    Status step(const Batch& batch, std::span<float> logits, const OpsDecorator* wrap) {
+        const auto out = model::StepOutput::all_logits(logits);
+        FOLIO_RETURN_IF_ERROR(model::check_batch(batch, out, n_vocab(), cache_.n_blocks, cache_.block_size,
+                                                 max_context_, row_sequence_));
+        ops_->set_row_sequences(&row_sequence_);
+        if (wrap) return arch_->forward((*wrap)(*ops_), batch, out);
+        return model::forward_traced(*arch_, *ops_, "cpu", batch, out);
+    }
+
     std::unique_ptr<model::Architecture> arch_;
     uint32_t max_context_;
     cpu::KvCache cache_;
