@@ -4,6 +4,7 @@
 # a busy machine hurts both alike. The memory bound the issue sets for Folio:
 # 2 x the largest tensor in F32 + 1 GiB.
 #
+# llama.cpp tools: bench/quant/build_llamacpp.sh /work/llamacpp
 # usage: bench/quant/speed_memory.sh LLAMA_BIN_DIR SOURCE.F16.gguf WORK_DIR THREADS
 #   e.g. bench/quant/speed_memory.sh /work/llamacpp/build/bin /work/quantdata/llama-3.2-1b-random.F16.gguf /work/quantdata 2
 # SOURCE from tools/make_random_gguf.py.

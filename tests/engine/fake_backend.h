@@ -26,6 +26,7 @@ public:
         ++steps;
         if (forward_delay.count() > 0) std::this_thread::sleep_for(forward_delay);
         rows += static_cast<uint64_t>(batch.n_tokens());
+        step_rows.push_back(batch.n_tokens());
         for (int32_t r = 0; r < batch.n_tokens(); ++r)
             slots_[static_cast<size_t>(batch.slot_mapping[static_cast<size_t>(r)])] = batch.token_ids[static_cast<size_t>(r)];
         std::fill(logits.begin(), logits.end(), 0.0f);
@@ -213,6 +214,7 @@ public:
     std::string name() const override { return "fake"; }
 
     uint64_t steps = 0, rows = 0;
+    std::vector<int32_t> step_rows;  // each forward pass's rows
     int32_t copy_period = 0;  // > 0: continuations mostly repeat the token this far back
     std::chrono::microseconds forward_delay{0};  // as a device's work would take
 

@@ -352,6 +352,42 @@ private slots:
         QCOMPARE(above, uint64_t{0});
     }
 
+    // A draft model reads a prompt in the step that prefills it (its time in
+    // the time to first token, as the target's prefill), so that no draft
+    // pass while decoding reads more than the tokens it has not seen: the
+    // last step's target token and its accepted drafts, K + 1 rows at most.
+    void draftModelReadsThePromptWithThePrefill() {
+        FakeBackend backend(267, kEos, 256);
+        backend.copy_period = 7;
+        FakeBackend draft(267, kEos, 256);
+        draft.copy_period = 5;  // not the target's twin: some drafts rejected
+        folio::EngineConfig config;
+        config.spec.method = folio::SpecMethod::Draft;
+        config.spec.draft_max = 3;
+        config.spec.adaptive = false;
+        config.spec.draft_backend = &draft;
+        auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
+        std::mutex event_mutex;
+        double prefill_step_draft_s = -1;
+        (*engine)->subscribe([&](std::shared_ptr<const folio::StepEvent> e) {
+            std::lock_guard lock(event_mutex);
+            if (e->prefill_tokens > 0 && prefill_step_draft_s < 0) prefill_step_draft_s = e->draft_s;
+        });
+        EngineCollector c;
+        const auto prompts = make_prompts(1, 40);
+        (*engine)->submit({{greedy(prompts[0], 24), c.callback(0)}});
+        (*engine)->wait_idle();
+        const folio::EngineMetrics m = (*engine)->metrics();
+        engine->reset();
+        QVERIFY(m.spec_decode_num_draft_tokens_total > 0);
+        QVERIFY(draft.step_rows.size() > 2);
+        QCOMPARE(draft.step_rows.front(), backend.step_rows.front());  // the whole prompt, as the target read it
+        QVERIFY2(draft.step_rows.front() >= 10, std::to_string(draft.step_rows.front()).c_str());
+        const int32_t most = *std::max_element(draft.step_rows.begin() + 1, draft.step_rows.end());
+        QVERIFY2(most <= config.spec.draft_max + 1, std::to_string(most).c_str());
+        QVERIFY(prefill_step_draft_s > 0);
+    }
+
     // Sampled requests with a draft model: the draft samples its drafts
     // with the request's options and the verifier takes the full-q rule.
     // A twin draft (q = p) is then always accepted; a different one is

@@ -195,6 +195,7 @@ private:
     void note_scheduled(const StepPlan& plan);
     void build_batch(const StepPlan& plan);
     void propose_drafts();  // Sequence::drafts for every running sequence that decodes
+    void prefill_drafts(const StepPlan& plan);  // the proposer reads the prompts this step finished
     bool forward_and_choose(StepPlan& plan, StepTokens& tokens);  // false: the forward failed (requests ended)
     void commit_step(const StepPlan& plan, const StepTokens& tokens);
     // The full-q rule (drafts a draft model sampled, their q in r.draft_q) over p, the rows' distributions.

@@ -84,10 +84,16 @@ public:
     virtual ~Proposer() = default;
     // out[i]: up to requests[i].max_drafts tokens guessed to follow requests[i].tokens.
     virtual void propose(std::span<const DraftRequest> requests, std::vector<std::vector<int32_t>>& out) = 0;
+    // Reads requests[i].tokens (a prompt) into what the proposer keeps for
+    // the sequence (a draft model's KV) and drafts nothing: the engine calls
+    // it in the step that finishes the prompt, so that the first propose()
+    // reads one token, not the whole prompt. A proposer that keeps nothing
+    // (prompt lookup) has nothing to do.
+    virtual void prefill(std::span<const DraftRequest> /*requests*/) {}
     virtual std::string name() const = 0;
     // The sequence is gone (finished, aborted): whatever the proposer keeps for it goes too.
     virtual void forget(int64_t /*id*/) {}
-    // The forward passes of the last propose() (none: the proposer runs no model).
+    // The forward passes of the last propose() or prefill() (none: the proposer runs no model).
     virtual std::span<const DraftPass> passes() const { return {}; }
     // A draft model's KV blocks, one cell each (empty: the proposer keeps no KV).
     virtual void describe_blocks(std::vector<DraftBlockCell>& /*cells*/) const {}

@@ -139,7 +139,30 @@ void Engine::propose_drafts() {
         scheduler_.set_drafts(ids[i], std::move(drafts[i]));
     }
     for (const DraftPass& pass : proposer_->passes()) tuner_.observe_draft_pass(pass.rows, pass.seconds);
-    spec_step_.draft_s = now_s() - t0;
+    spec_step_.draft_s += now_s() - t0;
+}
+
+void Engine::prefill_drafts(const StepPlan& plan) {
+    // The prompts whose last chunk this step computed: a draft model reads
+    // them now, in the step that gives their first token (its time part of
+    // the time to first token, as the target's prefill is), so that its
+    // first proposal reads one token, not the whole prompt. Not where
+    // adaptive K already says the request will not draft.
+    const double t0 = now_s();
+    std::vector<DraftRequest> asks;
+    const auto others = static_cast<int32_t>(scheduler_.num_running()) - 1;
+    for (const ScheduledSequence& ss : plan.sequences) {
+        if (!ss.sample || ss.n_draft > 0) continue;
+        const Request& r = *requests_.at(ss.id);
+        const Sequence& s = *scheduler_.find(ss.id);
+        if (r.first_token_s >= 0 || r.index != 0 || s.max_new_tokens <= 1) continue;
+        if (config_.spec.adaptive && tuner_.choose(r.acceptance, others) == 0) continue;
+        asks.push_back({ss.id, s.tokens, 0, nullptr, nullptr});
+    }
+    if (asks.empty()) return;
+    proposer_->prefill(asks);
+    for (const DraftPass& pass : proposer_->passes()) tuner_.observe_draft_pass(pass.rows, pass.seconds);
+    spec_step_.draft_s += now_s() - t0;
 }
 
 bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
@@ -231,6 +254,7 @@ bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
     }
     t.tokens.assign(t.draws.size(), 0);
     chooser_->choose(choice, t.draws, t.tokens);
+    if (proposer_) prefill_drafts(plan);
     t.sampled_s = now_s();
     return true;
 }

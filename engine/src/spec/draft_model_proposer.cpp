@@ -41,35 +41,8 @@ public:
 
     void propose(std::span<const DraftRequest> requests, std::vector<std::vector<int32_t>>& out) override {
         out.assign(requests.size(), {});
-        passes_.clear();
         // Step 1: catch up with each sequence and draft its first token.
-        std::vector<size_t> active;
-        batch_.clear();
-        for (size_t i = 0; i < requests.size(); ++i) {
-            const DraftRequest& r = requests[i];
-            const int32_t k = std::min(r.max_drafts, config_.draft_max);
-            if (k <= 0 || r.tokens.empty()) continue;
-            if (r.sampling && r.q && !samplers_.contains(r.id)) {
-                SamplingParams params = *r.sampling;
-                if (params.seed != kRandomSeed) params.seed ^= 0xd2af7a11ull;  // not the target's draws
-                auto sampler = Sampler::create(params);
-                if (!sampler) continue;  // (the engine validated them: never)
-                samplers_.emplace(r.id, std::move(*sampler));
-            }
-            std::vector<int32_t>& computed = computed_[r.id];
-            const auto n = static_cast<int32_t>(r.tokens.size());
-            size_t common = 0;
-            while (common < computed.size() && common < r.tokens.size() && computed[common] == r.tokens[common]) ++common;
-            const int32_t start = std::min(static_cast<int32_t>(common), n - 1);
-            // Room for the tokens and all drafts but the last (never computed here).
-            if (n + k - 1 > static_cast<int32_t>(draft_.max_context()) || !kv_.allocate(r.id, n + k - 1)) {
-                forget(r.id);
-                continue;
-            }
-            computed.assign(r.tokens.begin(), r.tokens.end());
-            add_rows(r.id, r.tokens.subspan(static_cast<size_t>(start)), start);
-            active.push_back(i);
-        }
+        std::vector<size_t> active = catch_up(requests, /*drafting=*/true);
         for (int32_t step = 0; !active.empty(); ++step) {
             bool sampling = false;
             for (size_t i : active) sampling = sampling || (requests[i].sampling && requests[i].q);
@@ -100,6 +73,15 @@ public:
         }
     }
 
+    void prefill(std::span<const DraftRequest> requests) override {
+        if (catch_up(requests, /*drafting=*/false).empty()) return;
+        const auto t0 = std::chrono::steady_clock::now();
+        const bool ran = run(tokens_, /*whole_rows=*/false);
+        passes_.push_back({batch_.n_tokens(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+        if (!ran)
+            for (const DraftRequest& r : requests) forget(r.id);
+    }
+
     void forget(int64_t id) override {
         kv_.free(id);
         computed_.erase(id);
@@ -121,6 +103,43 @@ public:
     }
 
 private:
+    // A new batch of the rows each request's KV lacks: its tokens from the
+    // first that differs from what the draft holds (at least its last one,
+    // whose logits draft the next token), room reserved for its drafts but
+    // the last (never computed here) when `drafting`. The requests it took
+    // (a sequence that does not fit is forgotten); passes_ cleared.
+    std::vector<size_t> catch_up(std::span<const DraftRequest> requests, bool drafting) {
+        passes_.clear();
+        batch_.clear();
+        std::vector<size_t> taken;
+        for (size_t i = 0; i < requests.size(); ++i) {
+            const DraftRequest& r = requests[i];
+            const int32_t k = drafting ? std::min(r.max_drafts, config_.draft_max) : 1;
+            if (k <= 0 || r.tokens.empty()) continue;
+            if (r.sampling && r.q && !samplers_.contains(r.id)) {
+                SamplingParams params = *r.sampling;
+                if (params.seed != kRandomSeed) params.seed ^= 0xd2af7a11ull;  // not the target's draws
+                auto sampler = Sampler::create(params);
+                if (!sampler) continue;  // (the engine validated them: never)
+                samplers_.emplace(r.id, std::move(*sampler));
+            }
+            std::vector<int32_t>& computed = computed_[r.id];
+            const auto n = static_cast<int32_t>(r.tokens.size());
+            size_t common = 0;
+            while (common < computed.size() && common < r.tokens.size() && computed[common] == r.tokens[common]) ++common;
+            const int32_t start = std::min(static_cast<int32_t>(common), n - 1);
+            // Room for the tokens and all drafts but the last (never computed here).
+            if (n + k - 1 > static_cast<int32_t>(draft_.max_context()) || !kv_.allocate(r.id, n + k - 1)) {
+                forget(r.id);
+                continue;
+            }
+            computed.assign(r.tokens.begin(), r.tokens.end());
+            add_rows(r.id, r.tokens.subspan(static_cast<size_t>(start)), start);
+            taken.push_back(i);
+        }
+        return taken;
+    }
+
     // Rows for tokens at positions [first, first + size) of sequence id; its last row's logits.
     void add_rows(int64_t id, std::span<const int32_t> tokens, int32_t first) {
         const std::vector<int32_t>& table = kv_.table(id);
