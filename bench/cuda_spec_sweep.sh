@@ -3,7 +3,7 @@
 # (random weights: acceptance is whatever they give), then with adaptive K
 # over batch sizes, each run without and with speculation alternated by
 # `folio bench --workload ... --spec` (spec_speedup per batch size).
-#   bash bench/cuda_spec_sweep.sh BUILD OUT_DIR
+#   bash bench/cuda_spec_sweep.sh BUILD OUT_DIR   (SWEEP_ONLY=1: the sweep alone; BATCH1_ONLY=1: batch 1 alone)
 set -u
 B=${1:?build}; OUT=${2:?out dir}
 mkdir -p "$OUT"
@@ -16,6 +16,7 @@ P="Repeat the following paragraph exactly: The quick brown fox jumps over the la
         timeout 200 "$B/app/folio" bench $M -n 256 -r 2 --spec $spec --spec-prompt "$P" 2>>"$OUT/stderr.txt" | tail -4 | tee -a "$OUT/batch1.txt"
     done
 done
+[ "${BATCH1_ONLY:-0}" = 1 ] && exit 0
 sweep() {  # shape, spec..., over batch sizes
     local shape=$1; shift
     for b in 1 4 16 64 128; do

@@ -45,6 +45,27 @@ std::vector<float> values_of(const TensorView& t) {
     return out;
 }
 
+// The weighted-sum-64 of `x` (t's shape) quantized to `type_name` row by
+// row with `imatrix`'s weights for t (none when it has no entry for t).
+std::string imatrix_quantized_hash(const ImportanceMatrix& imatrix, const TensorView& t, const std::vector<float>& x,
+                                   const std::string& type_name) {
+    std::optional<TensorType> type;
+    for (uint32_t id = 0; id < 64; ++id)
+        if (auto tt = tensor_type_traits(id); tt && tt->name == type_name) type = tt->type;
+    if (!type) return "unknown type " + type_name;
+    auto weights = imatrix.weights_for(t.name, t.shape[0]);
+    if (!weights) return weights.error().message;
+    const int64_t row = t.shape[0];
+    const uint64_t row_bytes = quantized_size(*type, row);
+    std::vector<std::byte> q(row_bytes * uint64_t(t.n_elements() / row));
+    for (int64_t r = 0; r < t.n_elements() / row; ++r)
+        if (Status s = quantize_row(*type, std::span<const float>(x.data() + r * row, size_t(row)),
+                                    std::span<std::byte>(q.data() + uint64_t(r) * row_bytes, row_bytes), *weights);
+            !s)
+            return s.error().message;
+    return std::to_string(weighted_sum_64(q));
+}
+
 }  // namespace
 
 class QuantModelsTest : public QObject {
@@ -185,21 +206,35 @@ private slots:
         for (const auto& [name, want] : golden["tensors"].items()) {
             const TensorView* t = model->find_tensor(name);
             QVERIFY(t != nullptr);
-            std::optional<TensorType> type;
-            for (uint32_t id = 0; id < 64; ++id)
-                if (auto tt = tensor_type_traits(id); tt && tt->name == want["type"].get<std::string>()) type = tt->type;
-            QVERIFY(type.has_value());
-            auto weights = imatrix->weights_for(name, t->shape[0]);
-            QVERIFY(weights.ok() && !weights->empty());
-            const std::vector<float> x = values_of(*t);
-            const int64_t row = t->shape[0];
-            const uint64_t row_bytes = quantized_size(*type, row);
-            std::vector<std::byte> q(row_bytes * uint64_t(t->n_elements() / row));
-            for (int64_t r = 0; r < t->n_elements() / row; ++r)
-                QVERIFY(quantize_row(*type, std::span<const float>(x.data() + r * row, size_t(row)),
-                                     std::span<std::byte>(q.data() + uint64_t(r) * row_bytes, row_bytes), *weights).ok());
-            QVERIFY2(std::to_string(weighted_sum_64(q)) == want["hash"].get<std::string>(),
+            const std::string hash = imatrix_quantized_hash(*imatrix, *t, values_of(*t), want["type"].get<std::string>());
+            QVERIFY2(hash == want["hash"].get<std::string>(),
                      (name + " (" + want["type"].get<std::string>() + "): bytes differ from llama-quantize --imatrix's").c_str());
+        }
+    }
+
+    // The weighted Q4_1 and Q5_1 searches write llama-quantize --imatrix's
+    // bytes, on values moved off the grid they came from
+    // (tools/make_legacy_imatrix_goldens.py).
+    void weightedLegacyQuantsAreLlamaQuantizes() {
+        const nlohmann::json golden = load_golden("legacy_imatrix_goldens.json");
+        QVERIFY2(!golden.is_discarded(), "cannot read tests/data/quant/legacy_imatrix_goldens.json");
+        auto imatrix = ImportanceMatrix::read(folio_test::data_path("quant/" + golden["imatrix"].get<std::string>()));
+        QVERIFY(imatrix.ok());
+        FOLIO_REQUIRE_MODEL(path, "SmolLM2-135M-Instruct.Q4_1.gguf");
+        auto model = load_model_description(path);
+        QVERIFY(model.ok());
+        QCOMPARE(golden["quantized"].size(), size_t{6});
+        for (const nlohmann::json& want : golden["quantized"]) {
+            const std::string name = want["tensor"].get<std::string>(), type = want["type"].get<std::string>();
+            const TensorView* t = model->find_tensor(name);
+            QVERIFY(t != nullptr);
+            std::vector<float> x = values_of(*t);
+            for (size_t i = 0; i < x.size(); ++i) x[i] *= 1.0f + float(i % 7) / 64.0f;
+            const std::string hash = imatrix_quantized_hash(*imatrix, *t, x, type);
+            QVERIFY2(hash == want["hash"].get<std::string>(),
+                     (name + " (" + type + "): bytes differ from llama-quantize --imatrix's").c_str());
+            // Without the importance matrix the bytes are the reference quantizer's, not these.
+            QVERIFY(imatrix_quantized_hash(ImportanceMatrix{}, *t, x, type) != hash);
         }
     }
 

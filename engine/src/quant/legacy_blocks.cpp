@@ -113,4 +113,23 @@ void quantize_block_q5_0_weighted(const float* x, const float* weights, cpu::Blo
     pack_nibbles(q, block.qs);
 }
 
+// Asymmetric, imatrix-weighted: x ~ d * L + m with m = -offset, the offset
+// search the K-quants' sub-blocks use (the same range and steps).
+void quantize_block_q4_1_weighted(const float* x, const float* weights, cpu::BlockQ4_1& block) {
+    uint8_t L[kQK];
+    float offset = 0;
+    block.d = fp32_to_fp16(search_offset_scale(kQK, 15, x, weights, L, &offset, -0.9f, 0.05f, 36));
+    block.m = fp32_to_fp16(-offset);
+    pack_nibbles(L, block.qs);
+}
+
+void quantize_block_q5_1_weighted(const float* x, const float* weights, cpu::BlockQ5_1& block) {
+    uint8_t L[kQK];
+    float offset = 0;
+    block.d = fp32_to_fp16(search_offset_scale(kQK, 31, x, weights, L, &offset, -0.9f, 0.05f, 36));
+    block.m = fp32_to_fp16(-offset);
+    pack_fifth_bits(L, block.qh);
+    pack_nibbles(L, block.qs);
+}
+
 }  // namespace folio::quant

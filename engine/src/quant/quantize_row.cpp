@@ -33,7 +33,7 @@ void for_each_block(std::span<const float> row, std::span<const float> importanc
     }
 }
 
-// llama.cpp's imatrix path for Q4_0 / Q5_0: each value weighs its
+// llama.cpp's imatrix path for the legacy types: each value weighs its
 // importance times its magnitude against the row's spread.
 template <typename Block>
 void weighted_legacy_row(std::span<const float> row, std::span<const float> importance, std::span<std::byte> out,
@@ -113,11 +113,15 @@ Status quantize_row(TensorType type, std::span<const float> row, std::span<std::
         case TensorType::Q4_0:
             if (!importance.empty()) return weighted_legacy_row<cpu::BlockQ4_0>(row, importance, out, quantize_block_q4_0_weighted), Status{};
             for_each_block<cpu::BlockQ4_0>(row, {}, out, 32, legacy(quantize_block_q4_0)); return {};
-        case TensorType::Q4_1: for_each_block<cpu::BlockQ4_1>(row, {}, out, 32, legacy(quantize_block_q4_1)); return {};
+        case TensorType::Q4_1:
+            if (!importance.empty()) return weighted_legacy_row<cpu::BlockQ4_1>(row, importance, out, quantize_block_q4_1_weighted), Status{};
+            for_each_block<cpu::BlockQ4_1>(row, {}, out, 32, legacy(quantize_block_q4_1)); return {};
         case TensorType::Q5_0:
             if (!importance.empty()) return weighted_legacy_row<cpu::BlockQ5_0>(row, importance, out, quantize_block_q5_0_weighted), Status{};
             for_each_block<cpu::BlockQ5_0>(row, {}, out, 32, legacy(quantize_block_q5_0)); return {};
-        case TensorType::Q5_1: for_each_block<cpu::BlockQ5_1>(row, {}, out, 32, legacy(quantize_block_q5_1)); return {};
+        case TensorType::Q5_1:
+            if (!importance.empty()) return weighted_legacy_row<cpu::BlockQ5_1>(row, importance, out, quantize_block_q5_1_weighted), Status{};
+            for_each_block<cpu::BlockQ5_1>(row, {}, out, 32, legacy(quantize_block_q5_1)); return {};
         case TensorType::Q8_0: for_each_block<cpu::BlockQ8_0>(row, {}, out, 32, legacy(quantize_block_q8_0)); return {};
         case TensorType::Q4_K: for_each_block<cpu::BlockQ4_K>(row, importance, out, 256, quantize_block_q4_k); return {};
         case TensorType::Q5_K: for_each_block<cpu::BlockQ5_K>(row, importance, out, 256, quantize_block_q5_k); return {};
