@@ -13,7 +13,7 @@ P="Repeat the following paragraph exactly: The quick brown fox jumps over the la
     M="-m $shape --load-format dummy --device cuda --dummy-type f16"
     for spec in "int4-self" "layer-skip --draft-layers 8" "ngram"; do
         echo "== batch 1: folio bench $M -n 256 -r 2 --spec $spec --spec-prompt \"\$P\"" | tee -a "$OUT/batch1.txt"
-        timeout 200 "$B/app/folio" bench $M -n 256 -r 2 --spec $spec --spec-prompt "$P" 2>>"$OUT/stderr.txt" | tail -4 | tee -a "$OUT/batch1.txt"
+        timeout 200 "$B/app/folio" bench $M -n 256 -r 2 --spec $spec --spec-prompt "$P" 2>>"$OUT/stderr.txt" | sed -n '/^| model/,$p' | tee -a "$OUT/batch1.txt"
     done
 done
 [ "${BATCH1_ONLY:-0}" = 1 ] && exit 0

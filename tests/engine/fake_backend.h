@@ -25,6 +25,7 @@ public:
     folio::Status forward(const folio::Batch& batch, std::span<float> logits) override {
         ++steps;
         if (forward_delay.count() > 0) std::this_thread::sleep_for(forward_delay);
+        if (row_delay.count() > 0) std::this_thread::sleep_for(row_delay * batch.n_tokens());
         rows += static_cast<uint64_t>(batch.n_tokens());
         step_rows.push_back(batch.n_tokens());
         for (int32_t r = 0; r < batch.n_tokens(); ++r)
@@ -217,6 +218,7 @@ public:
     std::vector<int32_t> step_rows;  // each forward pass's rows
     int32_t copy_period = 0;  // > 0: continuations mostly repeat the token this far back
     std::chrono::microseconds forward_delay{0};  // as a device's work would take
+    std::chrono::microseconds row_delay{0};      // per row of a pass: a compute-bound prefill
 
 private:
     int32_t n_vocab_, eos_;

@@ -386,6 +386,26 @@ private slots:
         const int32_t most = *std::max_element(draft.step_rows.begin() + 1, draft.step_rows.end());
         QVERIFY2(most <= config.spec.draft_max + 1, std::to_string(most).c_str());
         QVERIFY(prefill_step_draft_s > 0);
+
+        // Adaptive K does not take that prompt-sized pass for what a draft
+        // token costs: a draft whose rows are dear (a slow prefill) but whose
+        // one-token passes are cheap next to the target's step still drafts.
+        FakeBackend target(267, kEos, 256);
+        target.copy_period = 7;
+        target.forward_delay = std::chrono::microseconds(4000);
+        FakeBackend twin(267, kEos, 256);
+        twin.copy_period = 7;
+        twin.row_delay = std::chrono::microseconds(500);  // the prompt: 20 ms, a drafted token 0.5 ms
+        config.spec.adaptive = true;
+        config.spec.draft_backend = &twin;
+        auto adaptive = folio::Engine::start(model_, *tokenizer_, target, config);
+        EngineCollector c2;
+        (*adaptive)->submit({{greedy(prompts[0], 24), c2.callback(0)}});
+        (*adaptive)->wait_idle();
+        const uint64_t drafted = (*adaptive)->metrics().spec_decode_num_draft_tokens_total;
+        adaptive->reset();
+        QVERIFY2(drafted > 0, "adaptive K never drafted after the draft's prompt pass");
+        QCOMPARE(c2.get(0).tokens, c.get(0).tokens);
     }
 
     // Sampled requests with a draft model: the draft samples its drafts

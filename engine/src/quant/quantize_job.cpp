@@ -286,6 +286,7 @@ Result<QuantizeReport> QuantizeJob::run() {
 
         if (t.type == src.type && !quant::source_tensor_is_converted(*model, src) && !folds.touches(t.name)) {
             bytes.assign(src.data, src.data + src.nbytes);  // kept as it is
+            if (!model->random_weights) quant::release_pages(src.data, src.nbytes);
         } else {
             if (Status s = quant::read_source_tensor(*model, src, values); !s) return s.error();
             if (Status s = folds.apply(t.name, t.shape, values); !s) return s.error();
@@ -327,6 +328,8 @@ Result<QuantizeReport> QuantizeJob::run() {
     }
     if (was_cancelled()) return make_error("quantization cancelled; nothing was written to '" + options_.output + "'");
     if (Status s = (*writer)->commit(); !s) return s.error();
+    std::vector<float>().swap(values);  // the largest tensor in F32: not kept through validation
+    std::vector<std::byte>().swap(bytes);
 
     report.output_bytes = (*writer)->file_size();
     uint64_t data_bytes = 0;

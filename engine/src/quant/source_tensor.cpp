@@ -37,14 +37,15 @@ void interleave_head_rows(std::vector<float>& w, int64_t n_in, int64_t n_out, in
     }
 }
 
+
+}  // namespace
+
 void release_pages(const std::byte* data, uint64_t nbytes) {
     const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
     const uintptr_t begin = (uintptr_t(data) + page - 1) / page * page;  // whole pages inside the tensor only
     const uintptr_t end = (uintptr_t(data) + nbytes) / page * page;
     if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
-
-}  // namespace
 
 bool source_tensor_is_converted(const ModelDescription& model, const TensorView& t) {
     return is_hf_llama_qk(model, t.name) || is_offset_norm(model, t.name);

@@ -11,6 +11,10 @@
 namespace folio::quant {
 
 // True when read_source_tensor() changes the values of `t`, not only their type.
+// Gives back the resident pages of a mapped file's range (whole pages inside
+// it only; MADV_DONTNEED): a tensor read once stays out of the peak RSS.
+void release_pages(const std::byte* data, uint64_t nbytes);
+
 bool source_tensor_is_converted(const ModelDescription& model, const TensorView& t);
 
 // Reads tensor `t` of `model` into `out` (resized to its element count),

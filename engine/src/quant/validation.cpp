@@ -11,6 +11,7 @@
 #include "folio/gguf.h"
 #include "folio/tokenizer.h"
 #include "quant/block_check.h"
+#include "quant/source_tensor.h"
 
 namespace folio::quant {
 
@@ -20,8 +21,10 @@ Status check_written_file(const std::string& path, size_t expected_tensors) {
     if (file->tensors().size() != expected_tensors)
         return make_error("'" + path + "' holds " + std::to_string(file->tensors().size()) + " tensors, " +
                           std::to_string(expected_tensors) + " were written");
-    for (const GgufTensorInfo& t : file->tensors())
+    for (const GgufTensorInfo& t : file->tensors()) {
         if (Status s = check_tensor_blocks(t); !s) return make_error("'" + path + "': " + s.error().message);
+        release_pages(t.data, t.nbytes);  // the whole output would otherwise stay resident
+    }
     return {};
 }
 

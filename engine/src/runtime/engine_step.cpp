@@ -161,7 +161,9 @@ void Engine::prefill_drafts(const StepPlan& plan) {
     }
     if (asks.empty()) return;
     proposer_->prefill(asks);
-    for (const DraftPass& pass : proposer_->passes()) tuner_.observe_draft_pass(pass.rows, pass.seconds);
+    // Its passes are not fitted: adaptive K weighs what drafting costs while
+    // decoding (a prompt-sized pass, alone, would read as the fixed cost of
+    // every draft token, and nothing would ever draft again).
     spec_step_.draft_s += now_s() - t0;
 }
 
