@@ -26,6 +26,10 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     row->addWidget(open);
     row->addWidget(load_);
     row->addWidget(unload_);
+    quantize_ = new QPushButton(tr("Quantize to INT4…"), this);
+    quantize_->setObjectName("quantizeButton");
+    quantize_->setToolTip(tr("Quantize the loaded model (Q4_K_M by default) as a job beside the chats"));
+    row->addWidget(quantize_);
     row->addStretch(1);
     layout->addLayout(row);
 
@@ -54,8 +58,10 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
         if (summary_.valid()) emit loadRequested(summary_.path);
     });
     connect(unload_, &QPushButton::clicked, this, &ModelPanel::unloadRequested);
+    connect(quantize_, &QPushButton::clicked, this, &ModelPanel::quantizeRequested);
     load_->setEnabled(false);
     unload_->setEnabled(false);
+    quantize_->setEnabled(false);
 }
 
 void ModelPanel::setState(const QString& text) { state_->setText(text); }
@@ -69,6 +75,7 @@ void ModelPanel::showSummary(const ModelSummary& s, const EngineSettings& settin
     tree_->clear();
     load_->setEnabled(s.valid() && !loaded);
     unload_->setEnabled(loaded);
+    quantize_->setEnabled(loaded);
     if (!s.valid()) {
         estimate_->clear();
         template_->clear();
