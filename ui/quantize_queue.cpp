@@ -127,11 +127,23 @@ void QuantizeQueue::cancel(quint64 id) {
 void QuantizeQueue::shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
+    // No signals from here: at quit the panels may be gone already.
+    for (const Pending& p : pending_) {
+        QuantizeJobEntry* e = entry(p.id);
+        e->state = QuantizeJobState::Cancelled;
+        e->outcome = {p.id, QuantizeJobState::Cancelled, tr("cancelled at quit before it started; nothing was written"), nullptr};
+    }
     pending_.clear();
     if (running_job_) running_job_->cancel();
     thread_.quit();
     thread_.wait();  // the running job stops within a second
-    if (running_ != 0) rememberRunning(entry(running_)->request.output, false);
+    if (running_ == 0) return;
+    QuantizeJobEntry* e = entry(running_);
+    rememberRunning(e->request.output, false);
+    e->state = QuantizeJobState::Cancelled;
+    e->outcome = {running_, QuantizeJobState::Cancelled, tr("cancelled at quit; nothing was written"), nullptr};
+    running_ = 0;
+    running_job_.reset();
 }
 
 void QuantizeQueue::onProgress(const QuantizeJobProgress& progress) {
