@@ -6,7 +6,6 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QResizeEvent>
 
 #include <qcustomplot.h>
 
@@ -79,7 +78,8 @@ QuantizeJobCard::QuantizeJobCard(quint64 id, const QuantizeRequest& request, QWi
     chart_->setObjectName("jobChart");
     chart_->setMinimumSize(240, 110);
     chart_->setMaximumSize(340, 130);
-    report_layout->addWidget(chart_, 1, Qt::AlignTop);
+    report_layout->addWidget(chart_, 0, Qt::AlignTop | Qt::AlignLeft);
+    report_layout->addStretch(1);
     report_box_->setVisible(false);
     layout->addWidget(report_box_);
 
@@ -166,7 +166,9 @@ void QuantizeJobCard::showReport(const folio::QuantizeReport& r) {
 
     QStringList notes;
     for (const std::string& w : r.warnings) notes << tr("⚠ %1").arg(QString::fromStdString(w));
-    notes << tr("Written to %1").arg(QString::fromStdString(r.output));
+    // A long path may break after any '/' (a zero-width space there) rather than widen the panel.
+    notes << tr("Written to %1").arg(QString::fromStdString(r.output).replace('/', QStringLiteral("/\u200b")));
+    message_->setToolTip(QString::fromStdString(r.output));
     message_->setText(notes.join('\n'));
     message_->setVisible(true);
 
@@ -218,9 +220,8 @@ void QuantizeJobCard::styleChart() {
     chart_->replot();
 }
 
-void QuantizeJobCard::resizeEvent(QResizeEvent* event) {
-    QFrame::resizeEvent(event);
-    report_layout_->setDirection(event->size().width() >= kSideBySideWidth ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom);
+void QuantizeJobCard::setAvailableWidth(int width) {
+    report_layout_->setDirection(width >= kSideBySideWidth ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom);
 }
 
 void QuantizeJobCard::changeEvent(QEvent* event) {

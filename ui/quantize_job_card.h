@@ -27,6 +27,8 @@ public:
     void setStarted();
     void setProgress(const QuantizeJobProgress& progress);
     void setOutcome(const QuantizeJobOutcome& outcome);
+    // The panel's width: narrow (a compact window's column), the chart goes under the numbers.
+    void setAvailableWidth(int width);
 
     QString stateText() const;
     QString progressText() const;
@@ -42,8 +44,6 @@ signals:
 
 protected:
     void changeEvent(QEvent* event) override;
-    // Narrow (a compact window's column): the chart goes under the numbers.
-    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void showReport(const folio::QuantizeReport& report);

@@ -1,5 +1,6 @@
 #include "ui/quantize_jobs_panel.h"
 
+#include <QEvent>
 #include <QLabel>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -30,6 +31,8 @@ QuantizeJobsPanel::QuantizeJobsPanel(QuantizeQueue* queue, QWidget* parent) : QW
     list_->addStretch(1);
     scroll->setWidget(content);
     layout->addWidget(scroll);
+    scroll_ = scroll;
+    scroll->viewport()->installEventFilter(this);
 
     connect(queue_, &QuantizeQueue::jobAdded, this, [this, scroll](quint64 id) {
         addCard(id);
@@ -48,12 +51,20 @@ QuantizeJobsPanel::QuantizeJobsPanel(QuantizeQueue* queue, QWidget* parent) : QW
     for (quint64 id : queue_->jobIds()) addCard(id);
 }
 
+bool QuantizeJobsPanel::eventFilter(QObject* watched, QEvent* event) {
+    // The cards' own width follows their content; the room they have is the viewport's.
+    if (watched == scroll_->viewport() && event->type() == QEvent::Resize)
+        for (QuantizeJobCard* c : std::as_const(cards_)) c->setAvailableWidth(scroll_->viewport()->width());
+    return QWidget::eventFilter(watched, event);
+}
+
 void QuantizeJobsPanel::addCard(quint64 id) {
     const QuantizeJobEntry* e = queue_->job(id);
     if (!e || cards_.contains(id)) return;
     empty_->setVisible(false);
     auto* c = new QuantizeJobCard(id, e->request, this);
     cards_.insert(id, c);
+    c->setAvailableWidth(scroll_->viewport()->width());
     list_->insertWidget(list_->count() - 1, c);  // before the stretch
     if (e->state == QuantizeJobState::Running) c->setStarted();
     connect(c, &QuantizeJobCard::cancelRequested, queue_, &QuantizeQueue::cancel);

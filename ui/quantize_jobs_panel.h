@@ -7,6 +7,7 @@
 #include <QWidget>
 
 class QLabel;
+class QScrollArea;
 class QVBoxLayout;
 
 namespace folio::ui {
@@ -25,11 +26,15 @@ public:
 signals:
     void loadRequested(const QString& path);
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
 private:
     void addCard(quint64 id);
 
     QuantizeQueue* queue_;
     QHash<quint64, QuantizeJobCard*> cards_;
+    QScrollArea* scroll_ = nullptr;
     QVBoxLayout* list_ = nullptr;
     QLabel* empty_ = nullptr;
 };

@@ -16,7 +16,9 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QTimer>
 
@@ -35,6 +37,7 @@
 #include "ui/quantize_jobs_panel.h"
 #include "ui/quantize_queue.h"
 #include "ui/session_store.h"
+#include "ui/theme.h"
 
 using namespace folio::ui;
 
@@ -251,8 +254,17 @@ private slots:
         w->raisePanel(w->jobsPanel());
         QTest::qWait(50);
         QVERIFY(save(w, "jobs-finished-1024x700.png"));
+        // Nothing clipped in the narrow column: the chart went under the numbers, no sideways scrolling.
+        auto* scroll = w->jobsPanel()->findChild<QScrollArea*>("jobsScroll");
+        QVERIFY2(card->width() <= scroll->viewport()->width(),
+                 qPrintable(QString("%1 > %2").arg(card->width()).arg(scroll->viewport()->width())));
+        QVERIFY(card->chart()->geometry().top() > card->findChild<QLabel*>("jobReport")->geometry().bottom());
         w->resize(1500, 950);
         QTRY_VERIFY(!w->isCompact());
+        apply_theme(ThemeMode::Dark);
+        QTest::qWait(50);
+        QVERIFY(save(w->jobsPanel(), "jobs-panel-finished-dark.png"));
+        apply_theme(ThemeMode::Light);
 
         // Load: the studio loads the result as Model > Open would.
         QTest::mouseClick(card->loadButton(), Qt::LeftButton);
@@ -264,6 +276,7 @@ private slots:
     void cancelLeavesNothingAndSaysSo() {
         QVERIFY(openWindow());
         MainWindow* w = window_.get();
+        QVERIFY(reloadFolder());
         QuantizeQueue* queue = w->quantizeQueue();
         const QString first = out_.filePath("cancelled.gguf"), second = out_.filePath("queued.gguf");
         quint64 ids[2] = {0, 0};
@@ -271,7 +284,7 @@ private slots:
             w->findChild<QAction*>("quantizeAction")->trigger();
             QuantizeDialog* dialog = w->quantizeDialog();
             QVERIFY(dialog);
-            fill_small(dialog, i == 0 ? first : second, CalibrationSource::None);
+            fill_small(dialog, i == 0 ? first : second, CalibrationSource::BuiltIn);
             QTest::mouseClick(dialog->findChild<QPushButton*>("quantizeRun"), Qt::LeftButton);
             QTRY_VERIFY(!w->quantizeDialog());
             ids[i] = queue->jobIds().back();
@@ -286,14 +299,17 @@ private slots:
         QCOMPARE(queued->stateText(), QString("cancelled"));
         QVERIFY2(queued->messageText().contains("nothing was written"), qPrintable(queued->messageText()));
 
-        const QuantizeJobEntry* job = queue->job(ids[0]);
-        QTRY_VERIFY_WITH_TIMEOUT((job->progress.phase_id == folio::QuantizePhase::Quantizing && job->progress.tensor_index >= 2) ||
-                                     job->state != QuantizeJobState::Running, 120000);
-        QVERIFY2(job->state == QuantizeJobState::Running,
-                 qPrintable(quantize_job_state_name(job->state) + ": " + job->outcome.message));
+        // Cancelled (by its button) at the first tensors written, from the progress signal itself: no race with the job's end.
         QElapsedTimer stop;
-        stop.start();
-        QTest::mouseClick(running->cancelButton(), Qt::LeftButton);
+        QObject listening;
+        connect(queue, &QuantizeQueue::jobProgressed, &listening, [&](quint64 id, const QuantizeJobProgress& p) {
+            if (id != ids[0] || p.phase_id != folio::QuantizePhase::Quantizing || stop.isValid()) return;
+            stop.start();
+            running->cancelButton()->click();
+        });
+        const QuantizeJobEntry* job = queue->job(ids[0]);
+        QTRY_VERIFY_WITH_TIMEOUT(stop.isValid() || job->state != QuantizeJobState::Running, 120000);
+        QVERIFY2(stop.isValid(), qPrintable(quantize_job_state_name(job->state) + ": " + job->outcome.message));
         QTRY_VERIFY_WITH_TIMEOUT(queue->job(ids[0])->state != QuantizeJobState::Running, 5000);
         qInfo("cancel took %lld ms", stop.elapsed());
         QVERIFY(stop.elapsed() < 1500);
@@ -315,7 +331,8 @@ private slots:
         QuantizeQueue* queue = w->quantizeQueue();
         const QString output = out_.filePath("quit.gguf");
         w->findChild<QAction*>("quantizeAction")->trigger();
-        fill_small(w->quantizeDialog(), output, CalibrationSource::None);
+        // Calibration first: the question and both answers come while the job still runs.
+        fill_small(w->quantizeDialog(), output, CalibrationSource::BuiltIn);
         QTest::mouseClick(w->quantizeDialog()->findChild<QPushButton*>("quantizeRun"), Qt::LeftButton);
         QTRY_VERIFY(!w->quantizeDialog());
         const quint64 id = queue->jobIds().back();
@@ -339,6 +356,18 @@ private slots:
     }
 
 private:
+    // The Hugging Face folder loaded again (a slot before may have loaded its result).
+    bool reloadFolder() {
+        const QString folder = QString::fromStdString(folder_);
+        if (window_->bridge()->model().path == folder) return true;
+        window_->openModel(folder);
+        QElapsedTimer t;
+        t.start();
+        while (!(window_->bridge()->isLoaded() && window_->bridge()->model().path == folder) && t.elapsed() < 60000)
+            QTest::qWait(20);
+        return window_->bridge()->model().path == folder;
+    }
+
     // One studio on the Hugging Face folder for the slots that need a model.
     bool openWindow() {
         if (window_) return window_->isVisible() && window_->bridge()->isLoaded();
