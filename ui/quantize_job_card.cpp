@@ -186,6 +186,8 @@ void QuantizeJobCard::showReport(const folio::QuantizeReport& r) {
     chart_->yAxis->setRange(0.4, 2.6);
     chart_->xAxis->setRange(0, mib(r.source_bytes) * 1.35);
     chart_->xAxis->setLabel(tr("MiB"));
+    chart_->xAxis->ticker()->setTickCount(3);  // a small chart: few, readable ticks
+    chart_->yAxis->setTickLength(0, 0);
     for (int i = 0; i < 2; ++i) {
         auto* label = new QCPItemText(chart_);
         label->setObjectName(i ? "sourceLabel" : "outputLabel");
