@@ -559,6 +559,8 @@ void MainWindow::showEngineSettings() {
     if (!bridge_->isLoaded()) model_panel_->showSummary(model_panel_->summary(), s, false);
 }
 
+QuantizeDialog* MainWindow::quantizeDialog() const { return quantize_dialog_.data(); }
+
 void MainWindow::showQuantizeDialog() {
     if (!bridge_->isLoaded()) {
         showError(tr("No model to quantize"), tr("Load a model first: Quantize to INT4 works on the loaded model."));

@@ -70,7 +70,7 @@ public:
     QuantizeQueue* quantizeQueue() const { return quantize_queue_; }
     QuantizeJobsPanel* jobsPanel() const { return jobs_panel_; }
     // The open Quantize to INT4 dialog, and the question asked at quit while a job runs (null when none).
-    QuantizeDialog* quantizeDialog() const { return quantize_dialog_; }
+    QuantizeDialog* quantizeDialog() const;
     QMessageBox* quitQuestion() const { return quit_box_; }
     // Brings a dock's panel to the front (tabbed docks), e.g. for screenshots.
     void raisePanel(QWidget* panel);
