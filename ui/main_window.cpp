@@ -130,11 +130,11 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     QDockWidget* model_dock = addPanel(model_panel_, tr("Model"), "modelDock", Qt::RightDockWidgetArea);
     QDockWidget* map_dock = addPanel(block_map_, tr("KV Block Map"), "blockMapDock", Qt::RightDockWidgetArea);
     QDockWidget* plots_dock = addPanel(plots_, tr("Live Plots"), "plotsDock", Qt::BottomDockWidgetArea);
-    QDockWidget* jobs_dock = addPanel(jobs_panel_, tr("Jobs"), "jobsDock", Qt::BottomDockWidgetArea);
+    // A tab beside the model and the block map (a bottom dock would reshape the roomy layout).
+    QDockWidget* jobs_dock = addPanel(jobs_panel_, tr("Jobs"), "jobsDock", Qt::RightDockWidgetArea);
     tabifyDockWidget(model_dock, map_dock);
-    tabifyDockWidget(plots_dock, jobs_dock);
+    tabifyDockWidget(map_dock, jobs_dock);
     map_dock->raise();
-    plots_dock->raise();
     resize(1400, 900);
     resizeDocks({plots_dock}, {280}, Qt::Vertical);
     resizeDocks({map_dock}, {430}, Qt::Horizontal);

@@ -26,12 +26,16 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     row->addWidget(open);
     row->addWidget(load_);
     row->addWidget(unload_);
+    row->addStretch(1);
+    layout->addLayout(row);
+    // A row of its own: the panel stays narrow enough for a compact window's column.
+    auto* tools = new QHBoxLayout;
     quantize_ = new QPushButton(tr("Quantize to INT4…"), this);
     quantize_->setObjectName("quantizeButton");
     quantize_->setToolTip(tr("Quantize the loaded model (Q4_K_M by default) as a job beside the chats"));
-    row->addWidget(quantize_);
-    row->addStretch(1);
-    layout->addLayout(row);
+    tools->addWidget(quantize_);
+    tools->addStretch(1);
+    layout->addLayout(tools);
 
     tree_ = new QTreeWidget(this);
     tree_->setColumnCount(2);
@@ -51,6 +55,8 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     QFont mono("monospace");
     mono.setStyleHint(QFont::Monospace);
     template_->setFont(mono);
+    // Two lines at the least: the panel fits a 1024x700 window's column with the Quantize row.
+    template_->setMinimumHeight(40);
     layout->addWidget(template_, 1);
 
     connect(open, &QPushButton::clicked, this, &ModelPanel::openRequested);

@@ -48,8 +48,9 @@ QuantizeJobCard::QuantizeJobCard(quint64 id, const QuantizeRequest& request, QWi
     load_->setObjectName("jobLoad");
     load_->setToolTip(tr("Load %1 in the studio").arg(request.output));
     load_->setVisible(false);
-    header->addWidget(title_, 1);
-    header->addWidget(state_);
+    // The title on a line of its own, the state and the buttons under it: narrow columns too.
+    layout->addWidget(title_);
+    header->addWidget(state_, 1);
     header->addWidget(cancel_);
     header->addWidget(load_);
     layout->addLayout(header);
@@ -76,7 +77,7 @@ QuantizeJobCard::QuantizeJobCard(quint64 id, const QuantizeRequest& request, QWi
     report_layout->addWidget(report_, 0, Qt::AlignTop);
     chart_ = new QCustomPlot(report_box_);
     chart_->setObjectName("jobChart");
-    chart_->setMinimumSize(240, 110);
+    chart_->setMinimumSize(220, 110);
     chart_->setMaximumSize(340, 130);
     report_layout->addWidget(chart_, 0, Qt::AlignTop | Qt::AlignLeft);
     report_layout->addStretch(1);
@@ -138,21 +139,22 @@ void QuantizeJobCard::setOutcome(const QuantizeJobOutcome& outcome) {
 }
 
 void QuantizeJobCard::showReport(const folio::QuantizeReport& r) {
+    // Short rows: they must fit a compact window's column (about 250 px).
     QList<QPair<QString, QString>> rows;
     const double ratio = r.source_bytes ? 100.0 * double(r.output_bytes) / double(r.source_bytes) : 0.0;
-    rows << qMakePair(tr("Size"), tr("%1 → %2 MiB (%3 %)").arg(mib(r.source_bytes), 0, 'f', 1).arg(mib(r.output_bytes), 0, 'f', 1)
-                                      .arg(ratio, 0, 'f', 1));
+    rows << qMakePair(tr("Size"), tr("%1 → %2 MiB").arg(mib(r.source_bytes), 0, 'f', 1).arg(mib(r.output_bytes), 0, 'f', 1));
+    rows << qMakePair(tr("Of the source"), tr("%1 %").arg(ratio, 0, 'f', 1));
     rows << qMakePair(tr("Bits per weight"), QString::number(r.bits_per_weight, 'f', 2));
     if (r.quality_measured) {
         const folio::KldSummary& q = r.quality;
-        rows << qMakePair(tr("ΔPPL"), tr("%1 % (%2 → %3)").arg((q.ppl_ratio - 1.0) * 100.0, 0, 'f', 2)
-                                            .arg(q.ppl_base, 0, 'f', 3).arg(q.ppl, 0, 'f', 3));
-        if ((q.ppl_ratio - 1.0) >= 0) rows.back().second.prepend('+');
+        const double delta = (q.ppl_ratio - 1.0) * 100.0;
+        rows << qMakePair(tr("ΔPPL"), tr("%1%2 %").arg(delta >= 0 ? "+" : "").arg(delta, 0, 'f', 2));
+        rows << qMakePair(tr("PPL"), tr("%1 → %2").arg(q.ppl_base, 0, 'f', 3).arg(q.ppl, 0, 'f', 3));
         rows << qMakePair(tr("Mean KLD"), QString::number(q.mean_kld, 'f', 4));
         rows << qMakePair(tr("p99 KLD"), QString::number(q.p99_kld, 'f', 4));
         rows << qMakePair(tr("Same top token"), tr("%1 %").arg(100.0 * q.same_top, 0, 'f', 1));
     } else {
-        rows << qMakePair(tr("Quality"), r.blocks_checked ? tr("not measured; every block's scales are finite") : tr("not measured"));
+        rows << qMakePair(tr("Quality"), r.blocks_checked ? tr("blocks checked only") : tr("not measured"));
     }
     rows << qMakePair(tr("Time"), tr("%1 s").arg(r.seconds, 0, 'f', 1));
     QString html = "<table cellspacing='0' cellpadding='1'>";

@@ -1,16 +1,19 @@
 // Quantize to INT4 in the studio, with real QuantizeJobs on the SmolLM2
 // Hugging Face folder: the dialog's defaults (the output beside the folder,
-// following the type; an output equal to the source refused); a job queued
+// following the type; an output equal to the source refused, an existing
+// one replaced only after a question); a job queued
 // from the dialog runs to completion on the queue's thread while the UI
 // thread keeps its timer's pace and the engine answers a chat, its progress
 // (tensor i / N) reaches the Jobs panel, then its report, and the file loads
 // (load_model_description, then Load in the studio); a queued job cancelled
 // is removed, a running one cancelled within a second leaves no file and
-// says so; quitting during a job asks, Keep Running keeps it, Quit cancels
+// says so, and a failed one gives the engine's message; quitting during a job asks, Keep Running keeps it, Quit cancels
 // it and leaves nothing; the temporary file of a killed studio is removed
 // at the next start. Screenshots of the panel with a running and a finished
 // job, at 1500x950 and 1024x700, go where test_gui_screenshots puts its own.
 #include <QAction>
+#include <QApplication>
+#include <QMessageBox>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -117,6 +120,27 @@ private slots:
         dialog.setCalibration(CalibrationSource::ImatrixFile, dir.filePath("missing.imatrix"));
         dialog.setOutputPath(dir.filePath("out.gguf"));
         QVERIFY2(dialog.problem().contains("cannot read the imatrix", Qt::CaseInsensitive), qPrintable(dialog.problem()));
+
+        // An existing output is replaced only after a question: Cancel keeps the dialog open, Yes accepts.
+        {
+            QFile existing(dir.filePath("out.gguf"));
+            QVERIFY(existing.open(QIODevice::WriteOnly));
+        }
+        dialog.setCalibration(CalibrationSource::None);
+        QVERIFY2(dialog.problem().isEmpty(), qPrintable(dialog.problem()));
+        for (auto answer : {QMessageBox::Cancel, QMessageBox::Yes}) {
+            QString asked;
+            QTimer::singleShot(100, this, [&asked, answer] {
+                if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+                    asked = box->text();
+                    box->button(answer)->click();
+                }
+            });
+            dialog.setResult(QDialog::Rejected);
+            dialog.accept();
+            QVERIFY2(asked.contains("out.gguf exists"), qPrintable(asked));
+            QCOMPARE(dialog.result(), answer == QMessageBox::Yes ? int(QDialog::Accepted) : int(QDialog::Rejected));
+        }
 
         // A studio killed mid-job left "<output>.tmp": the next queue removes it (not a live studio's).
         const QString killed = dir.filePath("killed.gguf"), live = dir.filePath("live.gguf");
@@ -272,8 +296,8 @@ private slots:
         QVERIFY(w->lastError().isEmpty());
     }
 
-    // A queued job cancelled is just removed; the running one stops within a second and leaves nothing.
-    void cancelLeavesNothingAndSaysSo() {
+    // A queued job cancelled is just removed; the running one stops within a second; a failed one says why. Nothing is left.
+    void cancelOrFailureLeavesNothingAndSaysWhy() {
         QVERIFY(openWindow());
         MainWindow* w = window_.get();
         QVERIFY(reloadFolder());
@@ -322,6 +346,27 @@ private slots:
             QVERIFY2(!QFileInfo::exists(p + ".tmp"), qPrintable(p));
         }
         QCOMPARE(queue->job(ids[1])->progress_updates, 0);  // never ran
+
+        // A job that fails (an imatrix file that is not one) says why, and leaves nothing either.
+        const QString bad_imatrix = out_.filePath("not-an.imatrix"), failed = out_.filePath("failed.gguf");
+        {
+            QFile f(bad_imatrix);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("this is not an importance matrix");
+        }
+        w->findChild<QAction*>("quantizeAction")->trigger();
+        fill_small(w->quantizeDialog(), failed, CalibrationSource::ImatrixFile);
+        w->quantizeDialog()->setCalibration(CalibrationSource::ImatrixFile, bad_imatrix);
+        QTest::mouseClick(w->quantizeDialog()->findChild<QPushButton*>("quantizeRun"), Qt::LeftButton);
+        QTRY_VERIFY(!w->quantizeDialog());
+        const quint64 bad = queue->jobIds().back();
+        QTRY_VERIFY_WITH_TIMEOUT(queue->job(bad)->state != QuantizeJobState::Running, 60000);
+        QCOMPARE(queue->job(bad)->state, QuantizeJobState::Failed);
+        QuantizeJobCard* failed_card = w->jobsPanel()->card(bad);
+        QCOMPARE(failed_card->stateText(), QString("failed"));
+        QVERIFY2(failed_card->messageText().contains("not-an.imatrix") && failed_card->messageText().endsWith("nothing was written"),
+                 qPrintable(failed_card->messageText()));
+        QVERIFY(!QFileInfo::exists(failed) && !QFileInfo::exists(failed + ".tmp"));
     }
 
     // Closing the studio during a job asks; Keep Running keeps it, Quit cancels it.
