@@ -91,7 +91,11 @@ QuantizeJobCard::QuantizeJobCard(quint64 id, const QuantizeRequest& request, QWi
     message_->setVisible(false);
     layout->addWidget(message_);
 
-    connect(cancel_, &QPushButton::clicked, this, [this] { emit cancelRequested(id_); });
+    connect(cancel_, &QPushButton::clicked, this, [this] {
+        cancel_->setEnabled(false);  // the job stops at its next check, within a second
+        state_->setText(tr("cancelling…"));
+        emit cancelRequested(id_);
+    });
     connect(load_, &QPushButton::clicked, this, [this] { emit loadRequested(request_.output); });
 }
 
@@ -101,13 +105,15 @@ void QuantizeJobCard::setStarted() {
 }
 
 void QuantizeJobCard::setProgress(const QuantizeJobProgress& p) {
-    state_->setText(tr("running"));
+    if (cancel_->isEnabled()) state_->setText(tr("running"));
     QStringList parts{p.phase};
     const bool chunks = p.phase_id == folio::QuantizePhase::Calibrating || p.phase_id == folio::QuantizePhase::Validating;
     if (p.n_tensors > 0) parts << (chunks ? tr("chunk %1 / %2") : tr("tensor %1 / %2")).arg(p.tensor_index).arg(p.n_tensors);
     if (p.bytes_total > 0) parts << tr("%1 / %2 MiB").arg(mib(p.bytes_done), 0, 'f', 1).arg(mib(p.bytes_total), 0, 'f', 1);
     parts << tr("%1 elapsed").arg(format_eta(p.elapsed_s));
     if (p.eta_s >= 0) parts << tr("ETA %1").arg(format_eta(p.eta_s));
+    // Lines break between the parts, never inside one ("33.1 / 100.6 MiB" stays whole).
+    for (QString& part : parts) part.replace(' ', QChar(0x00a0));
     progress_->setText(parts.join(QStringLiteral(" · ")));
     progress_->setToolTip(p.tensor_name);
     // The bar follows the phase: chunks while calibrating or validating, the file's bytes while quantizing.

@@ -189,7 +189,7 @@ private slots:
         QStringList shown;
         QObject listening;  // the connection ends with this slot
         connect(queue, &QuantizeQueue::jobProgressed, &listening, [&](quint64 id, const QuantizeJobProgress&) {
-            if (QuantizeJobCard* c = w->jobsPanel()->card(id)) shown << c->progressText();
+            if (QuantizeJobCard* c = w->jobsPanel()->card(id)) shown << QString(c->progressText()).replace(QChar(0x00a0), ' ');
         });
         QElapsedTimer took;
         took.start();
@@ -246,6 +246,7 @@ private slots:
                  qPrintable(shown.join('\n')));
         QVERIFY2(job->progress_updates <= took.elapsed() / 100 + 6, qPrintable(QString::number(job->progress_updates)));
         QVERIFY2(longest_gap < 500, qPrintable(QString::number(longest_gap)));
+        QVERIFY2(ticks >= took.elapsed() / 50 / 2, qPrintable(QString::number(ticks)));  // at its pace, not just alive
 
         // The report.
         QCOMPARE(card->stateText(), QString("done"));
