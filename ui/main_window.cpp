@@ -135,6 +135,7 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     tabifyDockWidget(model_dock, map_dock);
     tabifyDockWidget(map_dock, jobs_dock);
     map_dock->raise();
+    jobs_dock->hide();  // until a job is queued (or View > Jobs): a compact column's tabs keep their names
     resize(1400, 900);
     resizeDocks({plots_dock}, {280}, Qt::Vertical);
     resizeDocks({map_dock}, {430}, Qt::Horizontal);

@@ -15,6 +15,7 @@
 #include <QApplication>
 #include <QMessageBox>
 #include <QDir>
+#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -191,9 +192,13 @@ private slots:
         connect(queue, &QuantizeQueue::jobProgressed, &listening, [&](quint64 id, const QuantizeJobProgress&) {
             if (QuantizeJobCard* c = w->jobsPanel()->card(id)) shown << QString(c->progressText()).replace(QChar(0x00a0), ' ');
         });
+        // The Jobs panel stays out of the way until a job is queued.
+        QDockWidget* jobs_dock = w->findChild<QDockWidget*>("jobsDock");
+        QVERIFY(!jobs_dock->isVisible());
         QElapsedTimer took;
         took.start();
         QTest::mouseClick(dialog->findChild<QPushButton*>("quantizeRun"), Qt::LeftButton);
+        QTRY_VERIFY(jobs_dock->isVisible());
         QTRY_VERIFY(!w->quantizeDialog());  // closed and deleted
         QCOMPARE(queue->jobIds().size(), 1);
         const quint64 id = queue->jobIds().front();
