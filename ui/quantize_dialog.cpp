@@ -25,6 +25,7 @@ namespace folio::ui {
 QuantizeDialog::QuantizeDialog(const QString& source, QWidget* parent) : QDialog(parent), source_(source) {
     setObjectName("quantizeDialog");
     setWindowTitle(tr("Quantize to INT4"));
+    setMinimumWidth(560);  // room for a whole output path
     auto* layout = new QVBoxLayout(this);
 
     auto* form = new QFormLayout;
@@ -111,7 +112,17 @@ QuantizeDialog::QuantizeDialog(const QString& source, QWidget* parent) : QDialog
     device_->setEnabled(gpus > 0);
     device_->setToolTip(gpus ? tr("Where calibration and validation run the model")
                              : tr("CPU only: %1").arg(QString::fromStdString(folio::describe_cuda_devices())));
-    advanced_form->addRow(tr("Device"), device_);
+    auto* device_row = new QVBoxLayout;
+    device_row->addWidget(device_);
+    if (gpus == 0) {
+        // Disabled, and why, where it can be read.
+        auto* why = new QLabel(QString::fromStdString(folio::describe_cuda_devices()), advanced_);
+        why->setObjectName("quantizeDeviceReason");
+        why->setWordWrap(true);
+        why->setEnabled(false);
+        device_row->addWidget(why);
+    }
+    advanced_form->addRow(tr("Device"), device_row);
     validation_chunks_ = new QSpinBox(advanced_);
     validation_chunks_->setObjectName("quantizeValidationChunks");
     validation_chunks_->setRange(0, 1 << 16);
@@ -126,7 +137,7 @@ QuantizeDialog::QuantizeDialog(const QString& source, QWidget* parent) : QDialog
         validation_chunks_->setToolTip(tr("Result and source compared on %1: PPL, KL divergence, top token")
                                            .arg(default_validation_text()));
     }
-    advanced_form->addRow(tr("Validation"), validation_chunks_);
+    advanced_form->addRow(tr("Validation chunks"), validation_chunks_);
     advanced_->setVisible(false);
     layout->addWidget(advanced_);
 
@@ -177,6 +188,7 @@ QuantizeDialog::QuantizeDialog(const QString& source, QWidget* parent) : QDialog
     connect(awq_, &QCheckBox::toggled, this, &QuantizeDialog::updateProblem);
     connect(validation_chunks_, &QSpinBox::valueChanged, this, &QuantizeDialog::updateProblem);
     updateCalibration();
+    adjustSize();
 }
 
 void QuantizeDialog::updateCalibration() {
@@ -233,9 +245,12 @@ void QuantizeDialog::updateProblem() {
         case CalibrationSource::None: what = tr("no calibration"); break;
     }
     summary_->setText(tr("%1 with %2%3%4.").arg(r.preset, what, r.awq ? tr(" and AWQ scales") : QString(),
-                                                r.validation_chunks > 0 ? tr(", then compared with the source on %1 chunks of a "
-                                                                             "validation text").arg(r.validation_chunks)
-                                                                        : QString()));
+                                                r.validation_chunks == 1 ? tr(", then compared with the source on a chunk of 512 "
+                                                                              "tokens of a validation text")
+                                                : r.validation_chunks > 1 ? tr(", then compared with the source on %1 chunks of "
+                                                                               "512 tokens of a validation text")
+                                                                                .arg(r.validation_chunks)
+                                                                          : QString()));
     const QString p = problem();
     problem_->setText(p);
     problem_->setVisible(!p.isEmpty());

@@ -173,7 +173,11 @@ private slots:
         QCOMPARE(dialog->request().calibration, CalibrationSource::BuiltIn);
         QCOMPARE(dialog->request().preset, QString("Q4_K_M"));
         const QString output = out_.filePath("smollm2.Q4_K_M.gguf");  // not beside the shared models
+        QTest::qWait(50);
+        QVERIFY(save(dialog, "quantize-dialog.png"));
         fill_small(dialog, output, CalibrationSource::BuiltIn);
+        QTest::qWait(50);
+        QVERIFY(save(dialog, "quantize-dialog-advanced.png"));
 
         QuantizeQueue* queue = w->quantizeQueue();
         // The UI thread's pace while the job runs: a 50 ms timer, its longest gap.
