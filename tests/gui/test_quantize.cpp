@@ -8,12 +8,11 @@
 // (load_model_description, then Load in the studio); a queued job cancelled
 // is removed, a running one cancelled within a second leaves no file and
 // says so, and a failed one gives the engine's message; quitting during a job asks, Keep Running keeps it, Quit cancels
-// it and leaves nothing; the temporary file of a killed studio is removed
-// at the next start. Screenshots of the panel with a running and a finished
+// it and leaves nothing; a studio killed (SIGKILL) mid-job leaves no file
+// under the output name, and its temporary file is removed at the next start. Screenshots of the panel with a running and a finished
 // job, at 1500x950 and 1024x700, go where test_gui_screenshots puts its own.
 #include <QAction>
 #include <QApplication>
-#include <QMessageBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
@@ -21,12 +20,15 @@
 #include <QFileInfo>
 #include <QImage>
 #include <QLabel>
+#include <QMessageBox>
+#include <QProcess>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
 #include <QTimer>
 
 #include <algorithm>
+#include <cstdio>
 
 #include <qcustomplot.h>
 
@@ -410,6 +412,38 @@ private slots:
         QVERIFY(studio_settings()->value("quantize/running").toStringList().isEmpty());
     }
 
+    // This test binary again as a studio mid-job (child_studio below), killed with SIGKILL.
+    void killedStudioLeavesNoPartialFile() {
+        FOLIO_REQUIRE_MODEL(folder, folio_test::kSmolLM2Folder);
+        window_.reset();  // the shared studio is closed by now; its data folder goes too
+        data_.reset();
+        folio_gui_test::DataDir data;
+        const QString output = out_.filePath("killed.gguf");
+        QProcess child;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("FOLIO_QUANTIZE_CHILD_OUTPUT", output);
+        env.insert("FOLIO_QUANTIZE_CHILD_SOURCE", QString::fromStdString(folder));
+        child.setProcessEnvironment(env);
+        child.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        child.start(QCoreApplication::applicationFilePath(), {});
+        QVERIFY(child.waitForStarted(10000));
+        QElapsedTimer t;
+        t.start();
+        QByteArray said;
+        while (!said.contains("quantizing") && child.state() == QProcess::Running && t.elapsed() < 120000)
+            if (child.waitForReadyRead(200)) said += child.readAllStandardOutput();
+        QVERIFY2(said.contains("quantizing"), said.constData());
+        QVERIFY(QFileInfo::exists(output + ".tmp"));  // being written
+        child.kill();  // SIGKILL: no handler runs
+        QVERIFY(child.waitForFinished(10000));
+        QVERIFY2(!QFileInfo::exists(output), "a partial file under the output name");
+        QVERIFY(QFileInfo::exists(output + ".tmp"));  // what a kill leaves
+        // The next start removes the temporary file the killed studio left.
+        { QuantizeQueue next; }
+        QVERIFY(!QFileInfo::exists(output + ".tmp"));
+        QVERIFY(studio_settings()->value("quantize/running").toStringList().isEmpty());
+    }
+
 private:
     // The Hugging Face folder loaded again (a slot before may have loaded its result).
     bool reloadFolder() {
@@ -443,5 +477,39 @@ private:
     QTemporaryDir out_;
 };
 
-QTEST_MAIN(QuantizeTest)
+namespace {
+
+// The studio that killedStudioLeavesNoPartialFile kills: a window on the
+// source, one job, "quantizing" on stdout once tensors are being written.
+int child_studio() {
+    folio::ui::init_resources();
+    QuantizeRequest request;
+    request.source = qEnvironmentVariable("FOLIO_QUANTIZE_CHILD_SOURCE");
+    request.output = qEnvironmentVariable("FOLIO_QUANTIZE_CHILD_OUTPUT");
+    request.calibration = CalibrationSource::None;
+    request.threads = 2;
+    request.validation_chunks = 0;
+    auto window = folio_gui_test::open_window(request.source, 120000);
+    QString error;
+    if (window->quantizeQueue()->enqueue(request, &error) == 0) {
+        std::fprintf(stderr, "child studio: %s\n", qPrintable(error));
+        return 1;
+    }
+    QObject::connect(window->quantizeQueue(), &QuantizeQueue::jobProgressed, [](quint64, const QuantizeJobProgress& p) {
+        if (p.phase_id != folio::QuantizePhase::Quantizing) return;
+        std::printf("quantizing\n");
+        std::fflush(stdout);
+    });
+    return QApplication::exec();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    if (qEnvironmentVariableIsSet("FOLIO_QUANTIZE_CHILD_OUTPUT")) return child_studio();
+    QTEST_SET_MAIN_SOURCE_PATH
+    QuantizeTest test;
+    return QTest::qExec(&test, argc, argv);
+}
 #include "test_quantize.moc"
