@@ -1,5 +1,6 @@
 #include "ui/quantize_queue.h"
 
+#include <cerrno>
 #include <signal.h>
 #include <unistd.h>
 
@@ -200,7 +201,8 @@ void QuantizeQueue::removeLeftovers() {
         const qsizetype space = e.indexOf(' ');
         if (space <= 0) continue;
         const pid_t pid = static_cast<pid_t>(e.left(space).toLongLong());
-        if (pid != ::getpid() && ::kill(pid, 0) == 0) {
+        // EPERM: it runs, as another user.
+        if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno == EPERM)) {
             alive << e;
             continue;
         }
