@@ -18,6 +18,7 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QResizeEvent>
 #include <QSettings>
 #include <QStatusBar>
@@ -34,6 +35,9 @@
 #include "ui/model_panel.h"
 #include "ui/model_summary.h"
 #include "ui/plots_panel.h"
+#include "ui/quantize_dialog.h"
+#include "ui/quantize_jobs_panel.h"
+#include "ui/quantize_queue.h"
 #include "ui/session_list_panel.h"
 #include "ui/session_settings_panel.h"
 #include "ui/session_store.h"
@@ -111,6 +115,8 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     model_panel_ = new ModelPanel(this);
     block_map_ = new BlockMapWidget(this);
     plots_ = new PlotsPanel(this);
+    quantize_queue_ = new QuantizeQueue(this);
+    jobs_panel_ = new QuantizeJobsPanel(quantize_queue_, this);
     block_map_->setOwnerResolver([this](qint64 engine_id, quint64 ticket) {
         const QString id = chats_->sessionForTicket(ticket);
         if (const ChatSession* s = chats_->session(id))
@@ -124,8 +130,12 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     QDockWidget* model_dock = addPanel(model_panel_, tr("Model"), "modelDock", Qt::RightDockWidgetArea);
     QDockWidget* map_dock = addPanel(block_map_, tr("KV Block Map"), "blockMapDock", Qt::RightDockWidgetArea);
     QDockWidget* plots_dock = addPanel(plots_, tr("Live Plots"), "plotsDock", Qt::BottomDockWidgetArea);
+    // A tab beside the model and the block map (a bottom dock would reshape the roomy layout).
+    QDockWidget* jobs_dock = addPanel(jobs_panel_, tr("Jobs"), "jobsDock", Qt::RightDockWidgetArea);
     tabifyDockWidget(model_dock, map_dock);
+    tabifyDockWidget(map_dock, jobs_dock);
     map_dock->raise();
+    jobs_dock->hide();  // until a job is queued (or View > Jobs): a compact column's tabs keep their names
     resize(1400, 900);
     resizeDocks({plots_dock}, {280}, Qt::Vertical);
     resizeDocks({map_dock}, {430}, Qt::Horizontal);
@@ -146,6 +156,9 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
         bridge_->load(path, bridge_->settings());
     });
     connect(model_panel_, &ModelPanel::unloadRequested, bridge_, &EngineBridge::unload);
+    connect(model_panel_, &ModelPanel::quantizeRequested, this, &MainWindow::showQuantizeDialog);
+    connect(jobs_panel_, &QuantizeJobsPanel::loadRequested, this, &MainWindow::openModel);
+    connect(quantize_queue_, &QuantizeQueue::jobFinished, this, &MainWindow::onQuantizeFinished);
 
     default_state_ = saveState();
     installEventFilter(this);
@@ -198,6 +211,13 @@ void MainWindow::createMenus() {
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* model = menuBar()->addMenu(tr("&Model"));
+    quantize_action_ = model->addAction(tr("&Quantize to INT4…"), this, &MainWindow::showQuantizeDialog);
+    quantize_action_->setObjectName("quantizeAction");
+    quantize_action_->setToolTip(tr("Quantize the loaded model to Q4_K_M (or another type) as a job beside the chats"));
+    quantize_action_->setEnabled(false);
+    model->addAction(tr("Show &Jobs"), this, [this] { raisePanel(jobs_panel_); });
 
     QMenu* chat = menuBar()->addMenu(tr("&Chat"));
     QAction* add = chat->addAction(QIcon(":/icons/new-chat.svg"), tr("&New Chat"), session_list_, &SessionListPanel::newSession);
@@ -331,6 +351,7 @@ void MainWindow::connectBridge() {
     });
     connect(bridge_, &EngineBridge::modelLoaded, this, [this](const ModelSummary& s, const EngineStatus& st) {
         model_panel_->showSummary(s, st.settings, true);
+        quantize_action_->setEnabled(true);
         showModelState();
         const QString name = model_display_name(s);
         device_label_->setText(st.device);
@@ -348,12 +369,14 @@ void MainWindow::connectBridge() {
         if (!s.chat_template_notice.isEmpty()) statusBar()->showMessage(s.chat_template_notice, 8000);
     });
     connect(bridge_, &EngineBridge::modelLoadFailed, this, [this](const QString& path, const QString& message) {
+        quantize_action_->setEnabled(false);
         // A failed load has already let go of the model before it (the host unloads first).
         model_panel_->setState(tr("Not loaded: %1 could not be loaded").arg(QFileInfo(path).fileName()));
         device_label_->setText(tr("no engine"));
         showError(tr("Cannot load model"), tr("%1\n\n%2").arg(path, message));
     });
     connect(bridge_, &EngineBridge::modelUnloaded, this, [this] {
+        quantize_action_->setEnabled(false);
         model_panel_->showSummary(model_panel_->summary(), bridge_->settings(), false);
         model_panel_->setState(tr("No model loaded (unloaded)"));
         device_label_->setText(tr("no engine"));
@@ -465,16 +488,18 @@ void MainWindow::updateCompactLayout() {
     QDockWidget* model = findChild<QDockWidget*>("modelDock");
     QDockWidget* map = findChild<QDockWidget*>("blockMapDock");
     QDockWidget* plots = findChild<QDockWidget*>("plotsDock");
+    QDockWidget* jobs = findChild<QDockWidget*>("jobsDock");
     if (small) {
         if (roomy_state_.isEmpty()) roomy_state_ = saveState();  // compact from the start: the layout restored
         compact_ = true;
         // One tabbed column on each side, narrow: the chat keeps the middle and the full height.
-        for (QDockWidget* d : {model, map, plots}) {
+        for (QDockWidget* d : {model, map, plots, jobs}) {
             if (d->isFloating()) continue;
             addDockWidget(Qt::RightDockWidgetArea, d);
         }
         tabifyDockWidget(model, map);
         tabifyDockWidget(map, plots);
+        tabifyDockWidget(plots, jobs);
         tabifyDockWidget(chats, settings);
         map->raise();
         chats->raise();
@@ -535,6 +560,43 @@ void MainWindow::showEngineSettings() {
     if (!bridge_->isLoaded()) model_panel_->showSummary(model_panel_->summary(), s, false);
 }
 
+QuantizeDialog* MainWindow::quantizeDialog() const { return quantize_dialog_.data(); }
+
+void MainWindow::showQuantizeDialog() {
+    if (!bridge_->isLoaded()) {
+        showError(tr("No model to quantize"), tr("Load a model first: Quantize to INT4 works on the loaded model."));
+        return;
+    }
+    if (quantize_dialog_) {
+        quantize_dialog_->raise();
+        return;
+    }
+    quantize_dialog_ = new QuantizeDialog(bridge_->model().path, this);
+    quantize_dialog_->setAttribute(Qt::WA_DeleteOnClose);
+    connect(quantize_dialog_, &QDialog::accepted, this, [this, dialog = quantize_dialog_.data()] {
+        QString error;
+        if (quantize_queue_->enqueue(dialog->request(), &error) == 0) {
+            showError(tr("Cannot quantize"), error);
+            return;
+        }
+        raisePanel(jobs_panel_);
+    });
+    quantize_dialog_->open();
+}
+
+void MainWindow::onQuantizeFinished(quint64 id) {
+    const QuantizeJobEntry* e = quantize_queue_->job(id);
+    if (!e) return;
+    const QString name = QFileInfo(e->request.output).fileName();
+    if (e->state == QuantizeJobState::Done) {
+        // No library yet: the result joins the recent models, where Open Recent finds it.
+        rememberRecent(e->request.output);
+        statusBar()->showMessage(tr("Quantized %1").arg(name), 8000);
+    } else {
+        statusBar()->showMessage(tr("%1: %2").arg(name, e->outcome.message), 8000);
+    }
+}
+
 void MainWindow::showError(const QString& title, const QString& message) {
     last_error_ = message;
     if (error_box_) error_box_->close();
@@ -572,6 +634,32 @@ void MainWindow::rebuildRecentMenu() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    if (quantize_queue_->isBusy() && !quit_confirmed_) {
+        // Asked without blocking the engine or the job; the answer closes the window again.
+        event->ignore();
+        if (quit_box_) return;
+        const int queued = quantize_queue_->queuedCount();
+        quit_box_ = new QMessageBox(QMessageBox::Question, tr("A quantization job is running"),
+                                    queued ? tr("A quantization job is running and %n more wait. Quitting cancels them; "
+                                                "nothing partial is left on the disk.", nullptr, queued)
+                                           : tr("A quantization job is running. Quitting cancels it; nothing partial is "
+                                                "left on the disk."),
+                                    QMessageBox::NoButton, this);
+        quit_box_->setObjectName("quitWhileQuantizing");
+        QPushButton* quit = quit_box_->addButton(tr("Quit and Cancel the Job"), QMessageBox::DestructiveRole);
+        quit->setObjectName("quitAndCancel");
+        QPushButton* keep = quit_box_->addButton(tr("Keep Running"), QMessageBox::RejectRole);
+        keep->setObjectName("keepRunning");
+        quit_box_->setDefaultButton(keep);
+        quit_box_->setAttribute(Qt::WA_DeleteOnClose);
+        connect(quit, &QPushButton::clicked, this, [this] {
+            quit_confirmed_ = true;
+            QTimer::singleShot(0, this, &QWidget::close);
+        });
+        quit_box_->open();
+        return;
+    }
+    quantize_queue_->shutdown();  // cancels what is left and joins its thread
     auto settings = studio_settings();
     settings->setValue("window/geometry", saveGeometry());
     if (compact_ && !roomy_state_.isEmpty()) {

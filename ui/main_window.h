@@ -1,9 +1,11 @@
 // Folio Studio's main window: the chat in the middle, dockable panels
-// around it (sessions, session settings, model, KV block map, live plots)
-// whose layout is saved and restored, a status bar (device, model, KV usage,
+// around it (sessions, session settings, model, KV block map, live plots,
+// quantization jobs) whose layout is saved and restored, a status bar (device, model, KV usage,
 // tok/s), menus with keyboard shortcuts, model opening by dialog, drag and
 // drop or the recent list, and error dialogs that never block the engine
 // (they are window-modal and open(); the last one is kept for tests).
+// Closing it while a quantization job runs asks first (Quit and cancel the
+// job / Keep running).
 #pragma once
 
 #include <QMainWindow>
@@ -27,6 +29,9 @@ class EngineBridge;
 class MetricsDialog;
 class ModelPanel;
 class PlotsPanel;
+class QuantizeDialog;
+class QuantizeJobsPanel;
+class QuantizeQueue;
 class SessionListPanel;
 class SessionSettingsPanel;
 
@@ -62,6 +67,11 @@ public:
     BlockMapWidget* blockMap() const { return block_map_; }
     PlotsPanel* plots() const { return plots_; }
     ModelPanel* modelPanel() const { return model_panel_; }
+    QuantizeQueue* quantizeQueue() const { return quantize_queue_; }
+    QuantizeJobsPanel* jobsPanel() const { return jobs_panel_; }
+    // The open Quantize to INT4 dialog, and the question asked at quit while a job runs (null when none).
+    QuantizeDialog* quantizeDialog() const;
+    QMessageBox* quitQuestion() const { return quit_box_; }
     // Brings a dock's panel to the front (tabbed docks), e.g. for screenshots.
     void raisePanel(QWidget* panel);
     QString lastError() const { return last_error_; }
@@ -77,6 +87,8 @@ public slots:
     void openModel(const QString& path);
     void openModelDialog();
     void showEngineSettings();
+    // Model > Quantize to INT4…: the dialog on the loaded model (window-modal, open()); OK queues the job.
+    void showQuantizeDialog();
     void showError(const QString& title, const QString& message);
 
 protected:
@@ -103,6 +115,7 @@ private:
     void updateCompactLayout();
     void switchChat(int step);
     void showShortcuts();
+    void onQuantizeFinished(quint64 id);
 
     EngineBridge* bridge_ = nullptr;
     ChatController* chats_ = nullptr;
@@ -112,6 +125,12 @@ private:
     ModelPanel* model_panel_ = nullptr;
     BlockMapWidget* block_map_ = nullptr;
     PlotsPanel* plots_ = nullptr;
+    QuantizeQueue* quantize_queue_ = nullptr;
+    QuantizeJobsPanel* jobs_panel_ = nullptr;
+    QPointer<QuantizeDialog> quantize_dialog_;
+    QPointer<QMessageBox> quit_box_;
+    bool quit_confirmed_ = false;  // the user chose to cancel the running job and quit
+    QAction* quantize_action_ = nullptr;
     QMenu* recent_menu_ = nullptr;
     QMenu* view_menu_ = nullptr;
     QLabel* device_label_ = nullptr;

@@ -28,6 +28,14 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     row->addWidget(unload_);
     row->addStretch(1);
     layout->addLayout(row);
+    // A row of its own: the panel stays narrow enough for a compact window's column.
+    auto* tools = new QHBoxLayout;
+    quantize_ = new QPushButton(tr("Quantize to INT4…"), this);
+    quantize_->setObjectName("quantizeButton");
+    quantize_->setToolTip(tr("Quantize the loaded model (Q4_K_M by default) as a job beside the chats"));
+    tools->addWidget(quantize_);
+    tools->addStretch(1);
+    layout->addLayout(tools);
 
     tree_ = new QTreeWidget(this);
     tree_->setColumnCount(2);
@@ -47,6 +55,8 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     QFont mono("monospace");
     mono.setStyleHint(QFont::Monospace);
     template_->setFont(mono);
+    // Two lines at the least: the panel fits a 1024x700 window's column with the Quantize row.
+    template_->setMinimumHeight(40);
     layout->addWidget(template_, 1);
 
     connect(open, &QPushButton::clicked, this, &ModelPanel::openRequested);
@@ -54,8 +64,10 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
         if (summary_.valid()) emit loadRequested(summary_.path);
     });
     connect(unload_, &QPushButton::clicked, this, &ModelPanel::unloadRequested);
+    connect(quantize_, &QPushButton::clicked, this, &ModelPanel::quantizeRequested);
     load_->setEnabled(false);
     unload_->setEnabled(false);
+    quantize_->setEnabled(false);
 }
 
 void ModelPanel::setState(const QString& text) { state_->setText(text); }
@@ -69,6 +81,7 @@ void ModelPanel::showSummary(const ModelSummary& s, const EngineSettings& settin
     tree_->clear();
     load_->setEnabled(s.valid() && !loaded);
     unload_->setEnabled(loaded);
+    quantize_->setEnabled(loaded);
     if (!s.valid()) {
         estimate_->clear();
         template_->clear();

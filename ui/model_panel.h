@@ -2,7 +2,7 @@
 // one loaded, or one picked but not yet loaded), its architecture,
 // parameters, quantization mix, tokenizer and chat template, and the memory
 // a load will take with the current engine settings, with a warning when it
-// will not fit.
+// will not fit; Quantize to INT4… for the loaded one.
 #pragma once
 
 #include <QWidget>
@@ -32,6 +32,7 @@ signals:
     void openRequested();
     void loadRequested(const QString& path);
     void unloadRequested();
+    void quantizeRequested();
 
 private:
     ModelSummary summary_;
@@ -42,6 +43,7 @@ private:
     QPlainTextEdit* template_ = nullptr;
     QPushButton* load_ = nullptr;
     QPushButton* unload_ = nullptr;
+    QPushButton* quantize_ = nullptr;
 };
 
 }  // namespace folio::ui
