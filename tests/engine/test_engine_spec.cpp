@@ -20,6 +20,20 @@
 
 using namespace fake_workload;
 
+namespace {
+
+// A draft model (`draft`) at a fixed K = 3.
+folio::EngineConfig draft_model_config(FakeBackend& draft) {
+    folio::EngineConfig config;
+    config.spec.method = folio::SpecMethod::Draft;
+    config.spec.draft_max = 3;
+    config.spec.adaptive = false;
+    config.spec.draft_backend = &draft;
+    return config;
+}
+
+}  // namespace
+
 class EngineSpecTest : public QObject {
     Q_OBJECT
 private slots:
@@ -361,11 +375,7 @@ private slots:
         backend.copy_period = 7;
         FakeBackend draft(267, kEos, 256);
         draft.copy_period = 5;  // not the target's twin: some drafts rejected
-        folio::EngineConfig config;
-        config.spec.method = folio::SpecMethod::Draft;
-        config.spec.draft_max = 3;
-        config.spec.adaptive = false;
-        config.spec.draft_backend = &draft;
+        folio::EngineConfig config = draft_model_config(draft);
         auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
         std::mutex event_mutex;
         double prefill_step_draft_s = -1;
@@ -425,11 +435,7 @@ private slots:
             backend.chooses_tokens = device;
             FakeBackend draft(267, kEos, 256);
             draft.copy_period = draft_period;
-            folio::EngineConfig config;
-            config.spec.method = folio::SpecMethod::Draft;
-            config.spec.draft_max = 3;
-            config.spec.adaptive = false;
-            config.spec.draft_backend = &draft;
+            const folio::EngineConfig config = draft_model_config(draft);
             auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
             EngineCollector c;
             std::vector<folio::Submission> batch;

@@ -1,7 +1,10 @@
 // Shared by the studio's GUI suites: a fresh data folder per window (so a
-// test never reads another's sessions or settings), and waiting for a model.
+// test never reads another's sessions or settings), waiting for a model, and
+// screenshots.
 #pragma once
 
+#include <QDir>
+#include <QImage>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
@@ -33,5 +36,24 @@ inline std::unique_ptr<folio::ui::MainWindow> open_window(const QString& model, 
         QTest::qWait(20);
     return window;
 }
+
+#ifdef FOLIO_SCREENSHOT_DIR
+// Screenshots for review: FOLIO_SCREENSHOT_DIR (environment) overrides the
+// build tree's folder (the suites that take them define the macro).
+inline QString screenshot_dir() {
+    const QString env = qEnvironmentVariable("FOLIO_SCREENSHOT_DIR");
+    const QString dir = env.isEmpty() ? QString(FOLIO_SCREENSHOT_DIR) : env;
+    QDir().mkpath(dir);
+    return dir;
+}
+
+inline bool save(QWidget* widget, const QString& name) {
+    const QString path = screenshot_dir() + "/" + name;
+    const QImage image = widget->grab().toImage();
+    const bool ok = !image.isNull() && image.save(path, "PNG");
+    qInfo("screenshot %s: %dx%d %s", qPrintable(path), image.width(), image.height(), ok ? "written" : "FAILED");
+    return ok;
+}
+#endif
 
 }  // namespace folio_gui_test

@@ -49,20 +49,7 @@ using namespace folio::ui;
 
 namespace {
 
-QString screenshot_dir() {
-    const QString env = qEnvironmentVariable("FOLIO_SCREENSHOT_DIR");
-    const QString dir = env.isEmpty() ? QString(FOLIO_SCREENSHOT_DIR) : env;
-    QDir().mkpath(dir);
-    return dir;
-}
-
-bool save(QWidget* widget, const QString& name) {
-    const QString path = screenshot_dir() + "/" + name;
-    const QImage image = widget->grab().toImage();
-    const bool ok = !image.isNull() && image.save(path, "PNG");
-    qInfo("screenshot %s: %dx%d %s", qPrintable(path), image.width(), image.height(), ok ? "written" : "FAILED");
-    return ok;
-}
+using folio_gui_test::save;
 
 // Few chunks, so a job of the 135M model runs in seconds on two cores.
 void fill_small(QuantizeDialog* dialog, const QString& output, CalibrationSource calibration) {

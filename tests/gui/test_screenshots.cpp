@@ -22,25 +22,8 @@
 
 using namespace folio::ui;
 
-namespace {
-
-// FOLIO_SCREENSHOT_DIR (environment) overrides the build tree's folder.
-QString screenshot_dir() {
-    const QString env = qEnvironmentVariable("FOLIO_SCREENSHOT_DIR");
-    const QString dir = env.isEmpty() ? QString(FOLIO_SCREENSHOT_DIR) : env;
-    QDir().mkpath(dir);
-    return dir;
-}
-
-bool save(QWidget* widget, const QString& name) {
-    const QString path = screenshot_dir() + "/" + name;
-    const QImage image = widget->grab().toImage();
-    const bool ok = !image.isNull() && image.save(path, "PNG");
-    qInfo("screenshot %s: %dx%d %s", qPrintable(path), image.width(), image.height(), ok ? "written" : "FAILED");
-    return ok;
-}
-
-}  // namespace
+using folio_gui_test::save;
+using folio_gui_test::screenshot_dir;
 
 class ScreenshotTest : public QObject {
     Q_OBJECT
