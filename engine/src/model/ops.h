@@ -174,7 +174,8 @@ public:
     // host once computed: squares[j] += x[r][j]^2 and, where abs is not
     // empty, abs[j] += |x[r][j]|, over r in order (the importance matrix's
     // and AWQ's sums, quant/imatrix_collect.cpp). By default the rows come
-    // to the host (to_host) and are summed there; a GPU sums them itself.
+    // to the host (to_host) and are summed there; the CPU sums them in place,
+    // a GPU on the device.
     virtual Status add_column_stats(const float* x, int64_t n_rows, int64_t dim, std::span<float> squares,
                                     std::span<double> abs) {
         std::vector<float> rows(static_cast<size_t>(n_rows * dim));

@@ -60,6 +60,12 @@ public:
     float* logits_target(std::span<float> logits, int64_t n) override {
         return static_cast<int64_t>(logits.size()) >= n ? logits.data() : buffer(model::Buffer::Logits, n);
     }
+    // The activations are host memory already: summed where they are, no copy.
+    Status add_column_stats(const float* x, int64_t n_rows, int64_t dim, std::span<float> squares,
+                            std::span<double> abs) override {
+        add_column_stats_on_host(x, n_rows, dim, squares, abs);
+        return {};
+    }
     Status to_host(const float* src, std::span<float> dst, int64_t n) override {
         if (src != dst.data()) std::copy_n(src, n, dst.data());
         return {};
