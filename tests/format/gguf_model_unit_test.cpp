@@ -10,7 +10,8 @@ using namespace folio;
 
 namespace {
 
-GgufWriter tiny_llama() {
+// The hyper-parameters of a small llama and its token embedding (n_vocab rows).
+GgufWriter llama_without_tokenizer(uint32_t n_vocab) {
     GgufWriter w;
     w.set("general.architecture", GgufValue::string("llama"));
     w.set("general.name", GgufValue::string("tiny"));
@@ -19,11 +20,17 @@ GgufWriter tiny_llama() {
     w.set("llama.embedding_length", GgufValue::u32(64));
     w.set("llama.feed_forward_length", GgufValue::u32(128));
     w.set("llama.attention.head_count", GgufValue::u32(8));
+    (void)w.add_tensor("token_embd.weight", TensorType::Q8_0, {64, n_vocab},
+                       gguf_fixture::pattern_bytes(2 * 34 * n_vocab, 9));
+    return w;
+}
+
+GgufWriter tiny_llama() {
+    GgufWriter w = llama_without_tokenizer(4);
     w.set("tokenizer.ggml.model", GgufValue::string("gpt2"));
     w.set("tokenizer.ggml.tokens", GgufValue::array(GgufArray::of_strings({"a", "b", "ab", "<|im_end|>"})));
     w.set("tokenizer.ggml.merges", GgufValue::array(GgufArray::of_strings({"a b"})));
     w.set("tokenizer.ggml.eos_token_id", GgufValue::u32(3));
-    (void)w.add_tensor("token_embd.weight", TensorType::Q8_0, {64, 4}, gguf_fixture::pattern_bytes(8 * 34, 9));
     return w;
 }
 
@@ -128,6 +135,19 @@ private slots:
         GgufWriter wrong_type = tiny_llama();
         wrong_type.set("llama.block_count", GgufValue::string("2"));
         QVERIFY(error_mentions(load(wrong_type), "'llama.block_count' should be an unsigned 32-bit integer"));
+    }
+
+    // llama.cpp's benchmark files carry no vocabulary (tokenizer.ggml.model
+    // "none"): the model gets the byte vocabulary, sized by its embedding.
+    void fileWithoutVocabularyGetsByteTokens() {
+        GgufWriter w = llama_without_tokenizer(300);
+        w.set("tokenizer.ggml.model", GgufValue::string("none"));
+        auto model = load(w);
+        QVERIFY2(model.ok(), std::string(model.ok() ? "" : model.error().message).c_str());
+        QCOMPARE(model->hparams.n_vocab, 300u);
+        QCOMPARE(model->tokenizer.tokens.size(), size_t{300});
+        QCOMPARE(model->tokenizer.tokens[3 + 'h'], std::string("<0x68>"));
+        QCOMPARE(model->tokenizer.bos_id, 1);
     }
 
     void unsupportedTensorTypeIsNamed() {

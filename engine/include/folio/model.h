@@ -101,6 +101,13 @@ struct DummyModelOptions {
     uint64_t seed = 1;
 };
 Result<ModelDescription> make_dummy_model(const DummyModelOptions& options);
+
+// The tokenizer of a model without a vocabulary (a dummy model, or a GGUF
+// whose tokenizer.ggml.model is "none", as llama.cpp's benchmark files are):
+// <unk> <s> </s>, the 256 byte tokens, then numbered unused tokens up to
+// n_vocab. Every text encodes (as bytes); it is for measuring speed, not for
+// reading what the model says.
+TokenizerSpec byte_vocabulary(uint32_t n_vocab);
 // "llama-3-8b, llama-3.2-1b, ..." for messages.
 std::string dummy_model_shapes();
 

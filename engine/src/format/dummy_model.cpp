@@ -107,7 +107,9 @@ void fill_tensor(const TensorView& t, std::byte* out, uint64_t seed) {
     }
 }
 
-TokenizerSpec byte_tokenizer(uint32_t n_vocab) {
+}  // namespace
+
+TokenizerSpec byte_vocabulary(uint32_t n_vocab) {
     TokenizerSpec spec;
     spec.model = TokenizerModel::SentencePiece;
     spec.pre = "default";
@@ -130,8 +132,6 @@ TokenizerSpec byte_tokenizer(uint32_t n_vocab) {
     spec.add_bos = true;
     return spec;
 }
-
-}  // namespace
 
 std::string dummy_model_shapes() {
     std::string out;
@@ -243,7 +243,7 @@ Result<ModelDescription> make_dummy_model(const DummyModelOptions& options) {
     m.storage = {*vectors, *matrices};
     m.random_weights = !options.on_host;
     m.random_seed = options.seed;
-    m.tokenizer = byte_tokenizer(shape->n_vocab);
+    m.tokenizer = byte_vocabulary(shape->n_vocab);
     return m;
 }
 

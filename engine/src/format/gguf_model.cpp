@@ -130,7 +130,12 @@ Result<ModelDescription> load_gguf_model(const std::string& path) {
         model.tensors.push_back(TensorView{info.name, *type, info.shape, info.data, info.nbytes});
     }
 
-    if (file->has("tokenizer.ggml.model")) {
+    auto tokenizer_model = file->get_string_or("tokenizer.ggml.model", "");
+    if (!tokenizer_model) return tokenizer_model.error();
+    if (*tokenizer_model == "none") {
+        // No vocabulary (llama.cpp's benchmark files): bytes and numbered tokens.
+        model.tokenizer = byte_vocabulary(model.hparams.n_vocab);
+    } else if (file->has("tokenizer.ggml.model")) {
         auto tokenizer = tokenizer_spec_from_gguf(*file);
         if (!tokenizer) return tokenizer.error();
         model.tokenizer = std::move(*tokenizer);
