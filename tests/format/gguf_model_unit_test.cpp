@@ -148,6 +148,10 @@ private slots:
         QCOMPARE(model->tokenizer.tokens.size(), size_t{300});
         QCOMPARE(model->tokenizer.tokens[3 + 'h'], std::string("<0x68>"));
         QCOMPARE(model->tokenizer.bos_id, 1);
+        // Too few rows for the byte tokens: an error, not ids past the embedding.
+        GgufWriter small = llama_without_tokenizer(200);
+        small.set("tokenizer.ggml.model", GgufValue::string("none"));
+        QVERIFY(error_mentions(load(small), "has no vocabulary (tokenizer.ggml.model 'none') and 200 token rows"));
     }
 
     void unsupportedTensorTypeIsNamed() {

@@ -106,7 +106,8 @@ Result<ModelDescription> make_dummy_model(const DummyModelOptions& options);
 // whose tokenizer.ggml.model is "none", as llama.cpp's benchmark files are):
 // <unk> <s> </s>, the 256 byte tokens, then numbered unused tokens up to
 // n_vocab. Every text encodes (as bytes); it is for measuring speed, not for
-// reading what the model says.
+// reading what the model says. n_vocab >= kByteVocabularyMin.
+inline constexpr uint32_t kByteVocabularyMin = 3 + 256;
 TokenizerSpec byte_vocabulary(uint32_t n_vocab);
 // "llama-3-8b, llama-3.2-1b, ..." for messages.
 std::string dummy_model_shapes();

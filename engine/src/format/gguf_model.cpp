@@ -134,6 +134,10 @@ Result<ModelDescription> load_gguf_model(const std::string& path) {
     if (!tokenizer_model) return tokenizer_model.error();
     if (*tokenizer_model == "none") {
         // No vocabulary (llama.cpp's benchmark files): bytes and numbered tokens.
+        if (model.hparams.n_vocab < kByteVocabularyMin)
+            return make_error("gguf: " + path + ": the file has no vocabulary (tokenizer.ggml.model 'none') and " +
+                              std::to_string(model.hparams.n_vocab) + " token rows; Folio needs at least " +
+                              std::to_string(kByteVocabularyMin) + " to stand in its byte tokens");
         model.tokenizer = byte_vocabulary(model.hparams.n_vocab);
     } else if (file->has("tokenizer.ggml.model")) {
         auto tokenizer = tokenizer_spec_from_gguf(*file);
