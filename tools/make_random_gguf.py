@@ -3,13 +3,15 @@
 
 Not committed (llama-3-8b: 16 GB, llama-3.2-1b: 2.5 GB). Made with:
 
-    .venv/bin/python tools/make_random_gguf.py /work/quantdata/llama-3-8b-random.F16.gguf [--shape llama-3.2-1b]
+    .venv/bin/python tools/make_random_gguf.py /work/quantdata/llama-3-8b-random.F16.gguf [--shape llama-3.2-1b] [--no-vocab]
 
 Shapes: Llama-3-8B (32 layers, 4096 wide, 14336 FFN, 32 heads / 8 KV heads,
 128256 tokens, untied output) or Llama-3.2-1B (16 layers, 2048 wide, 8192
 FFN, 32 / 8 heads of 64, tied embeddings); matrices are N(0, 0.02) in F16, norms
 1.0 in F32; the tokenizer is a placeholder SentencePiece vocabulary of the
-right size (the file is for quantizing, not for generating text). Tensors
+right size (the file is for quantizing, not for generating text), or with
+--no-vocab none at all (`tokenizer.ggml.model = none`, as llama.cpp's
+benchmark files are; `folio bench` and `llama-bench` run it). Tensors
 are generated and written one at a time (gguf-py's add_tensor_info /
 write_tensor_data), so memory stays at one tensor.
 """
@@ -49,6 +51,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("path")
     ap.add_argument("--shape", default="llama-3-8b", choices=sorted(SHAPES))
+    ap.add_argument("--no-vocab", action="store_true", help="tokenizer.ggml.model = none, no token list")
     a = ap.parse_args()
     N_VOCAB, N_EMBD, N_LAYER, N_HEAD, N_HEAD_KV, N_FF, TIED = SHAPES[a.shape]
     HEAD_DIM = N_EMBD // N_HEAD
@@ -66,13 +69,16 @@ def main() -> None:
     w.add_rope_dimension_count(HEAD_DIM)
     w.add_vocab_size(N_VOCAB)
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    w.add_tokenizer_model("llama")
-    w.add_tokenizer_pre("default")
-    w.add_token_list([f"<t{i}>" for i in range(N_VOCAB)])
-    w.add_token_scores([0.0] * N_VOCAB)
-    w.add_token_types([gguf.TokenType.NORMAL] * N_VOCAB)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
+    if a.no_vocab:
+        w.add_tokenizer_model("none")
+    else:
+        w.add_tokenizer_model("llama")
+        w.add_tokenizer_pre("default")
+        w.add_token_list([f"<t{i}>" for i in range(N_VOCAB)])
+        w.add_token_scores([0.0] * N_VOCAB)
+        w.add_token_types([gguf.TokenType.NORMAL] * N_VOCAB)
+        w.add_bos_token_id(1)
+        w.add_eos_token_id(2)
     specs = list(tensors())
     for name, shape, dtype in specs:
         nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
