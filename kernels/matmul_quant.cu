@@ -450,12 +450,23 @@ __device__ __forceinline__ void row_dot(const uint8_t* __restrict__ w, const Spl
     }
 }
 
-// y[j][row] for activation rows j_begin .. j_begin + tiles * NT (quantized
-// in the workspace), one warp a row, written to the part holding the row. Registers capped so that enough warps
-// stream weights: 64 a thread for one or two activation rows (~100 for the
-// K-quants' larger units), 128 for larger tiles.
+// Blocks an SM the register cap is set for, so that enough warps stream
+// weights: 8 (64 registers a thread) for one or two activation rows, 4 (128)
+// for larger tiles. The K-quants' larger units: at one row Q4_K fits 64
+// registers (8 blocks: tg128 of the 8B shape 331 -> 367-372 tok/s against 5
+// blocks), Q6_K 72 (7 blocks, +1.5 %; 8 gained nothing), Q5_K spills below
+// ~100 (5 blocks); bench/results/cuda-kquant-occupancy-2026-12-02.txt.
 template <WeightType T, int NT>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32, NT <= 2 ? (kSuperBlocks<T> ? 5 : 8) : 4)
+constexpr int kMinBlocks = NT > 2 ? 4
+                           : !kSuperBlocks<T> ? 8
+                           : NT == 2 || T == WeightType::Q5_K ? 5
+                           : T == WeightType::Q4_K ? 8
+                                                   : 7;
+
+// y[j][row] for activation rows j_begin .. j_begin + tiles * NT (quantized
+// in the workspace), one warp a row, written to the part holding the row.
+template <WeightType T, int NT>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, kMinBlocks<T, NT>)
     mmq_kernel(const uint8_t* __restrict__ w, SplitLayout l, int64_t rows, int64_t cols, ActQ8 a, int64_t j_begin,
                int tiles, SplitParts parts) {
     using U = typename UnitOf<T>::type;
