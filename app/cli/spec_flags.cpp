@@ -60,72 +60,39 @@ Status read_spec_flags(const Args& args, SpecConfig& spec) {
 
 namespace {
 
-double kv_per_token(const HParams& h, uint32_t layers) {
-    return static_cast<double>(layers) * h.n_head_kv * h.head_dim;
-}
-
-// layer-skip's draft: --draft-layers, or a quarter of the target's layers.
-uint32_t layer_skip_layers(int32_t draft_layers, const HParams& target) {
-    return draft_layers > 0 ? static_cast<uint32_t>(draft_layers) : std::max<uint32_t>(1, target.n_layer / 4);
+// The draft options the flags give (--model-draft, --draft-layers, --device, -t, --no-cuda-graphs).
+Result<DraftOptions> draft_options(const Args& args, const SpecConfig& spec) {
+    DraftOptions o;
+    o.path = args.get_or("--model-draft", "");
+    o.layers = spec.draft_layers;
+    o.device = args.get_or("--device", "");
+    auto threads = args.get_int("--threads", 0, 0, 1024);
+    if (!threads) return threads.error();
+    o.n_threads = static_cast<int>(*threads);
+    o.cuda_graphs = !args.has("--no-cuda-graphs");
+    return o;
 }
 
 }  // namespace
 
 Result<double> draft_kv_share(const Args& args, const ModelDescription& target) {
-    const double t = kv_per_token(target.hparams, target.hparams.n_layer);
-    if (!(t > 0)) return 0.0;
     SpecConfig spec;
     if (Status s = read_spec_flags(args, spec); !s) return s.error();
-    if (spec.method == SpecMethod::Int4Self) return 1.0;  // every layer, the target's shapes
-    if (spec.method == SpecMethod::LayerSkip) {
-        const uint32_t n = std::min(layer_skip_layers(spec.draft_layers, target.hparams), target.hparams.n_layer);
-        return kv_per_token(target.hparams, n) / t;
-    }
-    if (spec.method == SpecMethod::Draft) {
-        auto draft = load_model_description(args.get_or("--model-draft", ""));
-        if (!draft) return make_error("the draft model: " + draft.error().message);
-        return kv_per_token(draft->hparams, draft->hparams.n_layer) / t;
-    }
-    return 0.0;
+    auto options = draft_options(args, spec);
+    if (!options) return options.error();
+    return folio::draft_kv_share(spec.method, target, *options);
 }
 
 Status load_draft(const Args& args, LoadedModel& m, SpecConfig& spec) {
-    if (spec.method != SpecMethod::Draft && spec.method != SpecMethod::LayerSkip && spec.method != SpecMethod::Int4Self)
-        return {};
-    if (spec.method == SpecMethod::Draft) {
-        const std::string path = args.get_or("--model-draft", "");
-        auto draft = load_model_description(path);
-        if (!draft) return make_error("the draft model: " + draft.error().message);
-        auto tokenizer = Tokenizer::create(draft->tokenizer);
-        if (!tokenizer) return make_error("the draft model " + path + ": " + tokenizer.error().message);
-        if (Status s = check_draft_vocabulary(m.tokenizer, *tokenizer); !s)
-            return make_error(path + ": " + s.error().message);
-        m.draft_model = std::make_unique<ModelDescription>(std::move(*draft));
-    } else if (spec.method == SpecMethod::Int4Self) {
-        auto quantized = quantize_to_4_bits(m.model);
-        if (!quantized) return quantized.error();
-        m.draft_weights = std::move(*quantized);
-        m.draft_model = std::make_unique<ModelDescription>(m.draft_weights->model);
-    } else {
-        const uint32_t layers = layer_skip_layers(spec.draft_layers, m.model.hparams);
-        auto draft = layer_skip_model(m.model, layers);
-        if (!draft) return draft.error();
-        m.draft_model = std::make_unique<ModelDescription>(std::move(*draft));
-    }
-    BackendOptions options;
-    options.device = m.backend->name().rfind("cpu", 0) == 0 ? "cpu" : args.get_or("--device", "cpu");
-    auto threads = args.get_int("--threads", 0, 0, 1024);
-    if (!threads) return threads.error();
-    options.n_threads = static_cast<int>(*threads);
-    options.block_size = m.backend->block_size();
-    options.n_blocks = m.backend->n_blocks();
-    options.max_context = m.backend->max_context();
-    options.cuda_graphs = !args.has("--no-cuda-graphs");
-    auto backend = create_backend(*m.draft_model, options);
-    if (!backend) return make_error("the draft model: " + backend.error().message);
-    m.draft_backend = std::move(*backend);
+    auto options = draft_options(args, spec);
+    if (!options) return options.error();
+    auto draft = load_draft_model(spec.method, m.model, m.tokenizer, *m.backend, *options);
+    if (!draft) return draft.error();
+    if (!draft->backend) return {};  // no draft model (off, ngram)
+    m.draft_weights = std::move(draft->weights);
+    m.draft_model = std::move(draft->model);
+    m.draft_backend = std::move(draft->backend);
     spec.draft_backend = m.draft_backend.get();
-    // Its KV: as many blocks as the target's, each of the draft's own size.
     std::fprintf(stderr, "folio: draft %s, %u layers, %s, KV cache %u blocks (%.1f MiB)\n", m.draft_model->name.c_str(),
                  m.draft_model->hparams.n_layer, m.draft_backend->name().c_str(), m.draft_backend->n_blocks(),
                  static_cast<double>(m.draft_backend->kv_cache_bytes()) / (1 << 20));

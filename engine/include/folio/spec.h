@@ -189,6 +189,35 @@ struct InMemoryModel {
 Result<std::unique_ptr<InMemoryModel>> quantize_to_4_bits(const ModelDescription& target,
                                                           TensorType four_bits = TensorType::Q4_1);
 
+// The draft a SpecConfig of method Draft, LayerSkip or Int4Self drafts with,
+// made beside a loaded target: its description (int4-self: with the
+// quantized weights it points into) and its own backend, on the target's
+// device, with the target's block size, block count and context. Set
+// SpecConfig::draft_backend to backend.get(); keep it until the engine stops.
+struct DraftModel {
+    std::unique_ptr<InMemoryModel> weights;  // int4-self only
+    std::unique_ptr<ModelDescription> model;
+    std::unique_ptr<Backend> backend;        // declared last: destroyed first
+};
+struct DraftOptions {
+    std::string path;          // Draft: the draft model's GGUF file or HF folder
+    int32_t layers = 0;        // LayerSkip: the target's first layers that draft (0: a quarter of them)
+    std::string device;        // a GPU target's device ("": cuda); a CPU target drafts on the CPU
+    int n_threads = 0;         // CPU threads (0: physical cores)
+    bool cuda_graphs = true;
+};
+// Methods without a draft model (Off, Ngram) give an empty DraftModel. A
+// draft whose vocabulary is not the target's is an error naming the first
+// difference (check_draft_vocabulary).
+Result<DraftModel> load_draft_model(SpecMethod method, const ModelDescription& target, const Tokenizer& target_tokenizer,
+                                    const Backend& target_backend, const DraftOptions& options);
+// LayerSkip's layer count for `layers` (0: a quarter of the target's, at least 1).
+uint32_t layer_skip_layers(int32_t layers, const HParams& target);
+// The draft's KV per token as a share of the target's (0 for Off and Ngram;
+// Draft reads the draft model's description at `options.path`): for memory
+// estimates before anything is loaded.
+Result<double> draft_kv_share(SpecMethod method, const ModelDescription& target, const DraftOptions& options);
+
 // The n-gram proposer's search on its own: the tokens that followed the
 // latest earlier occurrence of tokens' last n tokens (n = ngram_max down to
 // ngram_min; the longest match wins), at most max_drafts of them.
