@@ -201,8 +201,14 @@ void ChatController::onUpdate(const RequestUpdate& u) {
     m.stats.preemptions = t.preemptions;
     m.stats.truncated_tokens = t.truncated_tokens;
     m.stats.prefill_tokens_per_s = t.prefill_tokens_per_s();
+    m.stats.n_drafts = t.n_drafts;
+    m.stats.draft_tokens = t.draft_tokens;
+    m.stats.accepted_tokens = t.accepted_tokens;
+    m.stats.plain_decode_tokens_per_s = t.draft_tokens > 0 ? plain_decode_tokens_per_s_ : 0;
     if (u.finished) {
         m.stats.decode_tokens_per_s = t.decode_tokens_per_s();
+        if (t.n_drafts == 0 && t.generated_tokens >= 8 && u.reason != "error")
+            plain_decode_tokens_per_s_ = m.stats.decode_tokens_per_s;
         m.finish_reason = u.reason;
         m.error = u.error;
         active_.remove(id);

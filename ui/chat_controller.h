@@ -73,6 +73,9 @@ private:
     QHash<quint64, QString> ticket_session_;  // every ticket handed out this run
     QTimer save_timer_;
     QString last_error_;
+    // The decode speed of the latest reply this run made without drafts (of
+    // at least 8 tokens): what a speculative reply's speed-up is against.
+    double plain_decode_tokens_per_s_ = 0;
 };
 
 }  // namespace folio::ui

@@ -16,6 +16,16 @@ QString MessageStats::summary() const {
     if (preemptions == 1) parts << QObject::tr("1 preemption");
     if (preemptions > 1) parts << QObject::tr("%1 preemptions").arg(preemptions);
     if (truncated_tokens > 0) parts << QObject::tr("%1 tokens left out to fit the context").arg(truncated_tokens);
+    if (draft_tokens > 0) {
+        parts << QObject::tr("drafted %1 · accepted %2 (%3 %)")
+                     .arg(draft_tokens)
+                     .arg(accepted_tokens)
+                     .arg(100.0 * accepted_tokens / draft_tokens, 0, 'f', 0);
+        if (plain_decode_tokens_per_s > 0 && decode_tokens_per_s > 0)
+            parts << QObject::tr("%1x plain decode (%2 tok/s)")
+                         .arg(decode_tokens_per_s / plain_decode_tokens_per_s, 0, 'f', 2)
+                         .arg(plain_decode_tokens_per_s, 0, 'f', 1);
+    }
     return parts.join(QStringLiteral(" · "));
 }
 

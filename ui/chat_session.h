@@ -25,6 +25,12 @@ struct MessageStats {
     int generated_tokens = 0;
     int preemptions = 0;
     int truncated_tokens = 0;  // left out by the truncate / rolling policies
+    // Speculative decoding: verify steps, drafts verified and accepted, and
+    // the decode speed against a plain reply of this run (0: none yet).
+    int n_drafts = 0;
+    int draft_tokens = 0;
+    int accepted_tokens = 0;
+    double plain_decode_tokens_per_s = 0;
     QString summary() const;  // "TTFT 0.21 s · prefill 310 tok/s · decode 41.2 tok/s · ..."
 };
 

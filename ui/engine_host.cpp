@@ -6,6 +6,7 @@
 #include "folio/chat_prompt.h"
 #include "folio/chat_template.h"
 #include "folio/model.h"
+#include "folio/spec.h"
 #include "folio/tokenizer.h"
 #include "ui/model_summary.h"
 
@@ -21,6 +22,7 @@ struct EngineHost::Loaded {
     folio::ChatTemplate chat_template;
     ModelSummary summary;
     EngineStatus status;
+    folio::DraftModel draft;  // speculative decoding by a model: its own description and backend
     std::unique_ptr<folio::Engine> engine;
     int subscription = 0;
 };
@@ -52,6 +54,7 @@ void EngineHost::release() {
     std::lock_guard lock(mutex_);
     latest_step_.reset();
     step_pending_ = false;
+    spec_ = {};
     tickets_.clear();
     requests_.clear();
     first_token_seen_.clear();
@@ -69,7 +72,7 @@ void EngineHost::load(const QString& path, const EngineSettings& settings) {
     if (!model) return fail(model.error().message);
     auto tokenizer = folio::Tokenizer::create(model->tokenizer);
     if (!tokenizer) return fail("tokenizer: " + tokenizer.error().message);
-    auto fresh = std::make_unique<Loaded>(Loaded{std::move(*model), std::move(*tokenizer), nullptr, {}, {}, {}, nullptr, 0});
+    auto fresh = std::make_unique<Loaded>(Loaded{std::move(*model), std::move(*tokenizer), nullptr, {}, {}, {}, {}, nullptr, 0});
 
     folio::BackendOptions options;
     options.device = settings.device.toLower().toStdString();
@@ -97,6 +100,20 @@ void EngineHost::load(const QString& path, const EngineSettings& settings) {
     config.scheduler.max_num_seqs = settings.max_num_seqs;
     config.scheduler.max_num_batched_tokens = settings.max_num_batched_tokens;
     config.enable_prefix_caching = settings.prefix_caching;
+    auto method = folio::parse_spec_method(settings.spec_method.toStdString());
+    if (!method) return fail("speculative decoding: " + method.error().message);
+    config.spec.method = *method;
+    config.spec.draft_max = settings.draft_max;
+    config.spec.adaptive = settings.draft_adaptive;
+    if (Status v = config.spec.validate(); !v) return fail("speculative decoding: " + v.error().message);
+    folio::DraftOptions draft_options;
+    draft_options.path = settings.draft_model.toStdString();
+    draft_options.device = options.device;
+    draft_options.n_threads = settings.threads;
+    auto draft = folio::load_draft_model(*method, fresh->model, fresh->tokenizer, *fresh->backend, draft_options);
+    if (!draft) return fail("speculative decoding: " + draft.error().message);
+    fresh->draft = std::move(*draft);
+    config.spec.draft_backend = fresh->draft.backend.get();
     auto engine = folio::Engine::start(fresh->model, fresh->tokenizer, *fresh->backend, config);
     if (!engine) return fail(engine.error().message);
     fresh->engine = std::move(*engine);
@@ -109,6 +126,11 @@ void EngineHost::load(const QString& path, const EngineSettings& settings) {
     st.block_size = fresh->backend->block_size();
     st.max_context = fresh->backend->max_context();
     st.kv_cache_bytes = fresh->backend->kv_cache_bytes();
+    if (*method != folio::SpecMethod::Off)
+        st.speculation = tr("%1, K ≤ %2 (%3)")
+                             .arg(QString::fromStdString(std::string(folio::to_string(*method))))
+                             .arg(settings.draft_max)
+                             .arg(settings.draft_adaptive ? tr("adaptive") : tr("fixed"));
     st.settings = settings;
     loaded_ = std::move(fresh);
 
@@ -215,6 +237,20 @@ void EngineHost::on_output(quint64 ticket, const folio::RequestOutput& out) {
 
 void EngineHost::on_step(std::shared_ptr<const folio::StepEvent> event) {
     std::lock_guard lock(mutex_);
+    if (event->spec_sequences > 0) {
+        ++spec_.verify_steps;
+        spec_.drafts += static_cast<uint64_t>(event->spec_sequences);
+        spec_.draft_tokens += static_cast<uint64_t>(event->draft_tokens);
+        spec_.accepted_tokens += static_cast<uint64_t>(event->accepted_tokens);
+        spec_.draft_s += event->draft_s;
+        spec_.verify_s += event->forward_s;
+    } else if (event->decode_tokens > 0) {
+        ++spec_.plain_decode_steps;
+    }
+    if (event->decode_tokens > 0) {
+        spec_.draft_k = event->draft_k;
+        spec_.running = event->running;
+    }
     latest_step_ = std::move(event);
     step_pending_ = true;
 }
@@ -293,7 +329,24 @@ void EngineHost::tick() {
         if (ttft_count_ > 0) s.ttft_s = ttft_sum_ / ttft_count_;
         ttft_sum_ = 0;
         ttft_count_ = 0;
+        s.spec_on = !loaded_->status.speculation.isEmpty();
+        if (spec_.verify_steps > 0) {
+            const auto steps = static_cast<double>(spec_.verify_steps);
+            if (spec_.draft_tokens > 0)
+                s.acceptance_rate = static_cast<double>(spec_.accepted_tokens) / static_cast<double>(spec_.draft_tokens);
+            s.mean_acceptance_length = 1.0 + static_cast<double>(spec_.accepted_tokens) / static_cast<double>(spec_.drafts);
+            s.draft_ms_per_step = 1000.0 * spec_.draft_s / steps;
+            s.verify_ms_per_step = 1000.0 * spec_.verify_s / steps;
+        }
+        s.spec_paused = s.spec_on && spec_.verify_steps == 0 && spec_.plain_decode_steps > 0;
+        s.draft_k = spec_.draft_k;
+        s.running_batch = spec_.running;
+        spec_ = {};
     }
+    if (m.spec_decode_num_drafts_total > 0)
+        for (const uint64_t accepted : m.spec_decode_num_accepted_tokens_per_pos)
+            s.accepted_share_per_position.push_back(static_cast<double>(accepted) /
+                                                    static_cast<double>(m.spec_decode_num_drafts_total));
     emit sampled(s);
 }
 

@@ -79,6 +79,14 @@ private:
     QHash<qint64, Stage> stages_;  // requests without an output yet, as last reported
     double ttft_sum_ = 0;
     int ttft_count_ = 0;
+    // Speculative decoding since the last sample, from the step events.
+    struct SpecInterval {
+        uint64_t verify_steps = 0;      // steps that verified drafts
+        uint64_t plain_decode_steps = 0;  // steps that decoded without any
+        uint64_t draft_tokens = 0, accepted_tokens = 0, drafts = 0;
+        double draft_s = 0, verify_s = 0;
+        int draft_k = 0, running = 0;
+    } spec_;
 
     // Host thread only: the counters over the last second, for rates that
     // do not jump with every 100 ms sample.

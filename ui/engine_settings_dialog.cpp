@@ -5,14 +5,22 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QThread>
 #include <QVBoxLayout>
 
 #include "folio/backend.h"
+#include "folio/model.h"
+#include "folio/spec.h"
+#include "folio/tokenizer.h"
 
 #include "ui/model_summary.h"
 
@@ -64,6 +72,40 @@ EngineSettingsDialog::EngineSettingsDialog(const EngineSettings& s, const ModelS
     form->addRow(tr("Threads"), threads_);
     form->addRow(tr("Device"), device_);
     layout->addLayout(form);
+
+    auto* spec_box = new QGroupBox(tr("Speculative decoding (every chat)"), this);
+    auto* spec_form = new QFormLayout(spec_box);
+    spec_method_ = new QComboBox(spec_box);
+    spec_method_->setObjectName("specMethod");
+    spec_method_->addItem(tr("Off"), "off");
+    spec_method_->addItem(tr("N-gram (prompt lookup)"), "ngram");
+    spec_method_->addItem(tr("Draft model"), "draft");
+    spec_method_->addItem(tr("INT4 self-draft"), "int4-self");
+    spec_method_->addItem(tr("Layer skip"), "layer-skip");
+    spec_method_->setToolTip(tr("Greedy replies are token for token what they are without; sampled ones follow the "
+                                "same distribution"));
+    if (const int i = spec_method_->findData(s.spec_method); i >= 0) spec_method_->setCurrentIndex(i);
+    auto* draft_row = new QHBoxLayout;
+    draft_model_ = new QLineEdit(s.draft_model, spec_box);
+    draft_model_->setObjectName("draftModel");
+    draft_model_->setPlaceholderText(tr("a GGUF file or Hugging Face folder of the same vocabulary"));
+    draft_browse_ = new QPushButton(tr("Browse…"), spec_box);
+    draft_row->addWidget(draft_model_, 1);
+    draft_row->addWidget(draft_browse_);
+    draft_status_ = new QLabel(spec_box);
+    draft_status_->setObjectName("draftStatus");
+    draft_status_->setWordWrap(true);
+    draft_max_ = int_box(1, 16, s.draft_max, tr(" tokens"), spec_box);
+    draft_max_->setObjectName("draftMax");
+    draft_adaptive_ = new QCheckBox(tr("Adaptive K: per sequence and step, from its acceptance and the measured costs"), spec_box);
+    draft_adaptive_->setChecked(s.draft_adaptive);
+    spec_form->addRow(tr("Method"), spec_method_);
+    spec_form->addRow(tr("Draft model"), draft_row);
+    spec_form->addRow(QString(), draft_status_);
+    spec_form->addRow(tr("Drafts per step (K)"), draft_max_);
+    spec_form->addRow(QString(), draft_adaptive_);
+    layout->addWidget(spec_box);
+
     estimate_ = new QLabel(this);
     estimate_->setWordWrap(true);
     layout->addWidget(estimate_);
@@ -79,7 +121,8 @@ EngineSettingsDialog::EngineSettingsDialog(const EngineSettings& s, const ModelS
     note->setWordWrap(true);
     layout->addWidget(note);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel | QDialogButtonBox::RestoreDefaults, this);
-    buttons->button(QDialogButtonBox::Ok)->setText(tr("Apply and restart"));
+    apply_ = buttons->button(QDialogButtonBox::Ok);
+    apply_->setText(tr("Apply and restart"));
     layout->addWidget(buttons);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
@@ -92,7 +135,19 @@ EngineSettingsDialog::EngineSettingsDialog(const EngineSettings& s, const ModelS
         max_batched_->setValue(static_cast<int>(d.max_num_batched_tokens));
         prefix_caching_->setChecked(d.prefix_caching);
         threads_->setValue(d.threads);
+        spec_method_->setCurrentIndex(spec_method_->findData(d.spec_method));
+        draft_max_->setValue(d.draft_max);
+        draft_adaptive_->setChecked(d.draft_adaptive);
     });
+    connect(spec_method_, &QComboBox::currentIndexChanged, this, &EngineSettingsDialog::updateSpeculation);
+    connect(draft_model_, &QLineEdit::textChanged, this, &EngineSettingsDialog::updateSpeculation);
+    connect(draft_browse_, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Draft Model"), draft_model_->text(),
+                                                          tr("Models (*.gguf config.json);;All files (*)"));
+        if (!path.isEmpty())
+            draft_model_->setText(QFileInfo(path).fileName() == "config.json" ? QFileInfo(path).absolutePath() : path);
+    });
+    updateSpeculation();
     for (QSpinBox* b : {block_size_, kv_budget_, max_context_})
         connect(b, &QSpinBox::valueChanged, this, &EngineSettingsDialog::updateEstimate);
     updateEstimate();
@@ -108,7 +163,51 @@ EngineSettings EngineSettingsDialog::settings() const {
     s.prefix_caching = prefix_caching_->isChecked();
     s.threads = threads_->value();
     s.device = device_->currentData().toString();
+    s.spec_method = spec_method_->currentData().toString();
+    s.draft_model = draft_model_->text().trimmed();
+    s.draft_max = draft_max_->value();
+    s.draft_adaptive = draft_adaptive_->isChecked();
     return s;
+}
+
+EngineSettingsDialog::~EngineSettingsDialog() = default;
+
+void EngineSettingsDialog::updateSpeculation() {
+    const QString method = spec_method_->currentData().toString();
+    const bool draft = method == "draft";
+    draft_model_->setEnabled(draft);
+    draft_browse_->setEnabled(draft);
+    draft_max_->setEnabled(method != "off");
+    draft_adaptive_->setEnabled(method != "off");
+    draft_problem_.clear();
+    QString status;
+    if (draft) {
+        const QString path = draft_model_->text().trimmed();
+        if (path.isEmpty()) {
+            draft_problem_ = tr("Choose the draft model: a smaller model of the loaded one's vocabulary.");
+        } else if (!model_.valid()) {
+            status = tr("Its vocabulary is checked against the model when it loads.");
+        } else {
+            if (!target_tokenizer_) {
+                auto target = folio::load_model_description(model_.path.toStdString());
+                auto t = target ? folio::Tokenizer::create(target->tokenizer) : folio::Result<folio::Tokenizer>(target.error());
+                if (t) target_tokenizer_ = std::make_unique<folio::Tokenizer>(std::move(*t));
+            }
+            auto d = folio::load_model_description(path.toStdString());
+            auto dt = d ? folio::Tokenizer::create(d->tokenizer) : folio::Result<folio::Tokenizer>(d.error());
+            if (!dt) {
+                draft_problem_ = tr("Cannot read it: %1").arg(QString::fromStdString(dt.error().message));
+            } else if (target_tokenizer_) {
+                if (folio::Status v = folio::check_draft_vocabulary(*target_tokenizer_, *dt); !v)
+                    draft_problem_ = tr("Cannot draft for %1: %2").arg(model_.name, QString::fromStdString(v.error().message));
+                else
+                    status = tr("✓ %1: the same vocabulary as %2").arg(QString::fromStdString(d->name), model_.name);
+            }
+        }
+    }
+    draft_status_->setText(draft_problem_.isEmpty() ? status : tr("✗ %1").arg(draft_problem_));
+    draft_status_->setVisible(draft);
+    if (apply_) apply_->setEnabled(draft_problem_.isEmpty());
 }
 
 void EngineSettingsDialog::updateEstimate() {

@@ -35,6 +35,7 @@
 #include "ui/model_panel.h"
 #include "ui/model_summary.h"
 #include "ui/plots_panel.h"
+#include "ui/spec_panel.h"
 #include "ui/quantize_dialog.h"
 #include "ui/quantize_jobs_panel.h"
 #include "ui/quantize_queue.h"
@@ -115,6 +116,7 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     model_panel_ = new ModelPanel(this);
     block_map_ = new BlockMapWidget(this);
     plots_ = new PlotsPanel(this);
+    spec_ = new SpecPanel(this);
     quantize_queue_ = new QuantizeQueue(this);
     jobs_panel_ = new QuantizeJobsPanel(quantize_queue_, this);
     block_map_->setOwnerResolver([this](qint64 engine_id, quint64 ticket) {
@@ -130,12 +132,14 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     QDockWidget* model_dock = addPanel(model_panel_, tr("Model"), "modelDock", Qt::RightDockWidgetArea);
     QDockWidget* map_dock = addPanel(block_map_, tr("KV Block Map"), "blockMapDock", Qt::RightDockWidgetArea);
     QDockWidget* plots_dock = addPanel(plots_, tr("Live Plots"), "plotsDock", Qt::BottomDockWidgetArea);
+    QDockWidget* spec_dock = addPanel(spec_, tr("Speculation"), "specDock", Qt::BottomDockWidgetArea);
     // A tab beside the model and the block map (a bottom dock would reshape the roomy layout).
     QDockWidget* jobs_dock = addPanel(jobs_panel_, tr("Jobs"), "jobsDock", Qt::RightDockWidgetArea);
     tabifyDockWidget(model_dock, map_dock);
     tabifyDockWidget(map_dock, jobs_dock);
     map_dock->raise();
     jobs_dock->hide();  // until a job is queued (or View > Jobs): a compact column's tabs keep their names
+    spec_dock->hide();  // until an engine speculates (or View > Speculation)
     resize(1400, 900);
     resizeDocks({plots_dock}, {280}, Qt::Vertical);
     resizeDocks({map_dock}, {430}, Qt::Horizontal);
@@ -355,6 +359,9 @@ void MainWindow::connectBridge() {
         showModelState();
         const QString name = model_display_name(s);
         device_label_->setText(st.device);
+        spec_->clear();
+        spec_->setSpeculation(st.speculation);
+        if (!st.speculation.isEmpty()) showSpecPanel();
         model_label_->setText(name);
         model_label_->setToolTip(tr("Loaded model: %1 (%2)").arg(s.name, s.path));
         setWindowTitle(tr("Folio Studio — %1").arg(name));
@@ -384,6 +391,7 @@ void MainWindow::connectBridge() {
         model_label_->setToolTip(tr("Loaded model"));
         kv_label_->setText(tr("KV —"));
         block_map_->setSnapshot({});
+        spec_->setSpeculation({});
         setWindowTitle(tr("Folio Studio"));
     });
     connect(bridge_, &EngineBridge::blockMapUpdated, block_map_, &BlockMapWidget::setSnapshot);
@@ -488,6 +496,7 @@ void MainWindow::updateCompactLayout() {
     QDockWidget* model = findChild<QDockWidget*>("modelDock");
     QDockWidget* map = findChild<QDockWidget*>("blockMapDock");
     QDockWidget* plots = findChild<QDockWidget*>("plotsDock");
+    QDockWidget* spec = findChild<QDockWidget*>("specDock");
     QDockWidget* jobs = findChild<QDockWidget*>("jobsDock");
     if (small) {
         if (roomy_state_.isEmpty()) roomy_state_ = saveState();  // compact from the start: the layout restored
@@ -500,6 +509,7 @@ void MainWindow::updateCompactLayout() {
         tabifyDockWidget(model, map);
         tabifyDockWidget(map, plots);
         tabifyDockWidget(plots, jobs);
+        if (!spec->isFloating() && spec->isVisible()) tabifyDockWidget(plots, spec);  // beside its plots, as in the roomy layout
         tabifyDockWidget(chats, settings);
         map->raise();
         chats->raise();
@@ -515,8 +525,20 @@ void MainWindow::updateCompactLayout() {
     for (auto it = visible.cbegin(); it != visible.cend(); ++it) it.key()->setVisible(it.value());
 }
 
+// The Speculation panel appears when an engine speculates, as a tab beside
+// the live plots (made a tab only then: a hidden tab in the layout would
+// change how the compact layout gives the space back).
+void MainWindow::showSpecPanel() {
+    QDockWidget* spec = findChild<QDockWidget*>("specDock");
+    if (spec->isVisible()) return;
+    QDockWidget* plots = findChild<QDockWidget*>("plotsDock");
+    if (!tabifiedDockWidgets(plots).contains(spec) && !plots->isFloating()) tabifyDockWidget(plots, spec);
+    spec->show();
+}
+
 void MainWindow::onSample(const EngineSample& s) {
     plots_->addSample(s);
+    spec_->addSample(s);
     kv_label_->setText(tr("KV %1%").arg(s.kv_usage * 100.0, 0, 'f', 1));
     speed_label_->setText(tr("prompt %1 · gen %2 tok/s").arg(s.prompt_tokens_per_s, 0, 'f', 0).arg(s.generation_tokens_per_s, 0, 'f', 1));
 }

@@ -29,6 +29,7 @@ class EngineBridge;
 class MetricsDialog;
 class ModelPanel;
 class PlotsPanel;
+class SpecPanel;
 class QuantizeDialog;
 class QuantizeJobsPanel;
 class QuantizeQueue;
@@ -66,6 +67,7 @@ public:
     SessionListPanel* sessionList() const { return session_list_; }
     BlockMapWidget* blockMap() const { return block_map_; }
     PlotsPanel* plots() const { return plots_; }
+    SpecPanel* specPanel() const { return spec_; }
     ModelPanel* modelPanel() const { return model_panel_; }
     QuantizeQueue* quantizeQueue() const { return quantize_queue_; }
     QuantizeJobsPanel* jobsPanel() const { return jobs_panel_; }
@@ -74,6 +76,7 @@ public:
     QMessageBox* quitQuestion() const { return quit_box_; }
     // Brings a dock's panel to the front (tabbed docks), e.g. for screenshots.
     void raisePanel(QWidget* panel);
+    void showSpecPanel();
     QString lastError() const { return last_error_; }
     QMessageBox* errorDialog() const { return error_box_; }
     MetricsDialog* metricsDialog() const { return metrics_dialog_; }
@@ -125,6 +128,7 @@ private:
     ModelPanel* model_panel_ = nullptr;
     BlockMapWidget* block_map_ = nullptr;
     PlotsPanel* plots_ = nullptr;
+    SpecPanel* spec_ = nullptr;
     QuantizeQueue* quantize_queue_ = nullptr;
     QuantizeJobsPanel* jobs_panel_ = nullptr;
     QPointer<QuantizeDialog> quantize_dialog_;

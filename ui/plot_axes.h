@@ -34,4 +34,11 @@ double percent_axis_top(double max_percent);
 // through a NaN.
 void append_point(QVector<double>& t, QVector<double>& v, double time_s, double value, double max_gap_s);
 
+// A plot with a header row above its area: the title, then the legend in
+// one row (so the legend never covers the newest data), styled for the
+// parent's palette; y labelled, 4 ticks.
+QCustomPlot* make_titled_plot(QWidget* parent, const QString& title, const QString& y_label);
+// Background, axes, grid, legend and title in the palette's colours (call again on a palette change).
+void style_plot_for_palette(QCustomPlot* plot, const QPalette& palette);
+
 }  // namespace folio::ui

@@ -30,23 +30,6 @@ QCPGraph* add_graph(QCustomPlot* plot, const QString& name, const QColor& color)
     return g;
 }
 
-void style_for_palette(QCustomPlot* plot, const QPalette& pal) {
-    plot->setBackground(pal.base());
-    for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {
-        axis->setBasePen(QPen(pal.text().color()));
-        axis->setTickPen(QPen(pal.text().color()));
-        axis->setSubTickPen(QPen(pal.text().color()));
-        axis->setTickLabelColor(pal.text().color());
-        axis->setLabelColor(pal.text().color());
-        axis->grid()->setPen(QPen(pal.mid().color(), 0, Qt::DotLine));
-    }
-    plot->legend->setBrush(pal.base());
-    plot->legend->setTextColor(pal.text().color());
-    plot->legend->setBorderPen(Qt::NoPen);
-    if (auto* header = qobject_cast<QCPLayoutGrid*>(plot->plotLayout()->element(0, 0)))
-        if (auto* title = qobject_cast<QCPTextElement*>(header->element(0, 0))) title->setTextColor(pal.text().color());
-}
-
 QString csv_number(double v) { return std::isnan(v) ? QString() : QString::number(v, 'g', 8); }
 
 }  // namespace
@@ -160,38 +143,16 @@ void PlotsPanel::arrangePlots() {
 }
 
 QCustomPlot* PlotsPanel::makePlot(const QString& title, const QString& y_label) {
-    auto* plot = new QCustomPlot(this);
-    plot->setMinimumSize(160, 100);
-    // A header row above the plot area: the title, then the legend in one row,
-    // so that the legend never covers the newest data at the right edge.
-    auto* header = new QCPLayoutGrid;
-    plot->plotLayout()->insertRow(0);
-    plot->plotLayout()->addElement(0, 0, header);
-    plot->plotLayout()->setRowStretchFactor(0, 0.001);
-    header->addElement(0, 0, new QCPTextElement(plot, title, QFont(font().family(), font().pointSize(), QFont::Bold)));
-    plot->axisRect()->insetLayout()->take(plot->legend);
-    plot->axisRect()->insetLayout()->simplify();
-    header->addElement(0, 1, plot->legend);
-    header->setColumnStretchFactor(0, 1);
-    header->setColumnStretchFactor(1, 0.001);
-    plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-    plot->legend->setWrap(0);
-    plot->legend->setVisible(true);
-    plot->legend->setFont(QFont(font().family(), std::max(7, font().pointSize() - 2)));
-    plot->legend->setBorderPen(Qt::NoPen);
-    plot->legend->setColumnSpacing(8);
+    QCustomPlot* plot = make_titled_plot(this, title, y_label);
     plot->xAxis->setTicker(QSharedPointer<RelativeTimeTicker>::create());
-    plot->yAxis->setLabel(y_label);
-    plot->yAxis->ticker()->setTickCount(4);
     plot->xAxis->ticker()->setTickCount(5);
-    style_for_palette(plot, palette());
     return plot;
 }
 
 void PlotsPanel::changeEvent(QEvent* event) {
     QWidget::changeEvent(event);
     if (event->type() == QEvent::PaletteChange) {
-        for (QCustomPlot* plot : plots()) style_for_palette(plot, palette());
+        for (QCustomPlot* plot : plots()) style_plot_for_palette(plot, palette());
         replot();
     }
 }

@@ -1,5 +1,7 @@
 #include "ui/studio_types.h"
 
+#include "folio/spec.h"
+
 #include <QSettings>
 
 namespace folio::ui {
@@ -14,6 +16,10 @@ void EngineSettings::save(QSettings& settings) const {
     settings.setValue("prefix_caching", prefix_caching);
     settings.setValue("threads", threads);
     settings.setValue("device", device);
+    settings.setValue("spec_method", spec_method);
+    settings.setValue("draft_model", draft_model);
+    settings.setValue("draft_max", draft_max);
+    settings.setValue("draft_adaptive", draft_adaptive);
     settings.endGroup();
 }
 
@@ -28,6 +34,10 @@ EngineSettings EngineSettings::load(QSettings& settings) {
     s.prefix_caching = settings.value("prefix_caching", s.prefix_caching).toBool();
     s.threads = settings.value("threads", s.threads).toInt();
     s.device = settings.value("device", s.device).toString();
+    s.spec_method = settings.value("spec_method", s.spec_method).toString();
+    s.draft_model = settings.value("draft_model", s.draft_model).toString();
+    s.draft_max = settings.value("draft_max", s.draft_max).toInt();
+    s.draft_adaptive = settings.value("draft_adaptive", s.draft_adaptive).toBool();
     settings.endGroup();
     // Values a hand-edited file could break the engine with fall back to defaults.
     const EngineSettings d;
@@ -37,6 +47,8 @@ EngineSettings EngineSettings::load(QSettings& settings) {
     if (s.max_num_seqs == 0) s.max_num_seqs = d.max_num_seqs;
     if (s.max_num_batched_tokens == 0) s.max_num_batched_tokens = d.max_num_batched_tokens;
     if (s.threads < 0) s.threads = 0;
+    if (!folio::parse_spec_method(s.spec_method.toStdString())) s.spec_method = d.spec_method;
+    if (s.draft_max < 1 || s.draft_max > 16) s.draft_max = d.draft_max;
     return s;
 }
 

@@ -35,7 +35,14 @@ struct EngineSettings {
     uint32_t max_num_batched_tokens = 512;
     bool prefix_caching = true;
     int threads = 0;          // 0 = physical cores
-    QString device = "cpu";   // only the CPU backend exists so far
+    QString device = "cpu";   // "cpu" or "cuda:N"
+    // Speculative decoding for every chat: the method (folio::to_string of a
+    // SpecMethod: off, ngram, draft, layer-skip, int4-self), the draft model
+    // for "draft", K at most, and adaptive K (else always draft_max).
+    QString spec_method = "off";
+    QString draft_model;
+    int draft_max = 4;
+    bool draft_adaptive = true;
 
     void save(QSettings& settings) const;
     static EngineSettings load(QSettings& settings);
@@ -76,6 +83,7 @@ struct EngineStatus {
     uint32_t block_size = 0;
     uint32_t max_context = 0;
     uint64_t kv_cache_bytes = 0;
+    QString speculation;   // "int4-self, K <= 4 (adaptive)", or empty when off
     EngineSettings settings;
     // The longest conversation the engine runs: its context, or the KV pool when that is smaller.
     uint32_t effective_context() const { return std::min(max_context, n_blocks * block_size); }
@@ -128,6 +136,23 @@ struct EngineSample {
     double ttft_s = NAN;          // mean over requests whose first token came in the interval
     double inter_token_s = NAN;   // mean over tokens in the interval
     uint64_t preemptions_total = 0;
+    // Speculative decoding over the interval (NAN where no drafts were
+    // verified in it): acceptance rate (accepted / drafted), mean acceptance
+    // length (1 + accepted / verify steps), and per verify step the draft
+    // model's time and the target's verify pass; the latest step's K; paused:
+    // speculation is on and sequences decoded in the interval, none with
+    // drafts (adaptive K found that drafts cannot pay, e.g. at a large batch).
+    bool spec_on = false;
+    double acceptance_rate = NAN;
+    double mean_acceptance_length = NAN;
+    double draft_ms_per_step = NAN;
+    double verify_ms_per_step = NAN;
+    int draft_k = 0;
+    bool spec_paused = false;
+    int running_batch = 0;      // sequences in the latest step (the batch speculation paused at)
+    // Since the engine started: per draft position, the share of verify steps
+    // whose draft was accepted there (a shorter draft counts as not accepted).
+    QVector<double> accepted_share_per_position;
 };
 
 // The latest step's block map with the request -> ticket map it needs.

@@ -93,6 +93,9 @@ private slots:
         s.kv_budget_mib = 100;
         s.threads = 2;
         s.prefix_caching = false;
+        s.spec_method = "int4-self";
+        s.draft_max = 6;
+        s.draft_adaptive = false;
         ModelSummary model;
         model.path = "/m.gguf";
         model.name = "m";
@@ -101,7 +104,7 @@ private slots:
         EngineSettingsDialog dialog(s, model);
         QVERIFY(dialog.settings() == s);
         const QList<QSpinBox*> boxes = dialog.findChildren<QSpinBox*>();
-        QCOMPARE(boxes.size(), 6);
+        QCOMPARE(boxes.size(), 7);  // the six engine numbers and K
         QVERIFY(dialog.contextWarning().isEmpty());  // 100 MiB: 102400 tokens of 1 KiB
         boxes[0]->setValue(64);  // block size
         QCOMPARE(dialog.settings().block_size, 64u);
