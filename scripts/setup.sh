@@ -18,6 +18,7 @@ debs=(
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl-dev
   libqcustomplot-dev libqcustomplot2.1-qt6
   nlohmann-json3-dev libpcre2-dev
+  libcpp-httplib-dev                  # folio serve's HTTP server (docs/dependencies.md)
   xvfb xauth                          # GUI tests and screenshots on a real X server
   appstream                           # validates the studio's AppStream metainfo
   debootstrap rpm                     # the package install test (packaging/linux/test-install.sh)
