@@ -413,6 +413,37 @@ def test_sigterm(folio, model):
         server.stop()
 
 
+def test_disconnect_while_queued(folio, model):
+    """A streaming client that leaves before its first token (queued behind
+    another request: --max-seqs 1) has its request aborted all the same."""
+    server = Server(folio, model, extra=("--max-seqs", "1"))
+    try:
+        suite = Suite(server)
+        first = suite._open_stream()
+        queued = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        body = json.dumps({"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8, "stream": True})
+        queued.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
+                        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+        deadline = time.time() + 10
+        while suite.metrics().get("folio:num_requests_waiting") != 1:
+            check(time.time() < deadline, "the second request never queued")
+            time.sleep(0.05)
+        queued.close()
+        deadline = time.time() + 10
+        while True:
+            m = suite.metrics()
+            if m.get("folio:num_requests_waiting") == 0:
+                break
+            check(time.time() < deadline, "the queued request of a client that left was not aborted")
+            time.sleep(0.1)
+        check(m.get("folio:num_requests_running") == 1, f"the first request stopped too: {m}")
+        check(m.get('folio:request_success_total{finished_reason="abort"}') == 1, f"abort not counted: {m}")
+        first.close()
+        suite.wait_idle()
+    finally:
+        server.stop()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--folio", required=True)
@@ -443,14 +474,16 @@ def main():
             print("FAIL!  : the server died:\n" + "".join(server.log[-30:]))
     finally:
         server.stop()
-    t0 = time.time()
-    try:
-        if not args.only or args.only in "test_sigterm":
-            test_sigterm(args.folio, model)
-            print(f"PASS   : test_sigterm ({time.time() - t0:.1f} s)", flush=True)
-    except Exception:  # noqa: BLE001
-        failures += 1
-        print(f"FAIL!  : test_sigterm\n{traceback.format_exc()}", flush=True)
+    for test in (test_disconnect_while_queued, test_sigterm):  # each on a server of its own
+        if args.only and args.only not in test.__name__:
+            continue
+        t0 = time.time()
+        try:
+            test(args.folio, model)
+            print(f"PASS   : {test.__name__} ({time.time() - t0:.1f} s)", flush=True)
+        except Exception:  # noqa: BLE001
+            failures += 1
+            print(f"FAIL!  : {test.__name__}\n{traceback.format_exc()}", flush=True)
     print(f"Totals: {failures} failed, {time.time() - started:.1f} s")
     return 1 if failures else 0
 

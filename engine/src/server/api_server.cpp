@@ -140,13 +140,22 @@ static void handle_completion(ApiServer::State& s, Endpoint endpoint, const http
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [job](size_t, httplib::DataSink& sink) {
+        [job, last_write = std::chrono::steady_clock::now()](size_t, httplib::DataSink& sink) mutable {
             bool done = false;
-            const std::string events = job->next_events(std::chrono::milliseconds(100), done);
-            // A client that went away: its requests end here, which frees their KV blocks.
-            if ((!events.empty() && !sink.write(events.data(), events.size())) || (events.empty() && !sink.is_writable())) {
-                job->abort();
-                return false;
+            std::string events = job->next_events(std::chrono::milliseconds(100), done);
+            // Only a write tells whether the client is still there (httplib
+            // 0.11's is_writable() does not see a closed peer). While nothing
+            // streams (queued, a long prefill) an SSE comment, which clients
+            // ignore, is that write, every half second.
+            const auto now = std::chrono::steady_clock::now();
+            if (events.empty() && now - last_write >= std::chrono::milliseconds(500)) events = ": waiting\n\n";
+            if (!events.empty()) {
+                last_write = now;
+                // A client that went away: its requests end here, which frees their KV blocks.
+                if (!sink.write(events.data(), events.size())) {
+                    job->abort();
+                    return false;
+                }
             }
             if (done) sink.done();
             return true;
