@@ -79,6 +79,9 @@ int run_serve(int argc, char** argv) {
     config.model_id = args->get_or("--alias", std::filesystem::path(model_path).filename().string());
     config.max_body_bytes = static_cast<size_t>(*max_body);
     config.http_threads = static_cast<int>(*threads);
+    if (config.api_key.empty() && config.host != "127.0.0.1" && config.host != "localhost" && config.host != "::1")
+        std::fprintf(stderr, "folio serve: warning: listening on %s without --api-key: anyone who can reach this "
+                             "machine can use the model\n", config.host.c_str());
     auto server = ApiServer::start(*m.engine, m.model, config);
     if (!server) return fail("serve", server.error().message);
     std::fprintf(stderr, "folio serve: '%s' on http://%s:%d/v1 (%s); Ctrl+C stops\n", config.model_id.c_str(),
