@@ -45,7 +45,7 @@ fi
 stamp=.venv/folio-requirements.sha256
 want=$(sha256sum tools/requirements.txt | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  if ! .venv/bin/python -c 'import gguf, numpy, safetensors, tokenizers, jinja2, transformers' 2>/dev/null; then
+  if ! .venv/bin/python -c 'import gguf, numpy, safetensors, tokenizers, jinja2, transformers, openai' 2>/dev/null; then
     echo "setup: Python tools into .venv (tools/requirements.txt)"
     .venv/bin/pip install -q --disable-pip-version-check -r tools/requirements.txt
   fi
