@@ -4,6 +4,7 @@
 // requests in flight aborted, exit status 0.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <pthread.h>
 #include <string>
@@ -23,7 +24,8 @@ std::vector<FlagSpec> serve_flags() {
     const std::vector<FlagSpec> own = {
         {"", "--host", "ADDR", "address to listen on (default 127.0.0.1: this machine only)"},
         {"", "--port", "N", "TCP port (default 8080; 0 = any free port, printed at start)"},
-        {"", "--api-key", "KEY", "require 'Authorization: Bearer KEY' on every request but /health"},
+        {"", "--api-key", "KEY", "require 'Authorization: Bearer KEY' on every request but /health (or set "
+                                 "FOLIO_API_KEY, which other users' `ps` does not show)"},
         {"", "--alias", "NAME", "the model's name in the API (default: the model file's name)"},
         {"", "--parallel", "N", "sequences the KV cache holds whole contexts for (default 8; or --kv-budget)"},
         {"", "--max-body", "BYTES", "largest request body accepted (default 1048576)"},
@@ -74,7 +76,8 @@ int run_serve(int argc, char** argv) {
     ApiServerConfig config;
     config.host = args->get_or("--host", "127.0.0.1");
     config.port = static_cast<int>(*port);
-    config.api_key = args->get_or("--api-key", "");
+    const char* key_from_env = std::getenv("FOLIO_API_KEY");
+    config.api_key = args->get_or("--api-key", key_from_env ? key_from_env : "");
     const std::string model_path = *args->get("--model");
     config.model_id = args->get_or("--alias", std::filesystem::path(model_path).filename().string());
     config.max_body_bytes = static_cast<size_t>(*max_body);
