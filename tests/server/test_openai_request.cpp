@@ -84,7 +84,8 @@ private slots:
 
     void defaultsAreOpenAis() {
         CompletionParams p;
-        QVERIFY(!chat(with(R"("stop": "END", "max_completion_tokens": 5)"), p));
+        QVERIFY(!chat(with(R"("stop": "END", "max_completion_tokens": 5, "tools": [], "logit_bias": {},
+                               "response_format": {"type": "text"}, "user": "u")"), p));
         QCOMPARE(p.sampling.temperature, 1.0f);
         QCOMPARE(p.sampling.top_k, 0);
         QCOMPARE(p.sampling.top_p, 1.0f);
@@ -136,6 +137,9 @@ private slots:
             {with(R"("logprobs": 1)"), "logprobs"},
             {with(R"("stream_options": {"include_usage": true})"), "stream_options"},
             {with(R"("stream": true, "stream_options": 3)"), "stream_options"},
+            {with(R"("tools": [{"type": "function", "function": {"name": "f"}}])"), "tools"},
+            {with(R"("logit_bias": {"42": 100})"), "logit_bias"},
+            {with(R"("response_format": {"type": "json_object"})"), "response_format"},
         };
         for (const auto& [body, param] : cases) {
             const ApiError e = chat_error(body);

@@ -291,6 +291,17 @@ std::optional<ApiError> parse_completion_request(std::string_view text, Endpoint
         if (echo) return invalid("'echo' is not supported", "echo", "unsupported_value");
         if (present(body, "suffix")) return invalid("'suffix' is not supported", "suffix", "unsupported_value");
     }
+    // Asked for but not done would be worse than refused: say so.
+    if (present(body, "tools") && !(body.at("tools").is_array() && body.at("tools").empty()))
+        return invalid("'tools' (function calling) is not supported", "tools", "unsupported_value");
+    if (present(body, "logit_bias") && !(body.at("logit_bias").is_object() && body.at("logit_bias").empty()))
+        return invalid("'logit_bias' is not supported", "logit_bias", "unsupported_value");
+    if (present(body, "response_format")) {
+        const json& format = body.at("response_format");
+        if (!format.is_object() || format.value("type", json()) != "text")
+            return invalid("'response_format' other than {\"type\": \"text\"} (JSON mode, schemas) is not supported",
+                           "response_format", "unsupported_value");
+    }
     if (auto e = read_bool(body, "stream", out.stream)) return e;
     if (present(body, "stream_options")) {
         const json& options = body.at("stream_options");
