@@ -101,6 +101,10 @@ private slots:
         QVERIFY(missing);
         QCOMPARE(missing->status, 404);
         QVERIFY(json::parse(missing->body).contains("error"));
+        auto wrong_method = cli.Get("/v1/chat/completions", auth());
+        QVERIFY(wrong_method);
+        QCOMPARE(wrong_method->status, 405);
+        QCOMPARE(json::parse(wrong_method->body)["error"]["code"].get<std::string>(), std::string("method_not_allowed"));
     }
 
     void chatAnswersWholeAndStreamed() {

@@ -86,10 +86,13 @@ void send_json(httplib::Response& res, const json& body) {
 }
 
 // What a status without a body of its own says (httplib's own 404 and 413 too).
-ApiError error_for_status(int status, const httplib::Request& req, size_t max_body) {
+ApiError error_for_status(const httplib::Request& req, const httplib::Response& res, size_t max_body) {
+    const int status = res.status;
     switch (status) {
         case 404: return {404, "no such endpoint: " + req.method + " " + req.path, "invalid_request_error", "", "not_found"};
-        case 405: return {405, "method not allowed: " + req.method + " " + req.path, "invalid_request_error", "", ""};
+        case 405:
+            return {405, req.method + " is not allowed on " + req.path + " (" + res.get_header_value("Allow") + " is)",
+                    "invalid_request_error", "", "method_not_allowed"};
         case 413:
             return {413, "the request body is larger than the server's limit of " + std::to_string(max_body) + " bytes",
                     "invalid_request_error", "", "request_too_large"};
@@ -199,7 +202,17 @@ static void add_routes(ApiServer::State& s) {
     });
     http.set_error_handler(httplib::Server::HandlerWithResponse(
         [&s](const httplib::Request& req, httplib::Response& res) {
-            if (res.body.empty()) send_error(res, error_for_status(res.status, req, s.config.max_body_bytes));
+            // A known endpoint asked with the wrong method is a 405, not a 404.
+            static const std::pair<const char*, const char*> kRoutes[] = {
+                {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}, {"/tokenize", "POST"},
+                {"/detokenize", "POST"},          {"/v1/models", "GET"},       {"/health", "GET"},
+                {"/metrics", "GET"}};
+            for (const auto& [path, method] : kRoutes)
+                if (res.status == 404 && res.body.empty() && req.path == path) {
+                    res.status = 405;
+                    res.set_header("Allow", method);
+                }
+            if (res.body.empty()) send_error(res, error_for_status(req, res, s.config.max_body_bytes));
             return httplib::Server::HandlerResponse::Handled;
         }));
     http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
