@@ -62,6 +62,10 @@ int run_serve(int argc, char** argv) {
 
     // SIGINT and SIGTERM are taken by sigwait() below: blocked before any
     // thread starts, so that every thread (engine, HTTP) inherits the mask.
+    // Their default action first: a shell starts a background job with
+    // SIGINT ignored, and an ignored signal never reaches sigwait().
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
