@@ -8,9 +8,9 @@ batched together (/metrics shows more than one running request), a client
 that disconnects mid-stream having its request aborted and its blocks freed,
 hostile input (oversized and malformed bodies, wrong types, negative and huge
 values, unknown model, missing / wrong key) answered with the right status
-and error body while the server keeps serving, and SIGTERM ending it with
-status 0. Exits 77 (skipped) without the model or the openai package, unless
-FOLIO_REQUIRE_MODELS=1, where that is a failure.
+and error body while the server keeps serving, and SIGTERM (mid-stream) and
+SIGINT ending it with status 0. Exits 77 (skipped) without the model or the
+openai package, unless FOLIO_REQUIRE_MODELS=1, where that is a failure.
 """
 import argparse
 import http.client
@@ -413,6 +413,22 @@ def test_sigterm(folio, model):
         server.stop()
 
 
+def test_sigint(folio, model):
+    """SIGINT (Ctrl+C) with nothing in flight: the process exits 0, the port is closed."""
+    server = Server(folio, model)
+    try:
+        server.proc.send_signal(signal.SIGINT)
+        code = server.proc.wait(timeout=30)
+        check(code == 0, f"folio serve exited {code} after SIGINT:\n" + "".join(server.log[-20:]))
+        try:
+            socket.create_connection(("127.0.0.1", server.port), timeout=2).close()
+            check(False, "the port still accepts connections")
+        except OSError:
+            pass
+    finally:
+        server.stop()
+
+
 def test_disconnect_while_queued(folio, model):
     """A streaming client that leaves before its first token (queued behind
     another request: --max-seqs 1) has its request aborted all the same."""
@@ -474,7 +490,7 @@ def main():
             print("FAIL!  : the server died:\n" + "".join(server.log[-30:]))
     finally:
         server.stop()
-    for test in (test_disconnect_while_queued, test_sigterm):  # each on a server of its own
+    for test in (test_disconnect_while_queued, test_sigterm, test_sigint):  # each on a server of its own
         if args.only and args.only not in test.__name__:
             continue
         t0 = time.time()
