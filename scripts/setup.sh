@@ -18,6 +18,7 @@ debs=(
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl-dev
   libqcustomplot-dev libqcustomplot2.1-qt6
   nlohmann-json3-dev libpcre2-dev
+  libcpp-httplib-dev                  # folio serve's HTTP server (docs/dependencies.md)
   xvfb xauth                          # GUI tests and screenshots on a real X server
   appstream                           # validates the studio's AppStream metainfo
   debootstrap rpm                     # the package install test (packaging/linux/test-install.sh)
@@ -44,7 +45,7 @@ fi
 stamp=.venv/folio-requirements.sha256
 want=$(sha256sum tools/requirements.txt | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  if ! .venv/bin/python -c 'import gguf, numpy, safetensors, tokenizers, jinja2, transformers' 2>/dev/null; then
+  if ! .venv/bin/python -c 'import gguf, numpy, safetensors, tokenizers, jinja2, transformers, openai' 2>/dev/null; then
     echo "setup: Python tools into .venv (tools/requirements.txt)"
     .venv/bin/pip install -q --disable-pip-version-check -r tools/requirements.txt
   fi

@@ -14,6 +14,7 @@ int run_perplexity(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_quantize(int argc, char** argv);
 int run_imatrix(int argc, char** argv);
+int run_serve(int argc, char** argv);
 
 // Prints "folio <verb>: <message>" to stderr and returns 1.
 int fail(const char* verb, const std::string& message);

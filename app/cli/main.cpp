@@ -22,6 +22,7 @@ constexpr Verb kVerbs[] = {
     {"bench", folio::cli::run_bench, "prompt processing and generation throughput"},
     {"quantize", folio::cli::run_quantize, "a model -> a quantized GGUF (Q4_K_M, Q4_0, ...), streamed, atomic"},
     {"imatrix", folio::cli::run_imatrix, "importance matrix over a calibration text (llama.cpp's format)"},
+    {"serve", folio::cli::run_serve, "an OpenAI-compatible HTTP server (chat, completions, metrics)"},
 };
 
 void print_help() {
