@@ -1,8 +1,12 @@
 // A Hugging Face folder (written here: config.json, model.safetensors,
 // tokenizer files) read into a ModelDescription, the config.json mapping for
 // each supported model type, and the errors for folders Folio cannot use.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <set>
 #include <string>
@@ -13,6 +17,7 @@
 #include "format/hf_config.h"
 #include "format/hf_model.h"
 #include "format/hf_tensor_names.h"
+#include "gguf_fixture.h"
 #include "hf_fixture.h"
 
 namespace fs = std::filesystem;
@@ -376,8 +381,22 @@ private slots:
         auto llama3 = folio::hf::parse_config(
             "{\"model_type\": \"llama\", " + base + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})",
             "config.json");
-        QVERIFY(!llama3.ok());
-        QVERIFY2(contains(llama3.error().message, "llama3"), llama3.error().message.c_str());
+        QVERIFY(!llama3.ok());  // llama3 without low/high_freq_factor and the original context
+        QVERIFY2(contains(llama3.error().message, "llama3") && contains(llama3.error().message, "low_freq_factor"),
+                 llama3.error().message.c_str());
+        // YaRN (and dynamic, longrope) are not run: a clear error, never plain RoPE.
+        auto yarn = folio::hf::parse_config("{\"model_type\": \"qwen3\", " + base +
+                                                R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                "original_max_position_embeddings": 32768}})",
+                                            "config.json");
+        QVERIFY(!yarn.ok());
+        QVERIFY2(contains(yarn.error().message, "'yarn'"), yarn.error().message.c_str());
+        // llama3 factors belong to the llama graph; a qwen2 config asking for them is refused.
+        auto qwen_llama3 = folio::hf::parse_config(
+            "{\"model_type\": \"qwen2\", " + base + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+            "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})",
+            "config.json");
+        QVERIFY(!qwen_llama3.ok());
 
         auto gelu = folio::hf::parse_config("{\"model_type\": \"llama\", " + base + R"(, "hidden_act": "gelu"})",
                                             "config.json");
@@ -406,6 +425,93 @@ private slots:
 
         QVERIFY(!folio::hf::parse_config("{nope", "config.json").ok());
         QVERIFY(!folio::hf::parse_config("[]", "config.json").ok());
+    }
+
+    // Llama 3.1's config (8B): 64 factors, 1 for the fast pairs, 8 for the
+    // slow ones, blended between, rising; rope_theta unchanged.
+    void llama3RopeScalingGivesFrequencyFactors() {
+        auto r = folio::hf::parse_config(R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096,
+            "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "max_position_embeddings": 131072, "rope_theta": 500000.0, "rope_scaling": {"factor": 8.0,
+            "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+            "rope_type": "llama3"}})", "config.json");
+        QVERIFY2(r.ok(), error_of(r).c_str());
+        const std::vector<float>& f = r->hparams.rope_freq_factors;
+        QCOMPARE(f.size(), size_t(64));
+        QCOMPARE(r->hparams.rope_freq_base, 500000.0f);
+        QCOMPARE(r->hparams.rope_scale_linear, 1.0f);
+        QCOMPARE(f.front(), 1.0f);
+        QCOMPARE(f.back(), 8.0f);
+        QVERIFY(std::is_sorted(f.begin(), f.end()));
+        int blended = 0;
+        for (float x : f) blended += x > 1.0f && x < 8.0f;
+        QVERIFY2(blended > 0, "no pair between the two wavelength bounds");
+    }
+
+    // The two forms of one model, config.json and GGUF, written by
+    // tools/make_arch_gguf.py (the GGUF's rope_freqs computed as
+    // convert_hf_to_gguf does, in Python): the same description, the
+    // factors within 1e-6 (float32 there, double here), save the RoPE pair
+    // layout, which is recorded per form (GGUF llama: interleaved).
+    void hfConfigsMapToTheirGgufForms() {
+        GGUF_REQUIRE_PYTHON(python);
+        const std::string vocab = folio_test::model_path(folio_test::kSmolLM2);
+        if (vocab.empty()) {
+            if (folio_test::models_required()) QFAIL("test model missing: run scripts/setup.sh");
+            QSKIP("needs the SmolLM2 GGUF's vocabulary");
+        }
+        for (const char* family : {"llama31", "qwen3"}) {
+            const std::string gguf = (dir_ / (std::string(family) + ".gguf")).string();
+            const std::string config = (dir_ / (std::string(family) + ".json")).string();
+            std::string output;
+            const int status = gguf_fixture::run_command(python + " " + folio_test::source_dir() +
+                                                             "/tools/make_arch_gguf.py " + family + " " + gguf +
+                                                             " --hf-config " + config + " --vocab-from " + vocab +
+                                                             " 2>&1",
+                                                         output);
+            QVERIFY2(status == 0, output.c_str());
+            auto from_gguf = folio::load_model_description(gguf);
+            QVERIFY2(from_gguf.ok(), error_of(from_gguf).c_str());
+            std::ifstream in(config);
+            const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            auto from_hf = folio::hf::parse_config(text, config);
+            QVERIFY2(from_hf.ok(), error_of(from_hf).c_str());
+            const folio::HParams &g = from_gguf->hparams, &h = from_hf->hparams;
+            QCOMPARE(h.architecture, g.architecture);
+            QCOMPARE(h.n_vocab, g.n_vocab);
+            QCOMPARE(h.n_ctx_train, g.n_ctx_train);
+            QCOMPARE(h.n_embd, g.n_embd);
+            QCOMPARE(h.n_layer, g.n_layer);
+            QCOMPARE(h.n_head, g.n_head);
+            QCOMPARE(h.n_head_kv, g.n_head_kv);
+            QCOMPARE(h.head_dim, g.head_dim);
+            QCOMPARE(h.n_ff, g.n_ff);
+            QCOMPARE(h.rms_norm_eps, g.rms_norm_eps);
+            QCOMPARE(h.rope_freq_base, g.rope_freq_base);
+            QCOMPARE(h.rope_scale_linear, g.rope_scale_linear);
+            QCOMPARE(h.tied_embeddings, g.tied_embeddings);
+            QCOMPARE(h.rope_freq_factors.size(), g.rope_freq_factors.size());
+            QCOMPARE(g.rope_freq_factors.empty(), std::string(family) == "qwen3");
+            for (size_t i = 0; i < g.rope_freq_factors.size(); ++i)
+                QVERIFY2(std::fabs(h.rope_freq_factors[i] - g.rope_freq_factors[i]) <= 1e-6f * g.rope_freq_factors[i],
+                         ("factor " + std::to_string(i) + ": config.json " + std::to_string(h.rope_freq_factors[i]) +
+                          ", GGUF " + std::to_string(g.rope_freq_factors[i]))
+                             .c_str());
+            QVERIFY(h.rope_style == folio::RopeStyle::SplitHalf);
+            QVERIFY(g.rope_style == (std::string(family) == "qwen3" ? folio::RopeStyle::SplitHalf
+                                                                   : folio::RopeStyle::Interleaved));
+        }
+    }
+
+    void mapsQwen3QkNorms() {
+        using folio::hf::gguf_tensor_name;
+        QCOMPARE(gguf_tensor_name("model.layers.2.self_attn.q_norm.weight", "qwen3").value_or(""),
+                 std::string("blk.2.attn_q_norm.weight"));
+        QCOMPARE(gguf_tensor_name("model.layers.2.self_attn.k_norm.weight", "qwen3").value_or(""),
+                 std::string("blk.2.attn_k_norm.weight"));
+        QCOMPARE(gguf_tensor_name("model.layers.2.post_attention_layernorm.weight", "qwen3").value_or(""),
+                 std::string("blk.2.ffn_norm.weight"));
+        QVERIFY(!gguf_tensor_name("model.layers.2.self_attn.q_norm.weight", "llama"));
     }
 
     void cleanupTestCase() { fs::remove_all(dir_); }

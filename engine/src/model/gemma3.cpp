@@ -58,6 +58,9 @@ Status Gemma3::bind(const ModelDescription& model) {
     if (n_layer_ <= 0 || n_head_ <= 0 || n_head_kv_ <= 0 || n_head_ % n_head_kv_ != 0 || head_dim_ <= 0 ||
         head_dim_ % 2 != 0 || n_embd_ <= 0 || n_ff_ <= 0 || hp_.n_vocab == 0)
         return make_error("model '" + model.name + "': inconsistent gemma3 hyper-parameters");
+    if (!hp_.rope_freq_factors.empty())
+        return make_error("model '" + model.name + "': gemma3 with RoPE frequency factors (rope_freqs) is not "
+                          "supported; llama.cpp's gemma3 graph has none");
     const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
     TensorBinder t(model);
     auto embd = t.matrix("token_embd.weight", n_embd_, hp_.n_vocab);
