@@ -17,9 +17,11 @@ Families:
            original context of 512 instead of 8192, so that the prompts'
            positions (< 256) turn the pairs the factors slow down by a
            radian or more: Llama 3.1's shape, 8 pairs of 32 at 1, 3 blended,
-           21 at 8; heads of 64 on 128-wide embeddings)
+           21 at 8; 4 heads of 64 on 64-wide embeddings)
   qwen3    `qwen3`: per-head Q/K RMSNorm weights, no biases, key_length 64 on
-           128-wide embeddings (head_dim != n_embd / n_head, as in real Qwen3)
+           64-wide embeddings (head_dim != n_embd / n_head, as in real Qwen3)
+
+Both are 4 layers, GQA 4/2, ~14 MB (the 49152 x 64 embedding is most of it).
 
 --hf-config also writes the Hugging Face config.json of the same model
 (LlamaForCausalLM with rope_scaling llama3; Qwen3ForCausalLM), for the test
@@ -41,8 +43,8 @@ import gguf
 
 FAMILIES = {
     # arch, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, rope_theta, rms_eps, seed
-    "llama31": ("llama", 128, 4, 4, 2, 64, 320, 500000.0, 1e-5, 31),
-    "qwen3": ("qwen3", 128, 4, 4, 2, 64, 320, 1000000.0, 1e-6, 3),
+    "llama31": ("llama", 64, 4, 4, 2, 64, 192, 500000.0, 1e-5, 31),
+    "qwen3": ("qwen3", 64, 4, 4, 2, 64, 192, 1000000.0, 1e-6, 3),
 }
 LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 512}
