@@ -21,7 +21,16 @@ Families:
   qwen3    `qwen3`: per-head Q/K RMSNorm weights, no biases, key_length 64 on
            64-wide embeddings (head_dim != n_embd / n_head, as in real Qwen3)
 
-Both are 4 layers, GQA 4/2, ~14 MB (the 49152 x 64 embedding is most of it).
+  gemma2   `gemma2`: pre and post norms on both sub-blocks, GeGLU, even layers
+           sliding over 16 tokens (so the prompts cross the window), attention
+           and final soft-capping at 2 / 15 (the real keys, with values low
+           enough that these weights' scores (std ~1) and logits (std ~8)
+           reach them; Gemma 2's 50 / 30 would go untested); 26 layers, the
+           layer count llama.cpp knows as Gemma 2 2B (its attention scale rule
+           depends on the model size)
+
+llama31 and qwen3 are 4 layers, all GQA 4/2, ~16 MB (the 49152 x 64
+embedding is most of it). No --hf-config for gemma2.
 
 --hf-config also writes the Hugging Face config.json of the same model
 (LlamaForCausalLM with rope_scaling llama3; Qwen3ForCausalLM), for the test
@@ -45,7 +54,10 @@ FAMILIES = {
     # arch, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, rope_theta, rms_eps, seed
     "llama31": ("llama", 64, 4, 4, 2, 64, 192, 500000.0, 1e-5, 31),
     "qwen3": ("qwen3", 64, 4, 4, 2, 64, 192, 1000000.0, 1e-6, 3),
+    "gemma2": ("gemma2", 64, 26, 4, 2, 64, 192, 10000.0, 1e-6, 2),
 }
+GEMMA2_WINDOW = 16
+GEMMA2_ATTN_SOFTCAP, GEMMA2_FINAL_SOFTCAP = 2.0, 15.0  # Gemma 2's are 50 and 30: never reached by these weights
 LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 512}
 CONTEXT = 2048
@@ -141,6 +153,10 @@ def main() -> int:
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     n_vocab = copy_vocabulary(w, a.vocab_from)
     w.add_vocab_size(n_vocab)
+    if arch == "gemma2":
+        w.add_sliding_window(GEMMA2_WINDOW)
+        w.add_attn_logit_softcapping(GEMMA2_ATTN_SOFTCAP)
+        w.add_final_logit_softcapping(GEMMA2_FINAL_SOFTCAP)
 
     rng = np.random.default_rng(seed)
 
@@ -165,17 +181,21 @@ def main() -> int:
             w.add_tensor(b + "attn_q_norm.weight", norm(head_dim))
             w.add_tensor(b + "attn_k_norm.weight", norm(head_dim))
         w.add_tensor(b + "attn_output.weight", matrix(n_embd, n_head * head_dim))
+        if arch == "gemma2":
+            w.add_tensor(b + "post_attention_norm.weight", norm(n_embd))
         w.add_tensor(b + "ffn_norm.weight", norm(n_embd))
         w.add_tensor(b + "ffn_gate.weight", matrix(n_ff, n_embd))
         w.add_tensor(b + "ffn_up.weight", matrix(n_ff, n_embd))
         w.add_tensor(b + "ffn_down.weight", matrix(n_embd, n_ff))
+        if arch == "gemma2":
+            w.add_tensor(b + "post_ffw_norm.weight", norm(n_embd))
     w.add_tensor("output_norm.weight", norm(n_embd))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
     print(f"wrote {a.out}", file=sys.stderr)
-    if a.hf_config:
+    if a.hf_config and a.family != "gemma2":
         with open(a.hf_config, "w", encoding="utf-8") as f:
             json.dump(hf_config(a.family, n_vocab), f, indent=2)
             f.write("\n")

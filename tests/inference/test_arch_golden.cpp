@@ -4,6 +4,8 @@
 // tools/make_inference_goldens.py, tests/data/inference/README.md):
 //   - llama31: `llama` with Llama 3.1's RoPE frequency factors (rope_freqs)
 //   - qwen3:   per-head Q/K RMSNorm before RoPE
+//   - gemma2:  pre/post norms, GeGLU, alternating 16-token sliding windows,
+//              attention and final soft-capping (at 2 and 15)
 // Every greedy continuation (10 prompts x 64 tokens) must be llama.cpp's token
 // for token, and at every position the reference's top-16 log-probabilities
 // (logit - logsumexp) within kLogprobTolerance of ours. The weights are F32, so
@@ -73,6 +75,7 @@ private slots:
     }
     void llama31MatchesLlamaCpp() { check_family("llama31", false); }
     void qwen3MatchesLlamaCpp() { check_family("qwen3", false); }
+    void gemma2MatchesLlamaCpp() { check_family("gemma2", false); }
     // The llama31 file run as if its rope_freqs were not there (what Folio did
     // before): it must be far from llama.cpp, or the goldens could not tell.
     void ropeFactorsAreNeeded() { check_family("llama31", true); }

@@ -115,6 +115,23 @@ Result<HParams> hparams_from_gguf(const GgufFile& file) {
     hp.attn_logit_softcap = *attn_softcap;
     hp.rope_style = uses_split_half_rope(hp.architecture) ? RopeStyle::SplitHalf : RopeStyle::Interleaved;
 
+    if (hp.architecture == "gemma2") {
+        // llama.cpp's gemma2: every other layer (the even ones) slides over
+        // `sliding_window` tokens (4096 when the key is absent), soft-capping
+        // at 50 / 30 unless the file says otherwise, and queries scaled by
+        // 1/sqrt(head_dim), save the 46-layer 27B's 1/sqrt(n_embd / n_head).
+        auto window = file.get_u32_or(p + "attention.sliding_window", 4096);
+        auto attn_cap = file.get_f32_or(p + "attn_logit_softcapping", 50.0f);
+        auto final_cap = file.get_f32_or(p + "final_logit_softcapping", 30.0f);
+        if (!window) return window.error();
+        if (!attn_cap) return attn_cap.error();
+        if (!final_cap) return final_cap.error();
+        hp.sliding_window = *window;
+        hp.sliding_window_pattern = 2;
+        hp.attn_logit_softcap = *attn_cap;
+        hp.final_logit_softcap = *final_cap;
+        hp.query_pre_attn_scalar = hp.n_layer == 46 && hp.n_head ? float(hp.n_embd / hp.n_head) : float(hp.head_dim);
+    }
     if (hp.architecture == "gemma3") {
         auto window = file.get_u32_or(p + "attention.sliding_window", 0);
         if (!window) return window.error();

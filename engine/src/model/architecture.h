@@ -108,6 +108,7 @@ Result<std::unique_ptr<Architecture>> create_architecture(const ModelDescription
 Result<std::unique_ptr<Architecture>> create_llama(const ModelDescription& model);
 Result<std::unique_ptr<Architecture>> create_qwen3(const ModelDescription& model);  // llama.cpp: the Qwen3 block
 Result<std::unique_ptr<Architecture>> create_gemma3(const ModelDescription& model);
+Result<std::unique_ptr<Architecture>> create_gemma2(const ModelDescription& model);  // gemma3.cpp, no QK-norm
 
 }  // namespace folio::model
 
