@@ -30,10 +30,11 @@ Families:
            depends on the model size)
 
 llama31 and qwen3 are 4 layers, all GQA 4/2, ~16 MB (the 49152 x 64
-embedding is most of it). No --hf-config for gemma2.
+embedding is most of it; gemma2 ~23 MB).
 
 --hf-config also writes the Hugging Face config.json of the same model
-(LlamaForCausalLM with rope_scaling llama3; Qwen3ForCausalLM), for the test
+(LlamaForCausalLM with rope_scaling llama3; Qwen3ForCausalLM; Gemma2ForCausalLM
+in transformers 4's form, whose HF norms would be stored as w - 1), for the test
 that both forms map to the same description.
 
 Weights: N(0, 1/in_features) matrices (activations stay O(1) through the
@@ -105,7 +106,7 @@ def copy_vocabulary(w: gguf.GGUFWriter, path: str) -> int:
 def hf_config(family: str, n_vocab: int) -> dict:
     arch, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, theta, eps, _ = FAMILIES[family]
     config = {
-        "architectures": ["LlamaForCausalLM" if arch == "llama" else "Qwen3ForCausalLM"],
+        "architectures": ["LlamaForCausalLM" if arch == "llama" else "Qwen3ForCausalLM"],  # gemma2: below
         "model_type": arch,
         "vocab_size": n_vocab,
         "hidden_size": n_embd,
@@ -123,6 +124,11 @@ def hf_config(family: str, n_vocab: int) -> dict:
     }
     if family == "llama31":
         config["rope_scaling"] = dict(LLAMA3_ROPE)
+    elif family == "gemma2":
+        config.update({"architectures": ["Gemma2ForCausalLM"], "hidden_act": "gelu_pytorch_tanh",
+                       "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": head_dim,
+                       "sliding_window": GEMMA2_WINDOW, "attn_logit_softcapping": GEMMA2_ATTN_SOFTCAP,
+                       "final_logit_softcapping": GEMMA2_FINAL_SOFTCAP})
     else:
         config.update({"attention_bias": False, "use_sliding_window": False, "rope_scaling": None})
     return config
@@ -195,7 +201,7 @@ def main() -> int:
     w.write_tensors_to_file()
     w.close()
     print(f"wrote {a.out}", file=sys.stderr)
-    if a.hf_config and a.family != "gemma2":
+    if a.hf_config:
         with open(a.hf_config, "w", encoding="utf-8") as f:
             json.dump(hf_config(a.family, n_vocab), f, indent=2)
             f.write("\n")

@@ -69,6 +69,8 @@ nlohmann::json to_json(const ModelDescription& m, uint32_t ctx, bool with_tensor
         {"rope_freq_base_swa", h.rope_freq_base_swa}, {"rope_scale_linear", h.rope_scale_linear},
         {"rope_style", h.rope_style == RopeStyle::Interleaved ? "interleaved" : "split-half"},
         {"sliding_window", h.sliding_window}, {"sliding_window_pattern", h.sliding_window_pattern},
+        {"attn_logit_softcap", h.attn_logit_softcap}, {"final_logit_softcap", h.final_logit_softcap},
+        {"query_pre_attn_scalar", h.query_pre_attn_scalar},
         {"tied_embeddings", h.tied_embeddings}};
     // Llama 3.1's per-pair divisors: how many, and their range (the list itself is in --json).
     if (h.rope_freq_factors.empty()) {

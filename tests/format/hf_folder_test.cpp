@@ -460,7 +460,7 @@ private slots:
             if (folio_test::models_required()) QFAIL("test model missing: run scripts/setup.sh");
             QSKIP("needs the SmolLM2 GGUF's vocabulary");
         }
-        for (const char* family : {"llama31", "qwen3"}) {
+        for (const char* family : {"llama31", "qwen3", "gemma2"}) {
             const std::string gguf = (dir_ / (std::string(family) + ".gguf")).string();
             const std::string config = (dir_ / (std::string(family) + ".json")).string();
             std::string output;
@@ -490,17 +490,51 @@ private slots:
             QCOMPARE(h.rope_freq_base, g.rope_freq_base);
             QCOMPARE(h.rope_scale_linear, g.rope_scale_linear);
             QCOMPARE(h.tied_embeddings, g.tied_embeddings);
+            QCOMPARE(h.sliding_window, g.sliding_window);
+            QCOMPARE(h.sliding_window_pattern, g.sliding_window_pattern);
+            QCOMPARE(h.attn_logit_softcap, g.attn_logit_softcap);
+            QCOMPARE(h.final_logit_softcap, g.final_logit_softcap);
+            if (std::string(family) == "gemma2") {
+                QCOMPARE(h.query_pre_attn_scalar, g.query_pre_attn_scalar);
+                QCOMPARE(h.norm_weight_offset, 1.0f);  // HF Gemma norms are stored as w - 1, GGUF's with the 1 added
+            }
             QCOMPARE(h.rope_freq_factors.size(), g.rope_freq_factors.size());
-            QCOMPARE(g.rope_freq_factors.empty(), std::string(family) == "qwen3");
+            QCOMPARE(g.rope_freq_factors.empty(), std::string(family) != "llama31");
             for (size_t i = 0; i < g.rope_freq_factors.size(); ++i)
                 QVERIFY2(std::fabs(h.rope_freq_factors[i] - g.rope_freq_factors[i]) <= 1e-6f * g.rope_freq_factors[i],
                          ("factor " + std::to_string(i) + ": config.json " + std::to_string(h.rope_freq_factors[i]) +
                           ", GGUF " + std::to_string(g.rope_freq_factors[i]))
                              .c_str());
             QVERIFY(h.rope_style == folio::RopeStyle::SplitHalf);
-            QVERIFY(g.rope_style == (std::string(family) == "qwen3" ? folio::RopeStyle::SplitHalf
-                                                                   : folio::RopeStyle::Interleaved));
+            QVERIFY(g.rope_style == (std::string(family) == "llama31" ? folio::RopeStyle::Interleaved
+                                                                     : folio::RopeStyle::SplitHalf));
         }
+    }
+
+    // Gemma 2 in transformers 4's form: alternation hard-coded, caps by default 50 / 30, null = off.
+    void readsGemma2Config() {
+        const std::string base = R"("model_type": "gemma2", "vocab_size": 256000, "hidden_size": 2304,
+            "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+            "head_dim": 256, "max_position_embeddings": 8192, "hidden_activation": "gelu_pytorch_tanh",
+            "hidden_act": "gelu_pytorch_tanh", "query_pre_attn_scalar": 256, "sliding_window": 4096)";
+        auto r = folio::hf::parse_config("{" + base + "}", "config.json");
+        QVERIFY2(r.ok(), error_of(r).c_str());
+        const folio::HParams& hp = r->hparams;
+        QCOMPARE(hp.architecture, std::string("gemma2"));
+        QCOMPARE(hp.sliding_window, 4096u);
+        QCOMPARE(hp.sliding_window_pattern, 2u);
+        QCOMPARE(hp.attn_logit_softcap, 50.0f);
+        QCOMPARE(hp.final_logit_softcap, 30.0f);
+        QCOMPARE(hp.query_pre_attn_scalar, 256.0f);
+        QCOMPARE(hp.rope_freq_base, 10000.0f);
+        QCOMPARE(hp.norm_weight_offset, 1.0f);
+        QVERIFY(r->tie_word_embeddings);
+        auto off = folio::hf::parse_config("{" + base + R"(, "attn_logit_softcapping": null})", "config.json");
+        QVERIFY2(off.ok(), error_of(off).c_str());
+        QCOMPARE(off->hparams.attn_logit_softcap, 0.0f);
+        QCOMPARE(off->hparams.final_logit_softcap, 30.0f);
+        QCOMPARE(folio::hf::gguf_tensor_name("model.layers.1.pre_feedforward_layernorm.weight", "gemma2").value_or(""),
+                 std::string("blk.1.ffn_norm.weight"));
     }
 
     void mapsQwen3QkNorms() {

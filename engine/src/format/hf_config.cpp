@@ -26,6 +26,7 @@ constexpr KnownType kKnownTypes[] = {
     {"mistral", "llama", false, 10000.0f},  // Mistral is Llama's graph; GGUF files call it llama
     {"qwen2", "qwen2", false, 10000.0f},
     {"qwen3", "qwen3", false, 10000.0f},
+    {"gemma2", "gemma2", true, 10000.0f},
     {"gemma3_text", "gemma3", true, 1000000.0f},
 };
 
@@ -53,6 +54,8 @@ public:
     }
     Result<float> real(const char* key, float fallback) const { return real(root_, key, fallback); }
 
+    // Whether the key is there at all (null included: "off" for some keys).
+    bool present(const char* key) const { return root_.contains(key); }
     const json* find(const char* key) const {
         const auto it = root_.find(key);
         return (it == root_.end() || it->is_null()) ? nullptr : &*it;
@@ -177,6 +180,34 @@ Result<uint32_t> sliding_window_pattern(const ConfigReader& reader, uint32_t n_l
     return period;
 }
 
+// Gemma 2: even layers slide (transformers 4 hard-codes the alternation, 5
+// writes layer_types); soft-capping at Gemma2Config's 50 / 30 when the keys
+// are absent, off when they are null.
+Status read_gemma2_extras(const ConfigReader& reader, HParams& hp) {
+    hp.norm_weight_offset = 1.0f;  // Gemma2RMSNorm scales by (1 + weight)
+    Result<uint32_t> window = reader.count("sliding_window", 4096u);
+    if (!window) return window.error();
+    hp.sliding_window = *window;
+    Result<uint32_t> pattern = reader.find("layer_types") ? sliding_window_pattern(reader, hp.n_layer) : 2u;
+    if (!pattern) return pattern.error();
+    hp.sliding_window_pattern = *pattern;
+    struct Cap {
+        const char* key;
+        float fallback;
+        float* out;
+    };
+    for (const Cap& c : {Cap{"attn_logit_softcapping", 50.0f, &hp.attn_logit_softcap},
+                         Cap{"final_logit_softcapping", 30.0f, &hp.final_logit_softcap}}) {
+        Result<float> v = reader.real(c.key, reader.present(c.key) ? 0.0f : c.fallback);
+        if (!v) return v.error();
+        *c.out = *v;
+    }
+    Result<float> scalar = reader.real("query_pre_attn_scalar", 256.0f);  // Gemma2Config's default
+    if (!scalar) return scalar.error();
+    hp.query_pre_attn_scalar = *scalar;
+    return {};
+}
+
 Status read_gemma3_extras(const ConfigReader& reader, HParams& hp) {
     hp.norm_weight_offset = 1.0f;  // Gemma3RMSNorm scales by (1 + weight)
     Result<uint32_t> window = reader.count("sliding_window", 4096u);
@@ -241,15 +272,15 @@ Result<ModelConfig> parse_config(const std::string& json_text, const std::string
             if (config.model_type == k.model_type) known = &k;
         if (!known)
             return make_error(source + ": model_type '" + config.model_type +
-                              "' is not supported for Hugging Face folders (Folio maps llama, mistral, qwen2, qwen3 "
-                              "and gemma3_text weights)");
+                              "' is not supported for Hugging Face folders (Folio maps llama, mistral, qwen2, qwen3, "
+                              "gemma2 and gemma3_text weights)");
 
         HParams& hp = config.hparams;
         hp.architecture = known->architecture;
         // Hugging Face checkpoints keep Q/K rows in rotate-half order; nothing is permuted on load.
         hp.rope_style = RopeStyle::SplitHalf;
 
-        if (known->architecture != std::string("gemma3")) {
+        if (known->architecture != std::string("gemma3") && known->architecture != std::string("gemma2")) {
             const json* act = reader.find("hidden_act");
             if (act && *act != "silu")
                 return make_error(source + ": hidden_act " + describe_json(*act) + " is not supported for model_type '" +
@@ -315,6 +346,10 @@ Result<ModelConfig> parse_config(const std::string& json_text, const std::string
             hp.rope_freq_base = rope.theta;
             hp.rope_scale_linear = rope.linear_scale;
             if (rope.llama3) hp.rope_freq_factors = llama3_rope_factors(rope, hp.head_dim);
+            if (hp.architecture == "gemma2") {
+                Status s = read_gemma2_extras(reader, hp);
+                if (!s) return s.error();
+            }
         }
 
         config.tie_word_embeddings = known->tie_default;

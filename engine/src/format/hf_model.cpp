@@ -110,7 +110,7 @@ Status check_tensor_shapes(const ModelDescription& model) {
             expected[blk + "attn_q_norm.weight"] = {hd};
             expected[blk + "attn_k_norm.weight"] = {hd};
         }
-        if (gemma3) {
+        if (gemma3 || hp.architecture == "gemma2") {
             expected[blk + "post_attention_norm.weight"] = {embd};
             expected[blk + "post_ffw_norm.weight"] = {embd};
         }

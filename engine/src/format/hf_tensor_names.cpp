@@ -79,7 +79,8 @@ std::optional<std::string> gguf_tensor_name(std::string_view hf_name, std::strin
     if (!layer) return std::nullopt;
     const auto [index, rest] = *layer;
     std::optional<std::string_view> suffix = lookup(kLayerNames, rest);
-    if (!suffix) suffix = architecture == "gemma3" ? lookup(kGemma3LayerNames, rest) : lookup(kPreNormLayerNames, rest);
+    const bool gemma = architecture == "gemma3" || architecture == "gemma2";  // Gemma 2: the same names, no Q/K norms
+    if (!suffix) suffix = gemma ? lookup(kGemma3LayerNames, rest) : lookup(kPreNormLayerNames, rest);
     if (!suffix && architecture == "qwen3") suffix = lookup(kQkNormLayerNames, rest);
     if (!suffix) return std::nullopt;
     return "blk." + std::string(index) + "." + std::string(*suffix);
