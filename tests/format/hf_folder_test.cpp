@@ -133,6 +133,41 @@ private slots:
         QCOMPARE(m.kv_bytes_per_token(2), uint64_t(2 * 2 * 1 * 4 * 2));
     }
 
+    // Qwen3: per-head Q/K norms, required; Gemma 2: Gemma 3's norms without them.
+    void describesQwen3AndGemma2Folders() {
+        const fs::path qwen3 = dir_ / "tiny-qwen3";
+        TinyLlama::write_folder(qwen3, true, false, "qwen3");
+        auto q = folio::load_hf_folder_model(qwen3.string());
+        QVERIFY2(q.ok(), error_of(q).c_str());
+        QCOMPARE(q->hparams.architecture, std::string("qwen3"));
+        QCOMPARE(q->tensors.size(), size_t(1 + 11 * 2 + 1));
+        const folio::TensorView* k_norm = q->find_tensor("blk.1.attn_k_norm.weight");
+        QVERIFY(k_norm != nullptr);
+        QVERIFY((k_norm->shape == std::vector<int64_t>{4}));
+        QVERIFY(q->find_tensor("blk.0.ffn_norm.weight") != nullptr);
+        QCOMPARE(q->hparams.norm_weight_offset, 0.0f);
+
+        const fs::path gemma2 = dir_ / "tiny-gemma2";
+        TinyLlama::write_folder(gemma2, true, false, "gemma2");
+        auto g = folio::load_hf_folder_model(gemma2.string());
+        QVERIFY2(g.ok(), error_of(g).c_str());
+        QCOMPARE(g->hparams.architecture, std::string("gemma2"));
+        QCOMPARE(g->tensors.size(), size_t(1 + 11 * 2 + 1));
+        QVERIFY(g->find_tensor("blk.1.post_ffw_norm.weight") != nullptr);
+        QVERIFY(g->find_tensor("blk.1.attn_q_norm.weight") == nullptr);
+        QCOMPARE(g->hparams.sliding_window_pattern, 2u);
+        QCOMPARE(g->hparams.norm_weight_offset, 1.0f);
+
+        // A qwen3 folder without its Q/K norms is refused, naming the tensor.
+        const std::string missing = load_error_after("qwen3-no-norms", [](const fs::path& dir) {
+            auto specs = TinyLlama::tensors(false, "qwen3");
+            std::erase_if(specs, [](const hf_fixture::TensorSpec& t) { return t.name.find("q_norm") != std::string::npos; });
+            hf_fixture::write_file(dir / "model.safetensors", hf_fixture::safetensors_file(specs));
+            hf_fixture::write_file(dir / "config.json", TinyLlama::config_json(true, "qwen3"));
+        });
+        QVERIFY2(contains(missing, "attn_q_norm.weight"), missing.c_str());
+    }
+
     void describesQwen2FolderWithBiases() {
         const fs::path dir = dir_ / "tiny-qwen2";
         TinyLlama::write_folder(dir, true, false, "qwen2");
