@@ -25,12 +25,15 @@ __device__ __forceinline__ int64_t cache_index(int64_t slot, int head, int d, in
     return ((block * n_head_kv + head) * block_size + offset) * head_dim + d;
 }
 
-// Pair i's angle, built by repeated multiplication in float exactly as the
-// CPU backend (and GGML) does, so both round the same way.
-__device__ __forceinline__ void rope_angle(int32_t position, float scale, float theta_scale, int i, float& c,
-                                           float& s) {
-    float theta = static_cast<float>(position) / scale;
+// Pair i's angle, built by repeated multiplication in float, then divided by
+// the pair's factor and scaled, exactly as the CPU backend (and GGML) does, so
+// both round the same way (IEEE division: no fast-math reciprocal).
+__device__ __forceinline__ void rope_angle(int32_t position, float freq_scale, float theta_scale,
+                                           const float* freq_factors, int i, float& c, float& s) {
+    float theta = static_cast<float>(position);
     for (int j = 0; j < i; ++j) theta *= theta_scale;
+    if (freq_factors) theta = __fdiv_rn(theta, freq_factors[i]);
+    theta = __fmul_rn(theta, freq_scale);
     c = cosf(theta);
     s = sinf(theta);
 }
@@ -45,8 +48,8 @@ __device__ __forceinline__ void rope_angle(int32_t position, float scale, float 
 __global__ void __launch_bounds__(kRopeThreads)
     rope_store_kv_kernel(float* q, const float* k, const float* v, int n_head, int n_head_kv, int head_dim,
                          int block_size, __half* k_cache, __half* v_cache, const int32_t* positions,
-                         const int64_t* slot_mapping, float scale, float theta_scale,
-                         bool split_half) {
+                         const int64_t* slot_mapping, float freq_scale, float theta_scale,
+                         const float* freq_factors, bool split_half) {
     __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2];
     detail::allow_later_grids();
     // The angles and the slot come from the step's batch, which no kernel writes: they are read
@@ -56,7 +59,8 @@ __global__ void __launch_bounds__(kRopeThreads)
     const int q_items = n_head * half, kv_items = n_head_kv * half;
     const int first = blockIdx.y * kRopeThreads, item = first + threadIdx.x;
     if (first < q_items + kv_items && static_cast<int>(threadIdx.x) < half)
-        rope_angle(positions[row], scale, theta_scale, threadIdx.x, cos_s[threadIdx.x], sin_s[threadIdx.x]);
+        rope_angle(positions[row], freq_scale, theta_scale, freq_factors, threadIdx.x, cos_s[threadIdx.x],
+                   sin_s[threadIdx.x]);
     const int64_t slot = slot_mapping[row];
     __syncthreads();
     detail::wait_for_earlier_grids();
@@ -98,14 +102,15 @@ cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, 
     if (kv.head_dim <= 0 || kv.head_dim % 2 != 0 || kv.head_dim > kMaxHeadDim || kv.n_head_kv <= 0 || n_head <= 0 ||
         kv.block_size <= 0 || !kv.k || !kv.v || !(rope.scale != 0.0f))
         return cudaErrorInvalidValue;
-    // base^(-2/d) computed on the host in float, as the CPU backend does.
+    // base^(-2/d) and 1/scale computed on the host in float, as the CPU backend does.
     const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(kv.head_dim));
+    const float freq_scale = 1.0f / rope.scale;
     const int items = (n_head + 2 * kv.n_head_kv) * (kv.head_dim / 2);
     const dim3 grid(static_cast<unsigned>(b.n_tokens), static_cast<unsigned>((items + kRopeThreads - 1) / kRopeThreads));
     return detail::launch_overlapped(detail::kPdlRope, rope_store_kv_kernel, grid, dim3(kRopeThreads), s, q, k, v,
                                      n_head, kv.n_head_kv, kv.head_dim, kv.block_size, static_cast<__half*>(kv.k),
-                                     static_cast<__half*>(kv.v), b.positions, b.slot_mapping, rope.scale, theta_scale,
-                                     rope.split_half);
+                                     static_cast<__half*>(kv.v), b.positions, b.slot_mapping, freq_scale, theta_scale,
+                                     rope.freq_factors, rope.split_half);
 }
 
 }  // namespace folio::kernels

@@ -1,4 +1,5 @@
 // folio inspect: what a model is and what it needs to run.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -68,7 +69,17 @@ nlohmann::json to_json(const ModelDescription& m, uint32_t ctx, bool with_tensor
         {"rope_freq_base_swa", h.rope_freq_base_swa}, {"rope_scale_linear", h.rope_scale_linear},
         {"rope_style", h.rope_style == RopeStyle::Interleaved ? "interleaved" : "split-half"},
         {"sliding_window", h.sliding_window}, {"sliding_window_pattern", h.sliding_window_pattern},
+        {"attn_logit_softcap", h.attn_logit_softcap}, {"final_logit_softcap", h.final_logit_softcap},
+        {"query_pre_attn_scalar", h.query_pre_attn_scalar},
         {"tied_embeddings", h.tied_embeddings}};
+    // Llama 3.1's per-pair divisors: how many, and their range (the list itself is in --json).
+    if (h.rope_freq_factors.empty()) {
+        j["hparams"]["rope_freq_factors"] = nullptr;
+    } else {
+        const auto [lo, hi] = std::minmax_element(h.rope_freq_factors.begin(), h.rope_freq_factors.end());
+        j["hparams"]["rope_freq_factors"] = {{"count", h.rope_freq_factors.size()}, {"min", *lo}, {"max", *hi},
+                                             {"values", h.rope_freq_factors}};
+    }
     int64_t params = 0;
     std::map<std::string, TypeUsage> usage;
     for (const auto& t : m.tensors) {
@@ -105,7 +116,11 @@ void print_text(const nlohmann::json& j, const ModelDescription& m) {
     std::printf("architecture   %s\n", m.hparams.architecture.c_str());
     std::printf("parameters     %.1f M\n", j["parameters"].get<double>() / 1e6);
     std::printf("\nhyper-parameters\n");
-    for (auto it = h.begin(); it != h.end(); ++it) std::printf("  %-24s %s\n", it.key().c_str(), it.value().dump().c_str());
+    for (auto it = h.begin(); it != h.end(); ++it) {
+        nlohmann::json value = it.value();
+        if (it.key() == "rope_freq_factors" && value.is_object()) value.erase("values");
+        std::printf("  %-24s %s\n", it.key().c_str(), value.dump().c_str());
+    }
     std::printf("\nquantization mix\n");
     for (const auto& q : j["quantization"])
         std::printf("  %-6s %4d tensors  %10s\n", q["type"].get<std::string>().c_str(), q["tensors"].get<int>(),

@@ -1,6 +1,8 @@
 // load_gguf_model() on small hand-made files: defaults, architecture rules,
 // the tokenizer, and clear errors for missing or inconsistent keys.
 #include <filesystem>
+#include <span>
+#include <vector>
 
 #include "folio_test.h"
 #include "format/gguf_model.h"
@@ -79,6 +81,42 @@ private slots:
         QVERIFY2(model.ok(), std::string(model.ok() ? "" : model.error().message).c_str());
         QCOMPARE(model->hparams.rope_scale_linear, 4.0f);
         QVERIFY(!model->hparams.tied_embeddings);
+    }
+
+    // Llama 3.1's rope_freqs.weight: one F32 divisor per rotated pair (heads of 8 here: 4).
+    void ropeFrequencyFactorsAreRead() {
+        const float factors[4] = {1.0f, 1.5f, 4.0f, 8.0f};
+        GgufWriter w = tiny_llama();
+        (void)w.add_tensor("rope_freqs.weight", TensorType::F32, {4},
+                           std::span(reinterpret_cast<const std::byte*>(factors), sizeof factors));
+        auto model = load(w);
+        QVERIFY2(model.ok(), std::string(model.ok() ? "" : model.error().message).c_str());
+        QVERIFY((model->hparams.rope_freq_factors == std::vector<float>(factors, factors + 4)));
+
+        GgufWriter wrong = tiny_llama();
+        (void)wrong.add_tensor("rope_freqs.weight", TensorType::F32, {2},
+                               std::span(reinterpret_cast<const std::byte*>(factors), 8));
+        QVERIFY(error_mentions(load(wrong), "'rope_freqs.weight' should be F32 of 4 values"));
+        const float zero[4] = {1.0f, 0.0f, 1.0f, 1.0f};
+        GgufWriter bad = tiny_llama();
+        (void)bad.add_tensor("rope_freqs.weight", TensorType::F32, {4},
+                             std::span(reinterpret_cast<const std::byte*>(zero), sizeof zero));
+        QVERIFY(error_mentions(load(bad), "factors must be positive"));
+    }
+
+    // Scalings Folio does not run are load errors, never plain RoPE.
+    void unsupportedRopeScalingIsAnError() {
+        for (const char* type : {"yarn", "longrope"}) {
+            GgufWriter w = tiny_llama();
+            w.set("llama.rope.scaling.type", GgufValue::string(type));
+            w.set("llama.rope.scaling.factor", GgufValue::f32(4.0f));
+            auto model = load(w);
+            QVERIFY2(error_mentions(model, "rope.scaling.type is '" + std::string(type) + "'"),
+                     std::string(model.ok() ? "loaded" : model.error().message).c_str());
+        }
+        GgufWriter partial = tiny_llama();
+        partial.set("llama.rope.dimension_count", GgufValue::u32(4));  // heads of 8
+        QVERIFY(error_mentions(load(partial), "partial rotary"));
     }
 
     void missingRequiredKeyIsNamed() {

@@ -113,9 +113,11 @@ struct TinyLlama {
                 add(p + "self_attn.k_proj.bias", "F32", {kKvHeads * kHeadDim});
                 add(p + "self_attn.v_proj.bias", "F32", {kKvHeads * kHeadDim});
             }
-            if (model_type == "gemma3_text") {
+            if (model_type == "gemma3_text" || model_type == "qwen3") {
                 add(p + "self_attn.q_norm.weight", "F32", {kHeadDim});
                 add(p + "self_attn.k_norm.weight", "F32", {kHeadDim});
+            }
+            if (model_type == "gemma3_text" || model_type == "gemma2") {
                 add(p + "pre_feedforward_layernorm.weight", "F32", {kEmbd});
                 add(p + "post_feedforward_layernorm.weight", "F32", {kEmbd});
             }

@@ -1,8 +1,12 @@
 // A Hugging Face folder (written here: config.json, model.safetensors,
 // tokenizer files) read into a ModelDescription, the config.json mapping for
 // each supported model type, and the errors for folders Folio cannot use.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <set>
 #include <string>
@@ -13,6 +17,7 @@
 #include "format/hf_config.h"
 #include "format/hf_model.h"
 #include "format/hf_tensor_names.h"
+#include "gguf_fixture.h"
 #include "hf_fixture.h"
 
 namespace fs = std::filesystem;
@@ -126,6 +131,41 @@ private slots:
         for (const auto& t : m.tensors) bytes += t.nbytes;
         QCOMPARE(m.weight_bytes(), bytes);
         QCOMPARE(m.kv_bytes_per_token(2), uint64_t(2 * 2 * 1 * 4 * 2));
+    }
+
+    // Qwen3: per-head Q/K norms, required; Gemma 2: Gemma 3's norms without them.
+    void describesQwen3AndGemma2Folders() {
+        const fs::path qwen3 = dir_ / "tiny-qwen3";
+        TinyLlama::write_folder(qwen3, true, false, "qwen3");
+        auto q = folio::load_hf_folder_model(qwen3.string());
+        QVERIFY2(q.ok(), error_of(q).c_str());
+        QCOMPARE(q->hparams.architecture, std::string("qwen3"));
+        QCOMPARE(q->tensors.size(), size_t(1 + 11 * 2 + 1));
+        const folio::TensorView* k_norm = q->find_tensor("blk.1.attn_k_norm.weight");
+        QVERIFY(k_norm != nullptr);
+        QVERIFY((k_norm->shape == std::vector<int64_t>{4}));
+        QVERIFY(q->find_tensor("blk.0.ffn_norm.weight") != nullptr);
+        QCOMPARE(q->hparams.norm_weight_offset, 0.0f);
+
+        const fs::path gemma2 = dir_ / "tiny-gemma2";
+        TinyLlama::write_folder(gemma2, true, false, "gemma2");
+        auto g = folio::load_hf_folder_model(gemma2.string());
+        QVERIFY2(g.ok(), error_of(g).c_str());
+        QCOMPARE(g->hparams.architecture, std::string("gemma2"));
+        QCOMPARE(g->tensors.size(), size_t(1 + 11 * 2 + 1));
+        QVERIFY(g->find_tensor("blk.1.post_ffw_norm.weight") != nullptr);
+        QVERIFY(g->find_tensor("blk.1.attn_q_norm.weight") == nullptr);
+        QCOMPARE(g->hparams.sliding_window_pattern, 2u);
+        QCOMPARE(g->hparams.norm_weight_offset, 1.0f);
+
+        // A qwen3 folder without its Q/K norms is refused, naming the tensor.
+        const std::string missing = load_error_after("qwen3-no-norms", [](const fs::path& dir) {
+            auto specs = TinyLlama::tensors(false, "qwen3");
+            std::erase_if(specs, [](const hf_fixture::TensorSpec& t) { return t.name.find("q_norm") != std::string::npos; });
+            hf_fixture::write_file(dir / "model.safetensors", hf_fixture::safetensors_file(specs));
+            hf_fixture::write_file(dir / "config.json", TinyLlama::config_json(true, "qwen3"));
+        });
+        QVERIFY2(contains(missing, "attn_q_norm.weight"), missing.c_str());
     }
 
     void describesQwen2FolderWithBiases() {
@@ -376,8 +416,22 @@ private slots:
         auto llama3 = folio::hf::parse_config(
             "{\"model_type\": \"llama\", " + base + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})",
             "config.json");
-        QVERIFY(!llama3.ok());
-        QVERIFY2(contains(llama3.error().message, "llama3"), llama3.error().message.c_str());
+        QVERIFY(!llama3.ok());  // llama3 without low/high_freq_factor and the original context
+        QVERIFY2(contains(llama3.error().message, "llama3") && contains(llama3.error().message, "low_freq_factor"),
+                 llama3.error().message.c_str());
+        // YaRN (and dynamic, longrope) are not run: a clear error, never plain RoPE.
+        auto yarn = folio::hf::parse_config("{\"model_type\": \"qwen3\", " + base +
+                                                R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                "original_max_position_embeddings": 32768}})",
+                                            "config.json");
+        QVERIFY(!yarn.ok());
+        QVERIFY2(contains(yarn.error().message, "'yarn'"), yarn.error().message.c_str());
+        // llama3 factors belong to the llama graph; a qwen2 config asking for them is refused.
+        auto qwen_llama3 = folio::hf::parse_config(
+            "{\"model_type\": \"qwen2\", " + base + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+            "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})",
+            "config.json");
+        QVERIFY(!qwen_llama3.ok());
 
         auto gelu = folio::hf::parse_config("{\"model_type\": \"llama\", " + base + R"(, "hidden_act": "gelu"})",
                                             "config.json");
@@ -406,6 +460,127 @@ private slots:
 
         QVERIFY(!folio::hf::parse_config("{nope", "config.json").ok());
         QVERIFY(!folio::hf::parse_config("[]", "config.json").ok());
+    }
+
+    // Llama 3.1's config (8B): 64 factors, 1 for the fast pairs, 8 for the
+    // slow ones, blended between, rising; rope_theta unchanged.
+    void llama3RopeScalingGivesFrequencyFactors() {
+        auto r = folio::hf::parse_config(R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096,
+            "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "max_position_embeddings": 131072, "rope_theta": 500000.0, "rope_scaling": {"factor": 8.0,
+            "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+            "rope_type": "llama3"}})", "config.json");
+        QVERIFY2(r.ok(), error_of(r).c_str());
+        const std::vector<float>& f = r->hparams.rope_freq_factors;
+        QCOMPARE(f.size(), size_t(64));
+        QCOMPARE(r->hparams.rope_freq_base, 500000.0f);
+        QCOMPARE(r->hparams.rope_scale_linear, 1.0f);
+        QCOMPARE(f.front(), 1.0f);
+        QCOMPARE(f.back(), 8.0f);
+        QVERIFY(std::is_sorted(f.begin(), f.end()));
+        int blended = 0;
+        for (float x : f) blended += x > 1.0f && x < 8.0f;
+        QVERIFY2(blended > 0, "no pair between the two wavelength bounds");
+    }
+
+    // The two forms of one model, config.json and GGUF, written by
+    // tools/make_arch_gguf.py (the GGUF's rope_freqs computed as
+    // convert_hf_to_gguf does, in Python): the same description, the
+    // factors within 1e-6 (float32 there, double here), save the RoPE pair
+    // layout, which is recorded per form (GGUF llama: interleaved).
+    void hfConfigsMapToTheirGgufForms() {
+        GGUF_REQUIRE_PYTHON(python);
+        const std::string vocab = folio_test::model_path(folio_test::kSmolLM2);
+        if (vocab.empty()) {
+            if (folio_test::models_required()) QFAIL("test model missing: run scripts/setup.sh");
+            QSKIP("needs the SmolLM2 GGUF's vocabulary");
+        }
+        for (const char* family : {"llama31", "qwen3", "gemma2"}) {
+            const std::string gguf = (dir_ / (std::string(family) + ".gguf")).string();
+            const std::string config = (dir_ / (std::string(family) + ".json")).string();
+            std::string output;
+            const int status = gguf_fixture::run_command(python + " " + folio_test::source_dir() +
+                                                             "/tools/make_arch_gguf.py " + family + " " + gguf +
+                                                             " --hf-config " + config + " --vocab-from " + vocab +
+                                                             " 2>&1",
+                                                         output);
+            QVERIFY2(status == 0, output.c_str());
+            auto from_gguf = folio::load_model_description(gguf);
+            QVERIFY2(from_gguf.ok(), error_of(from_gguf).c_str());
+            std::ifstream in(config);
+            const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            auto from_hf = folio::hf::parse_config(text, config);
+            QVERIFY2(from_hf.ok(), error_of(from_hf).c_str());
+            const folio::HParams &g = from_gguf->hparams, &h = from_hf->hparams;
+            QCOMPARE(h.architecture, g.architecture);
+            QCOMPARE(h.n_vocab, g.n_vocab);
+            QCOMPARE(h.n_ctx_train, g.n_ctx_train);
+            QCOMPARE(h.n_embd, g.n_embd);
+            QCOMPARE(h.n_layer, g.n_layer);
+            QCOMPARE(h.n_head, g.n_head);
+            QCOMPARE(h.n_head_kv, g.n_head_kv);
+            QCOMPARE(h.head_dim, g.head_dim);
+            QCOMPARE(h.n_ff, g.n_ff);
+            QCOMPARE(h.rms_norm_eps, g.rms_norm_eps);
+            QCOMPARE(h.rope_freq_base, g.rope_freq_base);
+            QCOMPARE(h.rope_scale_linear, g.rope_scale_linear);
+            QCOMPARE(h.tied_embeddings, g.tied_embeddings);
+            QCOMPARE(h.sliding_window, g.sliding_window);
+            QCOMPARE(h.sliding_window_pattern, g.sliding_window_pattern);
+            QCOMPARE(h.attn_logit_softcap, g.attn_logit_softcap);
+            QCOMPARE(h.final_logit_softcap, g.final_logit_softcap);
+            if (std::string(family) == "gemma2") {
+                QCOMPARE(h.query_pre_attn_scalar, g.query_pre_attn_scalar);
+                QCOMPARE(h.norm_weight_offset, 1.0f);  // HF Gemma norms are stored as w - 1, GGUF's with the 1 added
+            }
+            QCOMPARE(h.rope_freq_factors.size(), g.rope_freq_factors.size());
+            QCOMPARE(g.rope_freq_factors.empty(), std::string(family) != "llama31");
+            for (size_t i = 0; i < g.rope_freq_factors.size(); ++i)
+                QVERIFY2(std::fabs(h.rope_freq_factors[i] - g.rope_freq_factors[i]) <= 1e-6f * g.rope_freq_factors[i],
+                         ("factor " + std::to_string(i) + ": config.json " + std::to_string(h.rope_freq_factors[i]) +
+                          ", GGUF " + std::to_string(g.rope_freq_factors[i]))
+                             .c_str());
+            QVERIFY(h.rope_style == folio::RopeStyle::SplitHalf);
+            QVERIFY(g.rope_style == (std::string(family) == "llama31" ? folio::RopeStyle::Interleaved
+                                                                     : folio::RopeStyle::SplitHalf));
+        }
+    }
+
+    // Gemma 2 in transformers 4's form: alternation hard-coded, caps by default 50 / 30, null = off.
+    void readsGemma2Config() {
+        const std::string base = R"("model_type": "gemma2", "vocab_size": 256000, "hidden_size": 2304,
+            "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+            "head_dim": 256, "max_position_embeddings": 8192, "hidden_activation": "gelu_pytorch_tanh",
+            "hidden_act": "gelu_pytorch_tanh", "query_pre_attn_scalar": 256, "sliding_window": 4096)";
+        auto r = folio::hf::parse_config("{" + base + "}", "config.json");
+        QVERIFY2(r.ok(), error_of(r).c_str());
+        const folio::HParams& hp = r->hparams;
+        QCOMPARE(hp.architecture, std::string("gemma2"));
+        QCOMPARE(hp.sliding_window, 4096u);
+        QCOMPARE(hp.sliding_window_pattern, 2u);
+        QCOMPARE(hp.attn_logit_softcap, 50.0f);
+        QCOMPARE(hp.final_logit_softcap, 30.0f);
+        QCOMPARE(hp.query_pre_attn_scalar, 256.0f);
+        QCOMPARE(hp.rope_freq_base, 10000.0f);
+        QCOMPARE(hp.norm_weight_offset, 1.0f);
+        QVERIFY(r->tie_word_embeddings);
+        auto off = folio::hf::parse_config("{" + base + R"(, "attn_logit_softcapping": null})", "config.json");
+        QVERIFY2(off.ok(), error_of(off).c_str());
+        QCOMPARE(off->hparams.attn_logit_softcap, 0.0f);
+        QCOMPARE(off->hparams.final_logit_softcap, 30.0f);
+        QCOMPARE(folio::hf::gguf_tensor_name("model.layers.1.pre_feedforward_layernorm.weight", "gemma2").value_or(""),
+                 std::string("blk.1.ffn_norm.weight"));
+    }
+
+    void mapsQwen3QkNorms() {
+        using folio::hf::gguf_tensor_name;
+        QCOMPARE(gguf_tensor_name("model.layers.2.self_attn.q_norm.weight", "qwen3").value_or(""),
+                 std::string("blk.2.attn_q_norm.weight"));
+        QCOMPARE(gguf_tensor_name("model.layers.2.self_attn.k_norm.weight", "qwen3").value_or(""),
+                 std::string("blk.2.attn_k_norm.weight"));
+        QCOMPARE(gguf_tensor_name("model.layers.2.post_attention_layernorm.weight", "qwen3").value_or(""),
+                 std::string("blk.2.ffn_norm.weight"));
+        QVERIFY(!gguf_tensor_name("model.layers.2.self_attn.q_norm.weight", "llama"));
     }
 
     void cleanupTestCase() { fs::remove_all(dir_); }

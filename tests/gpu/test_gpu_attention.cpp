@@ -464,9 +464,14 @@ private slots:
             int n_head, n_head_kv, head_dim, block_size;
             bool split_half;
             float base, scale;
+            bool freq_factors;  // Llama 3.1's divisors: 1 for the first quarter of the pairs, then up to 8
         };
-        for (const Case& c : {Case{9, 3, 64, 16, false, 10000.f, 1.f}, Case{32, 8, 128, 16, true, 500000.f, 1.f},
-                              Case{4, 1, 256, 32, true, 1000000.f, 8.f}, Case{4, 4, 128, 8, false, 10000.f, 2.f}}) {
+        for (const Case& c : {Case{9, 3, 64, 16, false, 10000.f, 1.f, false},
+                              Case{32, 8, 128, 16, true, 500000.f, 1.f, false},
+                              Case{4, 1, 256, 32, true, 1000000.f, 8.f, false},
+                              Case{4, 4, 128, 8, false, 10000.f, 2.f, false},
+                              Case{8, 2, 128, 16, false, 500000.f, 1.f, true},
+                              Case{4, 2, 64, 16, true, 500000.f, 2.f, true}}) {
             const Shape sh{c.n_head, c.n_head_kv, c.head_dim, c.block_size};
             // Prefill chunk, decode rows far into the sequence, and a padding row (slot -1).
             HostBatch hb = make_batch(rng, sh, {{20, 50}, {1, 5000}, {3, 700}, {1, 1}});
@@ -481,7 +486,12 @@ private slots:
             const auto q = random_floats(rng, q_size, -2, 2), k = random_floats(rng, kv_size, -2, 2),
                        v = random_floats(rng, kv_size, -2, 2);
             DeviceArray<float> dq(q), dk(k), dv(v);
-            fk::RopeParams rope{c.base, c.scale, c.split_half};
+            std::vector<float> factors;
+            if (c.freq_factors)
+                for (int i = 0; i < half_dim; ++i)
+                    factors.push_back(i < half_dim / 4 ? 1.0f : 1.0f + 7.0f * float(i) / float(half_dim - 1));
+            DeviceArray<float> dfactors(factors);
+            fk::RopeParams rope{c.base, c.scale, c.split_half, c.freq_factors ? dfactors.ptr : nullptr};
             const cudaError_t err = fk::rope_store_kv(dq.ptr, dk.ptr, dv.ptr, c.n_head, db.kv, rope, db.b, nullptr);
             QVERIFY2(err == cudaSuccess, cuda_error(err, "rope_store_kv").c_str());
             std::vector<float> q_out;
@@ -490,13 +500,15 @@ private slots:
             QVERIFY(db.k_cache.download(k_cache) == cudaSuccess);
             QVERIFY(db.v_cache.download(v_cache) == cudaSuccess);
 
-            // The angles as the CPU backend makes them (float, repeated products); the rotation in double.
-            const float theta_scale = std::pow(c.base, -2.0f / static_cast<float>(D));
+            // The angles as the CPU backend makes them (float: repeated products, then / factor,
+            // then * (1 / scale)); the rotation in double.
+            const float theta_scale = std::pow(c.base, -2.0f / static_cast<float>(D)), freq_scale = 1.0f / c.scale;
             auto rotate = [&](const float* x, int n_heads, int pos, std::vector<double>& y) {
                 y.assign(static_cast<size_t>(n_heads) * D, 0.0);
-                float theta = static_cast<float>(pos) / c.scale;
+                float theta = static_cast<float>(pos);
                 for (int i = 0; i < half_dim; ++i, theta *= theta_scale) {
-                    const double cs = std::cos(static_cast<double>(theta)), sn = std::sin(static_cast<double>(theta));
+                    const float angle = (factors.empty() ? theta : theta / factors[static_cast<size_t>(i)]) * freq_scale;
+                    const double cs = std::cos(static_cast<double>(angle)), sn = std::sin(static_cast<double>(angle));
                     for (int h = 0; h < n_heads; ++h) {
                         const int a = c.split_half ? i : 2 * i, b = c.split_half ? i + half_dim : 2 * i + 1;
                         const double x0 = x[h * D + a], x1 = x[h * D + b];

@@ -37,6 +37,11 @@ struct HParams {
     float rope_freq_base = 10000.0f;
     float rope_freq_base_swa = 0.0f;      // sliding-window layers' own base (gemma3: 10000), 0 = same
     float rope_scale_linear = 1.0f;       // positions are divided by this
+    // Llama 3.1's RoPE frequency factors: pair i turns at base^(-2i/head_dim)
+    // divided by factor i (head_dim / 2 values; empty = none). GGUF files
+    // carry them as the tensor rope_freqs.weight; Hugging Face folders as
+    // rope_scaling {"rope_type": "llama3", ...}, from which they are computed.
+    std::vector<float> rope_freq_factors;
     RopeStyle rope_style = RopeStyle::Interleaved;
     uint32_t sliding_window = 0;          // 0 = no sliding-window layers
     uint32_t sliding_window_pattern = 0;  // every Nth layer is global (gemma3: 6); 0 = none

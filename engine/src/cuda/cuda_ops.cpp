@@ -298,7 +298,9 @@ Status CudaOps::attention(const model::AttentionParams& p, const Batch&, float* 
     if (p.layer < 0 || p.layer >= cache_.n_layer || p.n_head_kv != cache_.n_head_kv || p.head_dim != cache_.head_dim)
         return make_error("attention: layer shape does not match the KV cache");
     const kernels::PagedKvLayer& kv = cache_.layers[static_cast<size_t>(p.layer)];
-    const kernels::RopeParams rope{p.rope.base, p.rope.scale, p.rope.style == RopeStyle::SplitHalf};
+    kernels::RopeParams rope{p.rope.base, p.rope.scale, p.rope.style == RopeStyle::SplitHalf};
+    if (p.rope.freq_factors && !(rope.freq_factors = vector(p.rope.freq_factors, "rope frequency factors")))
+        return error_;
     if (!ok(kernels::rope_store_kv(q, k, v, p.n_head, kv, rope, meta_, stream_), "rope + KV write")) return error_;
     if (!grow(attention_scratch_, kernels::attention_workspace_bytes(meta_, p.n_head, p.head_dim), "attention workspace"))
         return error_;

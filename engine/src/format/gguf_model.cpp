@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstring>
 
 namespace folio {
 
@@ -22,6 +24,21 @@ bool is_known_architecture(const std::string& arch) {
     static constexpr std::array<std::string_view, 8> kKnown = {
         "llama", "mistral", "gemma", "gemma2", "gemma3", "qwen2", "qwen3", "granite"};
     return std::find(kKnown.begin(), kKnown.end(), arch) != kKnown.end();
+}
+
+// rope_freqs.weight (llama.cpp's LLM_TENSOR_ROPE_FREQS): one F32 divisor per
+// rotated pair, shared by every layer.
+Result<std::vector<float>> rope_freq_factors(const GgufFile& file, const GgufTensorInfo& t, uint32_t head_dim) {
+    const std::string what = "gguf: " + file.name() + ": tensor 'rope_freqs.weight'";
+    if (t.type() != TensorType::F32 || t.shape.size() != 1 || t.shape[0] != int64_t{head_dim} / 2 || head_dim == 0)
+        return make_error(what + " should be F32 of " + std::to_string(head_dim / 2) +
+                          " values (one per rotated pair of a head)");
+    std::vector<float> factors(static_cast<size_t>(t.shape[0]));
+    if (t.nbytes < factors.size() * sizeof(float) || !t.data) return make_error(what + " is truncated");
+    std::memcpy(factors.data(), t.data, factors.size() * sizeof(float));
+    for (float f : factors)
+        if (!(f > 0.0f) || !std::isfinite(f)) return make_error(what + " holds " + std::to_string(f) + "; factors must be positive");
+    return factors;
 }
 
 }  // namespace
@@ -73,13 +90,48 @@ Result<HParams> hparams_from_gguf(const GgufFile& file) {
     if (!scaling_type) return scaling_type.error();
     hp.rms_norm_eps = *eps;
     hp.rope_freq_base = *freq_base;
+    // llama.cpp's scaling types are none, linear, yarn and longrope; the last
+    // two change more than the positions, and running them as plain RoPE would
+    // compute wrong attention from the first token on.
+    if (*scaling_type != "none" && *scaling_type != "linear")
+        return make_error("gguf: " + file.name() + ": " + p + "rope.scaling.type is '" + *scaling_type +
+                          "'; Folio runs plain RoPE, linear scaling and Llama 3.1 frequency factors (rope_freqs), "
+                          "not " + *scaling_type);
     hp.rope_scale_linear = *scaling_type == "linear" ? *scaling_factor : *old_scale_linear;
     if (!(hp.rope_scale_linear > 0.0f))
         return make_error("gguf: " + file.name() + ": rope scale factor " + std::to_string(hp.rope_scale_linear) + " must be positive");
+    auto rope_dims = file.get_u32_or(p + "rope.dimension_count", hp.head_dim);
+    if (!rope_dims) return rope_dims.error();
+    if (known && *rope_dims != hp.head_dim)
+        return make_error("gguf: " + file.name() + ": " + p + "rope.dimension_count " + std::to_string(*rope_dims) +
+                          " is not the head size " + std::to_string(hp.head_dim) +
+                          "; Folio rotates whole heads (partial rotary embeddings are not supported)");
+    if (const GgufTensorInfo* freqs = file.find_tensor("rope_freqs.weight")) {
+        auto factors = rope_freq_factors(file, *freqs, hp.head_dim);
+        if (!factors) return factors.error();
+        hp.rope_freq_factors = std::move(*factors);
+    }
     hp.final_logit_softcap = *final_softcap;
     hp.attn_logit_softcap = *attn_softcap;
     hp.rope_style = uses_split_half_rope(hp.architecture) ? RopeStyle::SplitHalf : RopeStyle::Interleaved;
 
+    if (hp.architecture == "gemma2") {
+        // llama.cpp's gemma2: every other layer (the even ones) slides over
+        // `sliding_window` tokens (4096 when the key is absent), soft-capping
+        // at 50 / 30 unless the file says otherwise, and queries scaled by
+        // 1/sqrt(head_dim), save the 46-layer 27B's 1/sqrt(n_embd / n_head).
+        auto window = file.get_u32_or(p + "attention.sliding_window", 4096);
+        auto attn_cap = file.get_f32_or(p + "attn_logit_softcapping", 50.0f);
+        auto final_cap = file.get_f32_or(p + "final_logit_softcapping", 30.0f);
+        if (!window) return window.error();
+        if (!attn_cap) return attn_cap.error();
+        if (!final_cap) return final_cap.error();
+        hp.sliding_window = *window;
+        hp.sliding_window_pattern = 2;
+        hp.attn_logit_softcap = *attn_cap;
+        hp.final_logit_softcap = *final_cap;
+        hp.query_pre_attn_scalar = hp.n_layer == 46 && hp.n_head ? float(hp.n_embd / hp.n_head) : float(hp.head_dim);
+    }
     if (hp.architecture == "gemma3") {
         auto window = file.get_u32_or(p + "attention.sliding_window", 0);
         if (!window) return window.error();

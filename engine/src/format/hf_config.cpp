@@ -1,6 +1,8 @@
 #include "format/hf_config.h"
 
+#include <cmath>
 #include <cstdint>
+#include <vector>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +25,8 @@ constexpr KnownType kKnownTypes[] = {
     {"llama", "llama", false, 10000.0f},
     {"mistral", "llama", false, 10000.0f},  // Mistral is Llama's graph; GGUF files call it llama
     {"qwen2", "qwen2", false, 10000.0f},
+    {"qwen3", "qwen3", false, 10000.0f},
+    {"gemma2", "gemma2", true, 10000.0f},
     {"gemma3_text", "gemma3", true, 1000000.0f},
 };
 
@@ -50,6 +54,8 @@ public:
     }
     Result<float> real(const char* key, float fallback) const { return real(root_, key, fallback); }
 
+    // Whether the key is there at all (null included: "off" for some keys).
+    bool present(const char* key) const { return root_.contains(key); }
     const json* find(const char* key) const {
         const auto it = root_.find(key);
         return (it == root_.end() || it->is_null()) ? nullptr : &*it;
@@ -61,11 +67,21 @@ private:
     std::string source_;
 };
 
+// What one RoPE parameter set asks for; the llama3 fields are only read for
+// rope_type "llama3" (transformers' _compute_llama3_parameters).
+struct RopeConfig {
+    float theta = 10000.0f;
+    float linear_scale = 1.0f;
+    bool llama3 = false;
+    float factor = 1.0f, low_freq_factor = 1.0f, high_freq_factor = 1.0f, original_context = 0.0f;
+};
+
 // Reads one RoPE parameter set: {"rope_type"|"type": ..., "factor": ..., "rope_theta": ...}.
-// Only plain and linearly scaled RoPE have a place in HParams; anything else
-// would be run with the wrong frequencies, so it is refused.
-Status read_rope(const ConfigReader& reader, const json& params, const std::string& what, float& theta,
-                 float& linear_scale) {
+// Plain, linearly scaled and (where allowed) llama3 RoPE have a place in
+// HParams; anything else (yarn, longrope, dynamic) would be run with the wrong
+// frequencies, so it is refused.
+Status read_rope(const ConfigReader& reader, const json& params, const std::string& what, RopeConfig& rope,
+                 bool allow_llama3) {
     if (params.is_null()) return {};
     if (!params.is_object()) return make_error(reader.source() + ": \"" + what + "\" is not an object");
     std::string type = "default";
@@ -73,18 +89,67 @@ Status read_rope(const ConfigReader& reader, const json& params, const std::stri
         const auto it = params.find(key);
         if (it != params.end() && it->is_string()) type = it->get<std::string>();
     }
-    Result<float> t = reader.real(params, "rope_theta", theta);
+    Result<float> t = reader.real(params, "rope_theta", rope.theta);
     if (!t) return t.error();
-    theta = *t;
+    rope.theta = *t;
     if (type == "default") return {};
-    if (type != "linear")
-        return make_error(reader.source() + ": \"" + what + "\" uses rope type '" + type +
-                          "'; Folio supports plain and linear RoPE scaling only");
+    const bool llama3 = type == "llama3" && allow_llama3;
+    if (type != "linear" && !llama3)
+        return make_error(reader.source() + ": \"" + what + "\" uses rope type '" + type + "'; Folio supports plain" +
+                          (allow_llama3 ? ", linear and llama3" : " and linear") + " RoPE scaling only");
     Result<float> factor = reader.real(params, "factor", 1.0f);
     if (!factor) return factor.error();
     if (!(*factor > 0.0f)) return make_error(reader.source() + ": \"" + what + "\" has a non-positive factor");
-    linear_scale = *factor;
+    if (!llama3) {
+        rope.linear_scale = *factor;
+        return {};
+    }
+    rope.llama3 = true;
+    rope.factor = *factor;
+    struct Field {
+        const char* key;
+        float* out;
+    };
+    for (const Field& f : {Field{"low_freq_factor", &rope.low_freq_factor}, Field{"high_freq_factor", &rope.high_freq_factor},
+                           Field{"original_max_position_embeddings", &rope.original_context}}) {
+        if (!params.contains(f.key) || params.at(f.key).is_null())
+            return make_error(reader.source() + ": \"" + what + "\" (llama3) lacks \"" + f.key + "\"");
+        Result<float> v = reader.real(params, f.key, 0.0f);
+        if (!v) return v.error();
+        *f.out = *v;
+    }
+    if (!(rope.low_freq_factor > 0.0f) || !(rope.high_freq_factor > rope.low_freq_factor) ||
+        !(rope.original_context > 0.0f))
+        return make_error(reader.source() + ": \"" + what +
+                          "\" (llama3) needs 0 < low_freq_factor < high_freq_factor and a positive "
+                          "original_max_position_embeddings");
     return {};
+}
+
+// Llama 3.1's factors, as transformers' _compute_llama3_parameters derives
+// them (and convert_hf_to_gguf writes them to rope_freqs.weight): pairs whose
+// wavelength is below original_context / high_freq_factor keep their
+// frequency, those above original_context / low_freq_factor turn `factor`
+// times slower, and the ones between are blended smoothly.
+std::vector<float> llama3_rope_factors(const RopeConfig& rope, uint32_t head_dim) {
+    constexpr double kTwoPi = 6.283185307179586;
+    const double low_wavelen = rope.original_context / rope.low_freq_factor;
+    const double high_wavelen = rope.original_context / rope.high_freq_factor;
+    std::vector<float> factors(head_dim / 2);
+    for (uint32_t i = 0; i < head_dim / 2; ++i) {
+        const double inv_freq = std::pow(static_cast<double>(rope.theta), -2.0 * i / head_dim);
+        const double wavelen = kTwoPi / inv_freq;
+        double divisor = 1.0;
+        if (wavelen > low_wavelen) {
+            divisor = rope.factor;
+        } else if (wavelen >= high_wavelen) {
+            const double smooth = (rope.original_context / wavelen - rope.low_freq_factor) /
+                                  (rope.high_freq_factor - rope.low_freq_factor);
+            divisor = 1.0 / ((1.0 - smooth) / rope.factor + smooth);
+        }
+        factors[i] = static_cast<float>(divisor);
+    }
+    return factors;
 }
 
 // Gemma 3 interleaves sliding-window and global layers. transformers 4 wrote
@@ -115,6 +180,34 @@ Result<uint32_t> sliding_window_pattern(const ConfigReader& reader, uint32_t n_l
     return period;
 }
 
+// Gemma 2: even layers slide (transformers 4 hard-codes the alternation, 5
+// writes layer_types); soft-capping at Gemma2Config's 50 / 30 when the keys
+// are absent, off when they are null.
+Status read_gemma2_extras(const ConfigReader& reader, HParams& hp) {
+    hp.norm_weight_offset = 1.0f;  // Gemma2RMSNorm scales by (1 + weight)
+    Result<uint32_t> window = reader.count("sliding_window", 4096u);
+    if (!window) return window.error();
+    hp.sliding_window = *window;
+    Result<uint32_t> pattern = reader.find("layer_types") ? sliding_window_pattern(reader, hp.n_layer) : 2u;
+    if (!pattern) return pattern.error();
+    hp.sliding_window_pattern = *pattern;
+    struct Cap {
+        const char* key;
+        float fallback;
+        float* out;
+    };
+    for (const Cap& c : {Cap{"attn_logit_softcapping", 50.0f, &hp.attn_logit_softcap},
+                         Cap{"final_logit_softcapping", 30.0f, &hp.final_logit_softcap}}) {
+        Result<float> v = reader.real(c.key, reader.present(c.key) ? 0.0f : c.fallback);
+        if (!v) return v.error();
+        *c.out = *v;
+    }
+    Result<float> scalar = reader.real("query_pre_attn_scalar", 256.0f);  // Gemma2Config's default
+    if (!scalar) return scalar.error();
+    hp.query_pre_attn_scalar = *scalar;
+    return {};
+}
+
 Status read_gemma3_extras(const ConfigReader& reader, HParams& hp) {
     hp.norm_weight_offset = 1.0f;  // Gemma3RMSNorm scales by (1 + weight)
     Result<uint32_t> window = reader.count("sliding_window", 4096u);
@@ -141,15 +234,17 @@ Status read_gemma3_extras(const ConfigReader& reader, HParams& hp) {
     if (const json* params = reader.find("rope_parameters")) {
         if (!params->is_object()) return make_error(reader.source() + ": \"rope_parameters\" is not an object");
         if (params->contains("full_attention")) {
-            Status s = read_rope(reader, params->at("full_attention"), "rope_parameters.full_attention",
-                                 hp.rope_freq_base, hp.rope_scale_linear);
+            RopeConfig rope{hp.rope_freq_base, hp.rope_scale_linear};
+            Status s = read_rope(reader, params->at("full_attention"), "rope_parameters.full_attention", rope, false);
             if (!s) return s;
+            hp.rope_freq_base = rope.theta;
+            hp.rope_scale_linear = rope.linear_scale;
         }
         if (params->contains("sliding_attention")) {
-            float unused_scale = 1.0f;  // sliding layers are never scaled in Gemma 3
-            Status s = read_rope(reader, params->at("sliding_attention"), "rope_parameters.sliding_attention",
-                                 hp.rope_freq_base_swa, unused_scale);
+            RopeConfig rope{hp.rope_freq_base_swa};  // its scale is unused: sliding layers are never scaled in Gemma 3
+            Status s = read_rope(reader, params->at("sliding_attention"), "rope_parameters.sliding_attention", rope, false);
             if (!s) return s;
+            hp.rope_freq_base_swa = rope.theta;
         }
     }
     return {};
@@ -177,15 +272,15 @@ Result<ModelConfig> parse_config(const std::string& json_text, const std::string
             if (config.model_type == k.model_type) known = &k;
         if (!known)
             return make_error(source + ": model_type '" + config.model_type +
-                              "' is not supported for Hugging Face folders (Folio maps llama, mistral, qwen2 and "
-                              "gemma3_text weights)");
+                              "' is not supported for Hugging Face folders (Folio maps llama, mistral, qwen2, qwen3, "
+                              "gemma2 and gemma3_text weights)");
 
         HParams& hp = config.hparams;
         hp.architecture = known->architecture;
         // Hugging Face checkpoints keep Q/K rows in rotate-half order; nothing is permuted on load.
         hp.rope_style = RopeStyle::SplitHalf;
 
-        if (known->architecture != std::string("gemma3")) {
+        if (known->architecture != std::string("gemma3") && known->architecture != std::string("gemma2")) {
             const json* act = reader.find("hidden_act");
             if (act && *act != "silu")
                 return make_error(source + ": hidden_act " + describe_json(*act) + " is not supported for model_type '" +
@@ -231,17 +326,29 @@ Result<ModelConfig> parse_config(const std::string& json_text, const std::string
             Status s = read_gemma3_extras(reader, hp);
             if (!s) return s.error();
             if (const json* scaling = reader.find("rope_scaling")) {
-                Status r = read_rope(reader, *scaling, "rope_scaling", hp.rope_freq_base, hp.rope_scale_linear);
+                RopeConfig rope{hp.rope_freq_base, hp.rope_scale_linear};
+                Status r = read_rope(reader, *scaling, "rope_scaling", rope, false);
                 if (!r) return r.error();
+                hp.rope_freq_base = rope.theta;
+                hp.rope_scale_linear = rope.linear_scale;
             }
         } else {
             // Qwen2's and Mistral's optional sliding windows are left out, as GGUF
             // converters do: these checkpoints are trained and run with full attention.
+            // llama3 factors are the llama graph's (llama.cpp reads rope_freqs for llama only).
+            RopeConfig rope{hp.rope_freq_base, hp.rope_scale_linear};
             for (const char* key : {"rope_scaling", "rope_parameters"}) {
                 if (const json* params = reader.find(key)) {
-                    Status r = read_rope(reader, *params, key, hp.rope_freq_base, hp.rope_scale_linear);
+                    Status r = read_rope(reader, *params, key, rope, hp.architecture == "llama");
                     if (!r) return r.error();
                 }
+            }
+            hp.rope_freq_base = rope.theta;
+            hp.rope_scale_linear = rope.linear_scale;
+            if (rope.llama3) hp.rope_freq_factors = llama3_rope_factors(rope, hp.head_dim);
+            if (hp.architecture == "gemma2") {
+                Status s = read_gemma2_extras(reader, hp);
+                if (!s) return s.error();
             }
         }
 

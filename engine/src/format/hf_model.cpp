@@ -106,9 +106,11 @@ Status check_tensor_shapes(const ModelDescription& model) {
         expected[blk + "ffn_gate.weight"] = {embd, ff};
         expected[blk + "ffn_up.weight"] = {embd, ff};
         expected[blk + "ffn_down.weight"] = {ff, embd};
-        if (gemma3) {
+        if (gemma3 || hp.architecture == "qwen3") {
             expected[blk + "attn_q_norm.weight"] = {hd};
             expected[blk + "attn_k_norm.weight"] = {hd};
+        }
+        if (gemma3 || hp.architecture == "gemma2") {
             expected[blk + "post_attention_norm.weight"] = {embd};
             expected[blk + "post_ffw_norm.weight"] = {embd};
         }

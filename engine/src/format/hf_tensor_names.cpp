@@ -26,9 +26,15 @@ constexpr NamePair kLayerNames[] = {
     {"input_layernorm.weight", "attn_norm.weight"},
 };
 
-// Llama, Mistral, Qwen2: one norm before attention, one before the MLP.
+// Llama, Mistral, Qwen2, Qwen3: one norm before attention, one before the MLP.
 constexpr NamePair kPreNormLayerNames[] = {
     {"post_attention_layernorm.weight", "ffn_norm.weight"},
+};
+
+// Qwen3: Q and K normalised per head before RoPE.
+constexpr NamePair kQkNormLayerNames[] = {
+    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
 };
 
 // Gemma 3 normalises both before and after each block, and Q/K per head.
@@ -73,7 +79,9 @@ std::optional<std::string> gguf_tensor_name(std::string_view hf_name, std::strin
     if (!layer) return std::nullopt;
     const auto [index, rest] = *layer;
     std::optional<std::string_view> suffix = lookup(kLayerNames, rest);
-    if (!suffix) suffix = architecture == "gemma3" ? lookup(kGemma3LayerNames, rest) : lookup(kPreNormLayerNames, rest);
+    const bool gemma = architecture == "gemma3" || architecture == "gemma2";  // Gemma 2: the same names, no Q/K norms
+    if (!suffix) suffix = gemma ? lookup(kGemma3LayerNames, rest) : lookup(kPreNormLayerNames, rest);
+    if (!suffix && architecture == "qwen3") suffix = lookup(kQkNormLayerNames, rest);
     if (!suffix) return std::nullopt;
     return "blk." + std::string(index) + "." + std::string(*suffix);
 }

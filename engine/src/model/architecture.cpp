@@ -13,11 +13,14 @@ struct ArchitectureEntry {
 };
 
 // GGUF general.architecture names. Mistral, SmolLM and TinyLlama files say
-// "llama"; Qwen2 is the llama block with Q/K/V biases.
+// "llama"; Qwen2 is the llama block with Q/K/V biases, Qwen3 with per-head
+// Q/K norms.
 constexpr ArchitectureEntry kArchitectures[] = {
     {"llama", create_llama},
     {"mistral", create_llama},
     {"qwen2", create_llama},
+    {"qwen3", create_qwen3},
+    {"gemma2", create_gemma2},
     {"gemma3", create_gemma3},
 };
 

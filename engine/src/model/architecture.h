@@ -106,7 +106,9 @@ std::vector<std::vector<Weight>> layer_matrix_groups(const std::vector<Layer>& l
 Result<std::unique_ptr<Architecture>> create_architecture(const ModelDescription& model);
 
 Result<std::unique_ptr<Architecture>> create_llama(const ModelDescription& model);
+Result<std::unique_ptr<Architecture>> create_qwen3(const ModelDescription& model);  // llama.cpp: the Qwen3 block
 Result<std::unique_ptr<Architecture>> create_gemma3(const ModelDescription& model);
+Result<std::unique_ptr<Architecture>> create_gemma2(const ModelDescription& model);  // gemma3.cpp, no QK-norm
 
 }  // namespace folio::model
 

@@ -1,14 +1,17 @@
-// Gemma 3: the llama block with an RMSNorm on each side of both sub-blocks,
-// RMSNorm on every query and key head (QK-norm), GeGLU, embeddings scaled by
-// sqrt(n_embd), and five sliding-window (local) layers for every global one;
-// local layers have their own RoPE base. The output head is the embedding.
+// Gemma 2 and Gemma 3: the llama block with an RMSNorm on each side of both
+// sub-blocks, GeGLU, embeddings scaled by sqrt(n_embd), sliding-window
+// (local) layers between global ones, and logits soft-capped where the model
+// says (Gemma 2: attention scores at 50, output at 30). Gemma 3 also
+// normalises every query and key head (QK-norm), has five local layers for
+// every global one, and gives local layers their own RoPE base; Gemma 2
+// alternates local and global layers. The output head is the embedding.
 //
 //   x = embed(tokens) * sqrt(n_embd)
-//   per layer:  h = rmsnorm(x) ; q,k,v = h·Wq, h·Wk, h·Wv ; q,k = rmsnorm per head
-//               rope(q, k)  (local layers: base_swa, global: base)
-//               x += rmsnorm(attention(q, k, v, window if local) · Wo)
+//   per layer:  h = rmsnorm(x) ; q,k,v = h·Wq, h·Wk, h·Wv ; q,k = rmsnorm per head (Gemma 3)
+//               rope(q, k)  (Gemma 3 local layers: base_swa, global: base)
+//               x += rmsnorm(attention(q, k, v, window if local, softcap) · Wo)
 //               h = rmsnorm(x) ; x += rmsnorm((gelu(h·Wgate) * (h·Wup)) · Wdown)
-//   logits = rmsnorm(x) · Wembdᵀ
+//   logits = softcap(rmsnorm(x) · Wembdᵀ)
 #include <algorithm>
 #include <cmath>
 
@@ -27,7 +30,8 @@ struct Gemma3Layer {
 
 class Gemma3 final : public Architecture {
 public:
-    Status bind(const ModelDescription& model);
+    // qk_norm: Gemma 3's per-head norms (attn_q_norm / attn_k_norm required); Gemma 2 has none.
+    Status bind(const ModelDescription& model, bool qk_norm);
     Status forward(Ops& ops, const Batch& batch, const StepOutput& out) override;
     KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
     int32_t n_vocab() const override { return static_cast<int32_t>(token_embd_.out_features); }
@@ -38,6 +42,7 @@ public:
 
 private:
     HParams hp_;
+    bool qk_norm_ = true;
     int n_layer_ = 0, n_head_ = 0, n_head_kv_ = 0, head_dim_ = 0;
     int64_t n_embd_ = 0, n_ff_ = 0;
     Weight token_embd_, output_;
@@ -47,8 +52,9 @@ private:
     ActivationBuffers act_;
 };
 
-Status Gemma3::bind(const ModelDescription& model) {
+Status Gemma3::bind(const ModelDescription& model, bool qk_norm) {
     hp_ = model.hparams;
+    qk_norm_ = qk_norm;
     n_layer_ = static_cast<int>(hp_.n_layer);
     n_head_ = static_cast<int>(hp_.n_head);
     n_head_kv_ = static_cast<int>(hp_.n_head_kv);
@@ -57,7 +63,10 @@ Status Gemma3::bind(const ModelDescription& model) {
     n_ff_ = hp_.n_ff;
     if (n_layer_ <= 0 || n_head_ <= 0 || n_head_kv_ <= 0 || n_head_ % n_head_kv_ != 0 || head_dim_ <= 0 ||
         head_dim_ % 2 != 0 || n_embd_ <= 0 || n_ff_ <= 0 || hp_.n_vocab == 0)
-        return make_error("model '" + model.name + "': inconsistent gemma3 hyper-parameters");
+        return make_error("model '" + model.name + "': inconsistent " + hp_.architecture + " hyper-parameters");
+    if (!hp_.rope_freq_factors.empty())
+        return make_error("model '" + model.name + "': " + hp_.architecture + " with RoPE frequency factors "
+                          "(rope_freqs) is not supported; llama.cpp's graph for it has none");
     const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
     TensorBinder t(model);
     auto embd = t.matrix("token_embd.weight", n_embd_, hp_.n_vocab);
@@ -89,8 +98,10 @@ Status Gemma3::bind(const ModelDescription& model) {
             return {};
         };
         FOLIO_RETURN_IF_ERROR(bind_norm(L.attn_norm, "attn_norm.weight", n_embd_));
-        FOLIO_RETURN_IF_ERROR(bind_norm(L.q_norm, "attn_q_norm.weight", head_dim_));
-        FOLIO_RETURN_IF_ERROR(bind_norm(L.k_norm, "attn_k_norm.weight", head_dim_));
+        if (qk_norm_) {
+            FOLIO_RETURN_IF_ERROR(bind_norm(L.q_norm, "attn_q_norm.weight", head_dim_));
+            FOLIO_RETURN_IF_ERROR(bind_norm(L.k_norm, "attn_k_norm.weight", head_dim_));
+        }
         FOLIO_RETURN_IF_ERROR(bind_norm(L.post_attn_norm, "post_attention_norm.weight", n_embd_));
         FOLIO_RETURN_IF_ERROR(bind_norm(L.ffn_norm, "ffn_norm.weight", n_embd_));
         FOLIO_RETURN_IF_ERROR(bind_norm(L.post_ffn_norm, "post_ffw_norm.weight", n_embd_));
@@ -113,7 +124,7 @@ std::vector<std::span<const float>> Gemma3::vectors() const {
     for (const Gemma3Layer& L : layers_)
         for (const std::vector<float>* v :
              {&L.attn_norm, &L.q_norm, &L.k_norm, &L.post_attn_norm, &L.ffn_norm, &L.post_ffn_norm})
-            all.emplace_back(*v);
+            if (!v->empty()) all.emplace_back(*v);
     return all;
 }
 
@@ -145,8 +156,10 @@ Status Gemma3::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
         const Weight qkv[] = {L.wq, L.wk, L.wv};
         float* const qkv_out[] = {q, k, v};
         FOLIO_RETURN_IF_ERROR(ops.matmuls(qkv, h, n, qkv_out));
-        ops.rms_norm(q, L.q_norm.data(), eps, n * n_head_, head_dim_, q);
-        ops.rms_norm(k, L.k_norm.data(), eps, n * n_head_kv_, head_dim_, k);
+        if (qk_norm_) {
+            ops.rms_norm(q, L.q_norm.data(), eps, n * n_head_, head_dim_, q);
+            ops.rms_norm(k, L.k_norm.data(), eps, n * n_head_kv_, head_dim_, k);
+        }
         attn.rope = L.is_local ? RopeParams{base_local, 1.0f, hp_.rope_style}
                                : RopeParams{hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style};
         attn.layer = l;
@@ -172,7 +185,13 @@ Status Gemma3::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
 
 Result<std::unique_ptr<Architecture>> create_gemma3(const ModelDescription& model) {
     auto arch = std::make_unique<Gemma3>();
-    if (Status s = arch->bind(model); !s) return s.error();
+    if (Status s = arch->bind(model, true); !s) return s.error();
+    return std::unique_ptr<Architecture>(std::move(arch));
+}
+
+Result<std::unique_ptr<Architecture>> create_gemma2(const ModelDescription& model) {
+    auto arch = std::make_unique<Gemma3>();
+    if (Status s = arch->bind(model, false); !s) return s.error();
     return std::unique_ptr<Architecture>(std::move(arch));
 }
 

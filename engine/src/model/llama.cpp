@@ -1,8 +1,11 @@
-// The llama family: Llama 2/3, Mistral, SmolLM/SmolLM2, TinyLlama, and
-// Qwen2 (the same block with biases on Q, K and V).
+// The llama family: Llama 2/3/3.1, Mistral, SmolLM/SmolLM2, TinyLlama,
+// Qwen2 (the same block with biases on Q, K and V) and Qwen3 (no biases; an
+// RMSNorm on every query and key head before RoPE). Llama 3.1+ turns each
+// RoPE pair at its base frequency divided by a factor (rope_freqs).
 //
 //   x = embed(tokens)
-//   per layer:  h = rmsnorm(x) ; q,k,v = h·Wq, h·Wk, h·Wv (+ bias) ; rope(q, k)
+//   per layer:  h = rmsnorm(x) ; q,k,v = h·Wq, h·Wk, h·Wv (+ bias)
+//               q,k = rmsnorm per head (Qwen3) ; rope(q, k) (/ freq factors)
 //               x += attention(q, k, v) · Wo
 //               h = rmsnorm(x) ; x += (silu(h·Wgate) * (h·Wup)) · Wdown
 //   logits = rmsnorm(x) · Wout   (Wout = the embedding table when tied)
@@ -19,12 +22,14 @@ struct LlamaLayer {
     std::vector<float> attn_norm, ffn_norm;
     Weight wq, wk, wv, wo;
     std::vector<float> bq, bk, bv;  // Qwen2 only
+    std::vector<float> q_norm, k_norm;  // Qwen3 only: per head, head_dim each
     Weight ffn_gate, ffn_up, ffn_down;
 };
 
 class Llama final : public Architecture {
 public:
-    Status bind(const ModelDescription& model);
+    // qk_norm: the Qwen3 block (attn_q_norm / attn_k_norm required).
+    Status bind(const ModelDescription& model, bool qk_norm);
     Status forward(Ops& ops, const Batch& batch, const StepOutput& out) override;
     KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
     int32_t n_vocab() const override { return static_cast<int32_t>(output_.out_features); }
@@ -34,7 +39,8 @@ public:
     std::vector<std::span<const float>> vectors() const override;
 
 private:
-    HParams hp_;
+    HParams hp_;  // owns rope_freq_factors, whose address RopeParams carries
+    bool qk_norm_ = false;
     int n_layer_ = 0, n_head_ = 0, n_head_kv_ = 0, head_dim_ = 0;
     int64_t n_embd_ = 0, n_ff_ = 0;
     Weight token_embd_, output_;
@@ -44,8 +50,9 @@ private:
     ActivationBuffers act_;
 };
 
-Status Llama::bind(const ModelDescription& model) {
+Status Llama::bind(const ModelDescription& model, bool qk_norm) {
     hp_ = model.hparams;
+    qk_norm_ = qk_norm;
     n_layer_ = static_cast<int>(hp_.n_layer);
     n_head_ = static_cast<int>(hp_.n_head);
     n_head_kv_ = static_cast<int>(hp_.n_head_kv);
@@ -54,9 +61,12 @@ Status Llama::bind(const ModelDescription& model) {
     n_ff_ = hp_.n_ff;
     if (n_layer_ <= 0 || n_head_ <= 0 || n_head_kv_ <= 0 || n_head_ % n_head_kv_ != 0 || head_dim_ <= 0 ||
         head_dim_ % 2 != 0 || n_embd_ <= 0 || n_ff_ <= 0 || hp_.n_vocab == 0)
-        return make_error("model '" + model.name + "': inconsistent llama hyper-parameters (heads " +
+        return make_error("model '" + model.name + "': inconsistent " + hp_.architecture + " hyper-parameters (heads " +
                           std::to_string(n_head_) + "/" + std::to_string(n_head_kv_) + ", head_dim " +
                           std::to_string(head_dim_) + ")");
+    if (!hp_.rope_freq_factors.empty() && hp_.rope_freq_factors.size() != static_cast<size_t>(head_dim_ / 2))
+        return make_error("model '" + model.name + "': " + std::to_string(hp_.rope_freq_factors.size()) +
+                          " RoPE frequency factors for heads of " + std::to_string(head_dim_) + " (one per pair)");
     const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
     TensorBinder t(model);
     auto embd = t.matrix("token_embd.weight", n_embd_, hp_.n_vocab);
@@ -97,6 +107,10 @@ Status Llama::bind(const ModelDescription& model) {
         FOLIO_RETURN_IF_ERROR(bind_vector(L.bq, "attn_q.bias", q_dim, false));
         FOLIO_RETURN_IF_ERROR(bind_vector(L.bk, "attn_k.bias", kv_dim, false));
         FOLIO_RETURN_IF_ERROR(bind_vector(L.bv, "attn_v.bias", kv_dim, false));
+        if (qk_norm_) {
+            FOLIO_RETURN_IF_ERROR(bind_vector(L.q_norm, "attn_q_norm.weight", head_dim_, true));
+            FOLIO_RETURN_IF_ERROR(bind_vector(L.k_norm, "attn_k_norm.weight", head_dim_, true));
+        }
         FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_gate, "ffn_gate.weight", n_embd_, n_ff_));
         FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_up, "ffn_up.weight", n_embd_, n_ff_));
         FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_down, "ffn_down.weight", n_ff_, n_embd_));
@@ -106,8 +120,9 @@ Status Llama::bind(const ModelDescription& model) {
 
 std::vector<std::span<const float>> Llama::vectors() const {
     std::vector<std::span<const float>> all = {output_norm_};
+    if (!hp_.rope_freq_factors.empty()) all.emplace_back(hp_.rope_freq_factors);
     for (const LlamaLayer& L : layers_)
-        for (const std::vector<float>* v : {&L.attn_norm, &L.ffn_norm, &L.bq, &L.bk, &L.bv})
+        for (const std::vector<float>* v : {&L.attn_norm, &L.ffn_norm, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm})
             if (!v->empty()) all.emplace_back(*v);
     return all;
 }
@@ -128,7 +143,8 @@ Status Llama::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
     attn.n_head_kv = n_head_kv_;
     attn.head_dim = head_dim_;
     attn.scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
-    attn.rope = {hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style};
+    attn.rope = {hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style,
+                 hp_.rope_freq_factors.empty() ? nullptr : hp_.rope_freq_factors.data()};
     // Each sub-block's output is added to x by the next norm (add_rms_norm).
     ops.rms_norm(x, layers_[0].attn_norm.data(), eps, n, n_embd_, h);
     for (int l = 0; l < n_layer_; ++l) {
@@ -140,6 +156,10 @@ Status Llama::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
         if (!L.bq.empty()) ops.add_bias(q, L.bq.data(), n, q_dim);
         if (!L.bk.empty()) ops.add_bias(k, L.bk.data(), n, kv_dim);
         if (!L.bv.empty()) ops.add_bias(v, L.bv.data(), n, kv_dim);
+        if (qk_norm_) {
+            ops.rms_norm(q, L.q_norm.data(), eps, n * n_head_, head_dim_, q);
+            ops.rms_norm(k, L.k_norm.data(), eps, n * n_head_kv_, head_dim_, k);
+        }
         attn.layer = l;
         FOLIO_RETURN_IF_ERROR(ops.attention(attn, batch, q, k, v, attn_out));
         FOLIO_RETURN_IF_ERROR(ops.matmul(L.wo, attn_out, n, h));
@@ -161,7 +181,13 @@ Status Llama::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
 
 Result<std::unique_ptr<Architecture>> create_llama(const ModelDescription& model) {
     auto arch = std::make_unique<Llama>();
-    if (Status s = arch->bind(model); !s) return s.error();
+    if (Status s = arch->bind(model, false); !s) return s.error();
+    return std::unique_ptr<Architecture>(std::move(arch));
+}
+
+Result<std::unique_ptr<Architecture>> create_qwen3(const ModelDescription& model) {
+    auto arch = std::make_unique<Llama>();
+    if (Status s = arch->bind(model, true); !s) return s.error();
     return std::unique_ptr<Architecture>(std::move(arch));
 }
 

@@ -33,11 +33,15 @@ struct Weight {
 };
 
 // Rotary position embedding: pair i of a head turns by
-// position / scale * base^(-2i/head_dim), pairs laid out by `style`.
+// position * base^(-2i/head_dim) / freq_factors[i] / scale, in that order
+// (GGML's: the factors divide the unscaled angle, then 1/scale multiplies
+// it), pairs laid out by `style`. freq_factors (head_dim / 2 values, Llama
+// 3.1's rope_freqs) is a host address like a norm weight's; null = all 1.
 struct RopeParams {
     float base = 10000.0f;
     float scale = 1.0f;
     RopeStyle style = RopeStyle::Interleaved;
+    const float* freq_factors = nullptr;
 };
 
 struct AttentionParams {

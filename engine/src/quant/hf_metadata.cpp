@@ -56,6 +56,12 @@ Result<std::vector<GgufKeyValue>> hf_model_metadata(const ModelDescription& mode
     if (hp.architecture != "llama" && hp.architecture != "gemma3")
         return make_error("quantizing a Hugging Face " + hp.architecture +
                           " folder is not supported (Folio writes GGUF metadata for llama and gemma3)");
+    // convert_hf_to_gguf writes llama3 scaling as a rope_freqs tensor, which
+    // the quantizer (tensors of the folder only) does not make yet: refused
+    // rather than written as a file that runs without the factors.
+    if (!hp.rope_freq_factors.empty())
+        return make_error("quantizing a Hugging Face folder with llama3 RoPE scaling (rope_scaling.rope_type "
+                          "'llama3') is not supported yet: its GGUF needs a rope_freqs tensor; quantize a GGUF of it");
     auto pre = pre_tokenizer_name(model.tokenizer);
     if (!pre) return pre.error();
 

@@ -45,11 +45,13 @@ struct RopeParams {
     float base = 10000.f;
     float scale = 1.f;
     bool split_half = false;  // pairs (i, i + d/2) (NeoX) instead of (2i, 2i + 1)
+    const float* freq_factors = nullptr;  // device, head_dim / 2 divisors of the angles (Llama 3.1); null = none
 };
 
 // RoPE on q (in place, [n_tokens][n_head*head_dim]) and k, then K (rotated) and V ([n_tokens][n_head_kv*head_dim],
 // F32) written as half into the cache at slot_mapping. One kernel (the fused RoPE + cache write). Angles as the
-// CPU backend computes them: position / scale * base^(-2i/head_dim), in float, by repeated multiplication.
+// CPU backend computes them: position * base^(-2i/head_dim) (in float, by repeated multiplication), divided by
+// freq_factors[i], times 1/scale.
 // Rows whose slot is negative (padding) rotate q and write nothing.
 cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, const PagedKvLayer& kv,
                           const RopeParams& rope, const AttentionBatch& b, cudaStream_t s);

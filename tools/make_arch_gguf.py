@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Small random-weight GGUFs of the architectures Folio runs, for goldens from llama.cpp.
+
+Each file has its family's real metadata keys and tensor names, F32 weights
+drawn from a fixed seed (so the same command writes the same bytes: the tests
+regenerate the files instead of committing them, and check the sha256 that the
+goldens record), and SmolLM2's real vocabulary, merges and chat template
+(taken from the test model), so prompts tokenize as real text.
+
+    .venv/bin/python tools/make_arch_gguf.py FAMILY OUT.gguf [--hf-config CONFIG.json]
+        [--vocab-from models/SmolLM2-135M-Instruct.Q4_1.gguf]
+
+Families:
+  llama31  `llama`, Llama 3.1/3.2 style: GQA, tied embeddings, rope_freqs.weight
+           (the "llama3" RoPE frequency factors, computed as convert_hf_to_gguf
+           does from factor 8, low_freq_factor 1, high_freq_factor 4 and an
+           original context of 512 instead of 8192, so that the prompts'
+           positions (< 256) turn the pairs the factors slow down by a
+           radian or more: Llama 3.1's shape, 8 pairs of 32 at 1, 3 blended,
+           21 at 8; 4 heads of 64 on 64-wide embeddings)
+  qwen3    `qwen3`: per-head Q/K RMSNorm weights, no biases, key_length 64 on
+           64-wide embeddings (head_dim != n_embd / n_head, as in real Qwen3)
+
+  gemma2   `gemma2`: pre and post norms on both sub-blocks, GeGLU, even layers
+           sliding over 16 tokens (so the prompts cross the window), attention
+           and final soft-capping at 2 / 15 (the real keys, with values low
+           enough that these weights' scores (std ~1) and logits (std ~8)
+           reach them; Gemma 2's 50 / 30 would go untested); 26 layers, the
+           layer count llama.cpp knows as Gemma 2 2B (its attention scale rule
+           depends on the model size)
+
+llama31 and qwen3 are 4 layers, all GQA 4/2, ~16 MB (the 49152 x 64
+embedding is most of it; gemma2 ~23 MB).
+
+--hf-config also writes the Hugging Face config.json of the same model
+(LlamaForCausalLM with rope_scaling llama3; Qwen3ForCausalLM; Gemma2ForCausalLM
+in transformers 4's form, whose HF norms would be stored as w - 1), for the test
+that both forms map to the same description.
+
+Weights: N(0, 1/in_features) matrices (activations stay O(1) through the
+layers, so the logits are peaked and greedy choices are not near-ties),
+N(0, 1) embeddings, norms 1 + N(0, 0.1^2).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+import gguf
+
+FAMILIES = {
+    # arch, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, rope_theta, rms_eps, seed
+    "llama31": ("llama", 64, 4, 4, 2, 64, 192, 500000.0, 1e-5, 31),
+    "qwen3": ("qwen3", 64, 4, 4, 2, 64, 192, 1000000.0, 1e-6, 3),
+    "gemma2": ("gemma2", 64, 26, 4, 2, 64, 192, 10000.0, 1e-6, 2),
+}
+GEMMA2_WINDOW = 16
+GEMMA2_ATTN_SOFTCAP, GEMMA2_FINAL_SOFTCAP = 2.0, 15.0  # Gemma 2's are 50 and 30: never reached by these weights
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 512}
+CONTEXT = 2048
+
+
+def llama3_rope_factors(theta: float, dim: int, rope: dict) -> np.ndarray:
+    """convert_hf_to_gguf's LlamaModel rope_freqs, in float32 as its torch code computes them."""
+    freqs = np.float32(1.0) / (np.float32(theta) ** (np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)))
+    factor = rope["factor"]
+    low, high = rope["low_freq_factor"], rope["high_freq_factor"]
+    old_context = rope["original_max_position_embeddings"]
+    low_wavelen, high_wavelen = old_context / low, old_context / high
+    out = []
+    for freq in freqs:
+        wavelen = np.float32(2 * math.pi) / freq
+        if wavelen < high_wavelen:
+            out.append(1.0)
+        elif wavelen > low_wavelen:
+            out.append(factor)
+        else:
+            smooth = (np.float32(old_context) / wavelen - np.float32(low)) / np.float32(high - low)
+            out.append(np.float32(1) / ((np.float32(1) - smooth) / np.float32(factor) + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def copy_vocabulary(w: gguf.GGUFWriter, path: str) -> int:
+    r = gguf.GGUFReader(path)
+    f = r.fields
+    tokens = f["tokenizer.ggml.tokens"].contents()
+    w.add_tokenizer_model(f["tokenizer.ggml.model"].contents())
+    w.add_tokenizer_pre(f["tokenizer.ggml.pre"].contents())
+    w.add_token_list(tokens)
+    w.add_token_types(f["tokenizer.ggml.token_type"].contents())
+    w.add_token_merges(f["tokenizer.ggml.merges"].contents())
+    w.add_bos_token_id(f["tokenizer.ggml.bos_token_id"].contents())
+    w.add_eos_token_id(f["tokenizer.ggml.eos_token_id"].contents())
+    w.add_unk_token_id(f["tokenizer.ggml.unknown_token_id"].contents())
+    w.add_pad_token_id(f["tokenizer.ggml.padding_token_id"].contents())
+    w.add_add_bos_token(f["tokenizer.ggml.add_bos_token"].contents())
+    w.add_add_space_prefix(f["tokenizer.ggml.add_space_prefix"].contents())
+    w.add_chat_template(f["tokenizer.chat_template"].contents())
+    return len(tokens)
+
+
+def hf_config(family: str, n_vocab: int) -> dict:
+    arch, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, theta, eps, _ = FAMILIES[family]
+    config = {
+        "architectures": ["LlamaForCausalLM" if arch == "llama" else "Qwen3ForCausalLM"],  # gemma2: below
+        "model_type": arch,
+        "vocab_size": n_vocab,
+        "hidden_size": n_embd,
+        "num_hidden_layers": n_layer,
+        "num_attention_heads": n_head,
+        "num_key_value_heads": n_head_kv,
+        "head_dim": head_dim,
+        "intermediate_size": n_ff,
+        "max_position_embeddings": CONTEXT,
+        "rms_norm_eps": eps,
+        "rope_theta": theta,
+        "hidden_act": "silu",
+        "tie_word_embeddings": True,
+        "torch_dtype": "float32",
+    }
+    if family == "llama31":
+        config["rope_scaling"] = dict(LLAMA3_ROPE)
+    elif family == "gemma2":
+        config.update({"architectures": ["Gemma2ForCausalLM"], "hidden_act": "gelu_pytorch_tanh",
+                       "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": head_dim,
+                       "sliding_window": GEMMA2_WINDOW, "attn_logit_softcapping": GEMMA2_ATTN_SOFTCAP,
+                       "final_logit_softcapping": GEMMA2_FINAL_SOFTCAP})
+    else:
+        config.update({"attention_bias": False, "use_sliding_window": False, "rope_scaling": None})
+    return config
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("family", choices=sorted(FAMILIES))
+    ap.add_argument("out")
+    ap.add_argument("--vocab-from", default="models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    ap.add_argument("--hf-config")
+    a = ap.parse_args()
+    arch, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, theta, eps, seed = FAMILIES[a.family]
+
+    w = gguf.GGUFWriter(a.out, arch)
+    w.add_name(f"folio-random-{a.family}")
+    w.add_context_length(CONTEXT)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    w.add_rope_freq_base(theta)
+    w.add_rope_dimension_count(head_dim)
+    w.add_layer_norm_rms_eps(eps)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    n_vocab = copy_vocabulary(w, a.vocab_from)
+    w.add_vocab_size(n_vocab)
+    if arch == "gemma2":
+        w.add_sliding_window(GEMMA2_WINDOW)
+        w.add_attn_logit_softcapping(GEMMA2_ATTN_SOFTCAP)
+        w.add_final_logit_softcapping(GEMMA2_FINAL_SOFTCAP)
+
+    rng = np.random.default_rng(seed)
+
+    def matrix(n_out: int, n_in: int, std: float | None = None) -> np.ndarray:
+        s = std if std is not None else 1.0 / math.sqrt(n_in)
+        return (rng.standard_normal((n_out, n_in), dtype=np.float32) * np.float32(s)).astype(np.float32)
+
+    def norm(n: int) -> np.ndarray:
+        return (np.float32(1) + rng.standard_normal(n, dtype=np.float32) * np.float32(0.1)).astype(np.float32)
+
+    # numpy shapes are (out, in): gguf-py reverses them into GGML order.
+    w.add_tensor("token_embd.weight", matrix(n_vocab, n_embd, 1.0))
+    if a.family == "llama31":
+        w.add_tensor("rope_freqs.weight", llama3_rope_factors(theta, head_dim, LLAMA3_ROPE))
+    for i in range(n_layer):
+        b = f"blk.{i}."
+        w.add_tensor(b + "attn_norm.weight", norm(n_embd))
+        w.add_tensor(b + "attn_q.weight", matrix(n_head * head_dim, n_embd))
+        w.add_tensor(b + "attn_k.weight", matrix(n_head_kv * head_dim, n_embd))
+        w.add_tensor(b + "attn_v.weight", matrix(n_head_kv * head_dim, n_embd))
+        if arch == "qwen3":
+            w.add_tensor(b + "attn_q_norm.weight", norm(head_dim))
+            w.add_tensor(b + "attn_k_norm.weight", norm(head_dim))
+        w.add_tensor(b + "attn_output.weight", matrix(n_embd, n_head * head_dim))
+        if arch == "gemma2":
+            w.add_tensor(b + "post_attention_norm.weight", norm(n_embd))
+        w.add_tensor(b + "ffn_norm.weight", norm(n_embd))
+        w.add_tensor(b + "ffn_gate.weight", matrix(n_ff, n_embd))
+        w.add_tensor(b + "ffn_up.weight", matrix(n_ff, n_embd))
+        w.add_tensor(b + "ffn_down.weight", matrix(n_embd, n_ff))
+        if arch == "gemma2":
+            w.add_tensor(b + "post_ffw_norm.weight", norm(n_embd))
+    w.add_tensor("output_norm.weight", norm(n_embd))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(f"wrote {a.out}", file=sys.stderr)
+    if a.hf_config:
+        with open(a.hf_config, "w", encoding="utf-8") as f:
+            json.dump(hf_config(a.family, n_vocab), f, indent=2)
+            f.write("\n")
+        print(f"wrote {a.hf_config}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
