@@ -28,6 +28,8 @@
 
 #include "ui/block_map_widget.h"
 #include "ui/chat_controller.h"
+#include "ui/chat_export.h"
+#include "ui/chat_presets.h"
 #include "ui/chat_view.h"
 #include "ui/engine_bridge.h"
 #include "ui/engine_settings_dialog.h"
@@ -111,7 +113,8 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     setCentralWidget(chat_view_);
 
     session_list_ = new SessionListPanel(chats_, this);
-    session_settings_ = new SessionSettingsPanel(chats_, this);
+    presets_ = new ChatPresets(this);
+    session_settings_ = new SessionSettingsPanel(chats_, presets_, this);
     model_panel_ = new ModelPanel(this);
     block_map_ = new BlockMapWidget(this);
     plots_ = new PlotsPanel(this);
@@ -208,6 +211,8 @@ void MainWindow::createMenus() {
     file->addSeparator();
     file->addAction(QIcon(":/icons/export.svg"), tr("Export Plots as &PNG…"), plots_, &PlotsPanel::exportPngInteractive);
     file->addAction(QIcon(":/icons/export.svg"), tr("Export Samples as &CSV…"), plots_, &PlotsPanel::exportCsvInteractive);
+    file->addAction(QIcon(":/icons/export.svg"), tr("Export Chat as &Markdown…"), this, [this] { exportChatInteractive(false); });
+    file->addAction(QIcon(":/icons/export.svg"), tr("Export Chat as &JSON…"), this, [this] { exportChatInteractive(true); });
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -227,6 +232,13 @@ void MainWindow::createMenus() {
     QAction* regen = chat->addAction(QIcon(":/icons/regenerate.svg"), tr("&Regenerate Reply"), chat_view_, &ChatView::regenerate);
     regen->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     chat->addAction(QIcon(":/icons/delete.svg"), tr("&Delete Chat"), session_list_, &SessionListPanel::deleteCurrent);
+    chat->addSeparator();
+    QAction* export_md = chat->addAction(QIcon(":/icons/export.svg"), tr("E&xport Chat as Markdown…"), this,
+                                         [this] { exportChatInteractive(false); });
+    export_md->setObjectName("exportChatMarkdown");
+    QAction* export_json = chat->addAction(QIcon(":/icons/export.svg"), tr("Export Chat as &JSON…"), this,
+                                           [this] { exportChatInteractive(true); });
+    export_json->setObjectName("exportChatJson");
     chat->addSeparator();
     QAction* next = chat->addAction(tr("Ne&xt Chat"), this, [this] { switchChat(+1); });
     next->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Tab), QKeySequence(Qt::CTRL | Qt::Key_PageDown)});
@@ -595,6 +607,31 @@ void MainWindow::onQuantizeFinished(quint64 id) {
     } else {
         statusBar()->showMessage(tr("%1: %2").arg(name, e->outcome.message), 8000);
     }
+}
+
+void MainWindow::exportChatInteractive(bool json) {
+    const ChatSession* s = chats_->session(session_list_->currentSession());
+    if (!s) return;
+    const ChatExportFormat format = json ? ChatExportFormat::Json : ChatExportFormat::Markdown;
+    const QString dir = studio_settings()->value("chat/exportDir", QDir::homePath()).toString();
+    const QString path = QFileDialog::getSaveFileName(
+        this, json ? tr("Export Chat as JSON") : tr("Export Chat as Markdown"),
+        dir + "/" + chat_export_file_name(*s, format), json ? tr("JSON (*.json)") : tr("Markdown (*.md)"));
+    if (path.isEmpty()) return;
+    studio_settings()->setValue("chat/exportDir", QFileInfo(path).absolutePath());
+    exportChat(path);
+}
+
+bool MainWindow::exportChat(const QString& path) {
+    const ChatSession* s = chats_->session(session_list_->currentSession());
+    if (!s) return false;
+    QString error;
+    if (!write_chat_export(path, *s, chat_export_format_for(path), &error)) {
+        showError(tr("Chat not exported"), error);
+        return false;
+    }
+    statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 8000);
+    return true;
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {

@@ -24,6 +24,7 @@ namespace folio::ui {
 
 class BlockMapWidget;
 class ChatController;
+class ChatPresets;
 class ChatView;
 class EngineBridge;
 class MetricsDialog;
@@ -62,6 +63,8 @@ public:
 
     EngineBridge* bridge() const { return bridge_; }
     ChatController* chats() const { return chats_; }
+    ChatPresets* presets() const { return presets_; }
+    SessionSettingsPanel* sessionSettings() const { return session_settings_; }
     ChatView* chatView() const { return chat_view_; }
     SessionListPanel* sessionList() const { return session_list_; }
     BlockMapWidget* blockMap() const { return block_map_; }
@@ -90,6 +93,11 @@ public slots:
     // Model > Quantize to INT4…: the dialog on the loaded model (window-modal, open()); OK queues the job.
     void showQuantizeDialog();
     void showError(const QString& title, const QString& message);
+    // Chat > Export as Markdown / JSON…: a file dialog, then exportChat().
+    void exportChatInteractive(bool json);
+    // Writes the current chat to `path` (JSON for .json, else Markdown), whole or not at
+    // all; false, with an error dialog that says why, when it cannot.
+    bool exportChat(const QString& path);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -119,6 +127,7 @@ private:
 
     EngineBridge* bridge_ = nullptr;
     ChatController* chats_ = nullptr;
+    ChatPresets* presets_ = nullptr;
     ChatView* chat_view_ = nullptr;
     SessionListPanel* session_list_ = nullptr;
     SessionSettingsPanel* session_settings_ = nullptr;
