@@ -33,7 +33,9 @@
 #include "ui/chat_view.h"
 #include "ui/engine_bridge.h"
 #include "ui/engine_settings_dialog.h"
+#include "ui/library_panel.h"
 #include "ui/metrics_dialog.h"
+#include "ui/model_library.h"
 #include "ui/model_panel.h"
 #include "ui/model_summary.h"
 #include "ui/plots_panel.h"
@@ -120,6 +122,8 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     plots_ = new PlotsPanel(this);
     quantize_queue_ = new QuantizeQueue(this);
     jobs_panel_ = new QuantizeJobsPanel(quantize_queue_, this);
+    library_ = new ModelLibrary(standard_library_folders(QDir::homePath()), this);
+    library_panel_ = new LibraryPanel(library_, this);
     block_map_->setOwnerResolver([this](qint64 engine_id, quint64 ticket) {
         const QString id = chats_->sessionForTicket(ticket);
         if (const ChatSession* s = chats_->session(id))
@@ -135,9 +139,12 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     QDockWidget* plots_dock = addPanel(plots_, tr("Live Plots"), "plotsDock", Qt::BottomDockWidgetArea);
     // A tab beside the model and the block map (a bottom dock would reshape the roomy layout).
     QDockWidget* jobs_dock = addPanel(jobs_panel_, tr("Jobs"), "jobsDock", Qt::RightDockWidgetArea);
+    // The library's table wants the width: a tab beside the plots, shown when asked for (Model > Library).
+    QDockWidget* library_dock = addPanel(library_panel_, tr("Library"), "libraryDock", Qt::BottomDockWidgetArea);
     tabifyDockWidget(model_dock, map_dock);
     tabifyDockWidget(map_dock, jobs_dock);
     map_dock->raise();
+    library_dock->hide();
     jobs_dock->hide();  // until a job is queued (or View > Jobs): a compact column's tabs keep their names
     resize(1400, 900);
     resizeDocks({plots_dock}, {280}, Qt::Vertical);
@@ -161,6 +168,8 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     connect(model_panel_, &ModelPanel::unloadRequested, bridge_, &EngineBridge::unload);
     connect(model_panel_, &ModelPanel::quantizeRequested, this, &MainWindow::showQuantizeDialog);
     connect(jobs_panel_, &QuantizeJobsPanel::loadRequested, this, &MainWindow::openModel);
+    connect(library_panel_, &LibraryPanel::loadRequested, this, &MainWindow::openModel);
+    connect(library_panel_, &LibraryPanel::quantizeRequested, this, &MainWindow::showQuantizeDialogFor);
     connect(quantize_queue_, &QuantizeQueue::jobFinished, this, &MainWindow::onQuantizeFinished);
 
     default_state_ = saveState();
@@ -180,6 +189,7 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     if (!chats_->lastError().isEmpty()) showError(tr("Chats not restored"), chats_->lastError());
 
     bridge_->setSettings(engine_settings);
+    library_panel_->setEngineSettings(engine_settings);
     if (options.load_model) {
         QString model = options.model;
         if (model.isEmpty()) model = settings->value("model/last").toString();
@@ -223,6 +233,9 @@ void MainWindow::createMenus() {
     quantize_action_->setToolTip(tr("Quantize the loaded model to Q4_K_M (or another type) as a job beside the chats"));
     quantize_action_->setEnabled(false);
     model->addAction(tr("Show &Jobs"), this, [this] { raisePanel(jobs_panel_); });
+    QAction* library = model->addAction(tr("Model &Library"), this, &MainWindow::showLibrary);
+    library->setObjectName("libraryAction");
+    library->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
 
     QMenu* chat = menuBar()->addMenu(tr("&Chat"));
     QAction* add = chat->addAction(QIcon(":/icons/new-chat.svg"), tr("&New Chat"), session_list_, &SessionListPanel::newSession);
@@ -451,6 +464,7 @@ QString MainWindow::shortcutsHtml() {
         {tr("Ctrl+R"), tr("regenerate the last reply")},
         {tr("Ctrl+."), tr("stop the reply")},
         {tr("Ctrl+O"), tr("open a model")},
+        {tr("Ctrl+Shift+O"), tr("the model library")},
         {tr("Ctrl+,"), tr("engine settings")},
         {tr("Ctrl+M"), tr("engine metrics (Prometheus)")},
         {tr("F1"), tr("this list")},
@@ -501,6 +515,7 @@ void MainWindow::updateCompactLayout() {
     QDockWidget* map = findChild<QDockWidget*>("blockMapDock");
     QDockWidget* plots = findChild<QDockWidget*>("plotsDock");
     QDockWidget* jobs = findChild<QDockWidget*>("jobsDock");
+    QDockWidget* library = findChild<QDockWidget*>("libraryDock");
     if (small) {
         if (roomy_state_.isEmpty()) roomy_state_ = saveState();  // compact from the start: the layout restored
         compact_ = true;
@@ -512,6 +527,11 @@ void MainWindow::updateCompactLayout() {
         tabifyDockWidget(model, map);
         tabifyDockWidget(map, plots);
         tabifyDockWidget(plots, jobs);
+        // The library joins the column only when shown (showLibrary() moves it there later).
+        if (library->isVisible() && !library->isFloating()) {
+            addDockWidget(Qt::RightDockWidgetArea, library);
+            tabifyDockWidget(jobs, library);
+        }
         tabifyDockWidget(chats, settings);
         map->raise();
         chats->raise();
@@ -569,6 +589,7 @@ void MainWindow::showEngineSettings() {
     const EngineSettings s = dialog.settings();
     s.save(*studio_settings());
     bridge_->restart(s);  // with no model asked for yet, only keeps the settings
+    library_panel_->setEngineSettings(s);
     if (!bridge_->isLoaded()) model_panel_->showSummary(model_panel_->summary(), s, false);
 }
 
@@ -576,14 +597,37 @@ QuantizeDialog* MainWindow::quantizeDialog() const { return quantize_dialog_.dat
 
 void MainWindow::showQuantizeDialog() {
     if (!bridge_->isLoaded()) {
-        showError(tr("No model to quantize"), tr("Load a model first: Quantize to INT4 works on the loaded model."));
+        showError(tr("No model to quantize"), tr("Load a model first: Quantize to INT4 works on the loaded model "
+                                                 "(or choose one in Model > Library)."));
         return;
     }
+    showQuantizeDialogFor(bridge_->model().path);
+}
+
+void MainWindow::showLibrary() {
+    QDockWidget* dock = findChild<QDockWidget*>("libraryDock");
+    if (!dock->isVisible() && !dock->isFloating()) {
+        // A tab beside the plots, or in the compact window's tabbed column. (Tabified only
+        // when first shown: a hidden dock in the plots' tab group upsets restoring the layout.)
+        QDockWidget* beside = findChild<QDockWidget*>(compact_ ? "blockMapDock" : "plotsDock");
+        if (dockWidgetArea(dock) != dockWidgetArea(beside)) addDockWidget(dockWidgetArea(beside), dock);
+        if (!tabifiedDockWidgets(beside).contains(dock)) tabifyDockWidget(beside, dock);
+    }
+    raisePanel(library_panel_);
+    // A bottom tab beside the plots: taller than the plots need, so that the table shows more than a few rows.
+    // After the layout has placed the newly shown dock.
+    QTimer::singleShot(0, this, [this, dock] {
+        if (!compact_ && !dock->isFloating() && dockWidgetArea(dock) == Qt::BottomDockWidgetArea && dock->height() < height() * 2 / 5)
+            resizeDocks({dock}, {height() * 2 / 5}, Qt::Vertical);
+    });
+}
+
+void MainWindow::showQuantizeDialogFor(const QString& path) {
     if (quantize_dialog_) {
         quantize_dialog_->raise();
         return;
     }
-    quantize_dialog_ = new QuantizeDialog(bridge_->model().path, this);
+    quantize_dialog_ = new QuantizeDialog(path, this);
     quantize_dialog_->setAttribute(Qt::WA_DeleteOnClose);
     connect(quantize_dialog_, &QDialog::accepted, this, [this, dialog = quantize_dialog_.data()] {
         QString error;
@@ -601,8 +645,9 @@ void MainWindow::onQuantizeFinished(quint64 id) {
     if (!e) return;
     const QString name = QFileInfo(e->request.output).fileName();
     if (e->state == QuantizeJobState::Done) {
-        // No library yet: the result joins the recent models, where Open Recent finds it.
+        // The result joins the recent models and the library (under its source).
         rememberRecent(e->request.output);
+        library_->addModel(e->request.output);
         statusBar()->showMessage(tr("Quantized %1").arg(name), 8000);
     } else {
         statusBar()->showMessage(tr("%1: %2").arg(name, e->outcome.message), 8000);

@@ -27,7 +27,9 @@ class ChatController;
 class ChatPresets;
 class ChatView;
 class EngineBridge;
+class LibraryPanel;
 class MetricsDialog;
+class ModelLibrary;
 class ModelPanel;
 class PlotsPanel;
 class QuantizeDialog;
@@ -72,6 +74,8 @@ public:
     ModelPanel* modelPanel() const { return model_panel_; }
     QuantizeQueue* quantizeQueue() const { return quantize_queue_; }
     QuantizeJobsPanel* jobsPanel() const { return jobs_panel_; }
+    ModelLibrary* library() const { return library_; }
+    LibraryPanel* libraryPanel() const { return library_panel_; }
     // The open Quantize to INT4 dialog, and the question asked at quit while a job runs (null when none).
     QuantizeDialog* quantizeDialog() const;
     QMessageBox* quitQuestion() const { return quit_box_; }
@@ -92,6 +96,10 @@ public slots:
     void showEngineSettings();
     // Model > Quantize to INT4…: the dialog on the loaded model (window-modal, open()); OK queues the job.
     void showQuantizeDialog();
+    // Model > Library: the panel shown and raised, tall enough for a dozen rows.
+    void showLibrary();
+    // The same dialog on any model (a library row): no load needed.
+    void showQuantizeDialogFor(const QString& path);
     void showError(const QString& title, const QString& message);
     // Chat > Export as Markdown / JSON…: a file dialog, then exportChat().
     void exportChatInteractive(bool json);
@@ -136,6 +144,8 @@ private:
     PlotsPanel* plots_ = nullptr;
     QuantizeQueue* quantize_queue_ = nullptr;
     QuantizeJobsPanel* jobs_panel_ = nullptr;
+    ModelLibrary* library_ = nullptr;
+    LibraryPanel* library_panel_ = nullptr;
     QPointer<QuantizeDialog> quantize_dialog_;
     QPointer<QMessageBox> quit_box_;
     bool quit_confirmed_ = false;  // the user chose to cancel the running job and quit

@@ -52,6 +52,7 @@ SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, ChatPresets* p
     preset_->setMinimumContentsLength(6);
     preset_row->addWidget(preset_, 1);
     save_preset_ = new QPushButton(tr("Save As…"), this);
+    save_preset_->setAutoDefault(false);
     save_preset_->setObjectName("savePresetAs");
     save_preset_->setToolTip(tr("Save this chat's system prompt and settings as a preset"));
     delete_preset_ = new QPushButton(tr("Delete"), this);
