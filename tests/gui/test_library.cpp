@@ -11,6 +11,8 @@
 // settings, Load (and a double click) loads, Quantize opens the dialog on
 // the row's model. Screenshots at 1500x950 and 1024x700.
 #include <QAction>
+#include <QApplication>
+#include <QMouseEvent>
 #include <QDockWidget>
 #include <QFile>
 #include <QHeaderView>
@@ -292,12 +294,20 @@ private slots:
         QVERIFY(panel->selectPath(child));
         const QModelIndex child_row = panel->view()->currentIndex();
         QVERIFY(child_row.parent().isValid());
-        // The view's activation (a double click, or Enter, as the platform's style says) loads too.
-        emit panel->view()->activated(child_row);
+        // A double click loads too. As a window system delivers it: press, release, then the double-click
+        // press and its release (QTest::mouseDClick sends no release before the double click, which an
+        // item view, still drag-selecting, ignores).
+        QWidget* viewport = panel->view()->viewport();
+        const QPoint at = panel->view()->visualRect(child_row).center();
+        QTest::mouseClick(viewport, Qt::LeftButton, {}, at);
+        QMouseEvent dbl(QEvent::MouseButtonDblClick, QPointF(at), QPointF(viewport->mapToGlobal(at)), Qt::LeftButton,
+                        Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(viewport, &dbl);
+        QTest::mouseRelease(viewport, Qt::LeftButton, {}, at);
         QTRY_VERIFY2_WITH_TIMEOUT(
             (QFileInfo(w->bridge()->model().path).fileName() == "my-finetune.gguf" && w->bridge()->isLoaded()) ||
                 !w->lastError().isEmpty(),
-            qPrintable(panel->statusText() + " | " + w->bridge()->model().path), 10000);
+            qPrintable(panel->statusText() + " | " + w->bridge()->model().path), 60000);
         QVERIFY2(w->lastError().isEmpty(), qPrintable(w->lastError()));
 
         w->resize(1024, 700);
