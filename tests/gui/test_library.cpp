@@ -130,6 +130,13 @@ private slots:
         QVERIFY(write_file(lib.path() + "/notes.txt", "not a model\n"));
         QVERIFY(QDir(lib.path()).mkpath("tokenizer-only"));
         QVERIFY(write_file(lib.path() + "/tokenizer-only/config.json", "{}"));  // no weights: not a model
+        // Hugging Face folders: a model type Folio has no graph for, and a config.json that is not JSON.
+        QVERIFY(QDir(lib.path()).mkpath("mamba-hf"));
+        QVERIFY(write_file(lib.path() + "/mamba-hf/config.json", R"({"model_type": "mamba"})"));
+        QVERIFY(write_file(lib.path() + "/mamba-hf/model.safetensors", QByteArray(16, '\0')));
+        QVERIFY(QDir(lib.path()).mkpath("broken-hf"));
+        QVERIFY(write_file(lib.path() + "/broken-hf/config.json", "{not json"));
+        QVERIFY(write_file(lib.path() + "/broken-hf/model.safetensors", QByteArray(16, '\0')));
 
         // ~/models: a quantization that records its source; the Hugging Face cache: a snapshot.
         QVERIFY(QDir(home.path()).mkpath("models"));
@@ -173,8 +180,9 @@ private slots:
         for (const LibraryEntry& e : library->entries()) names << e.name;
         names.sort();
         QCOMPARE(names, (QStringList{"HuggingFaceTB/SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct-hf",
-                                     "SmolLM2-135M-Instruct.Q4_1.gguf", "broken.gguf", "gemma-3-270m-q4_k_m.gguf",
-                                     "my-finetune.gguf", "readme.gguf", "tiny-gpt2.gguf"}));
+                                     "SmolLM2-135M-Instruct.Q4_1.gguf", "broken-hf", "broken.gguf",
+                                     "gemma-3-270m-q4_k_m.gguf", "mamba-hf", "my-finetune.gguf", "readme.gguf",
+                                     "tiny-gpt2.gguf"}));
         const QString q4 = lib.path() + "/SmolLM2-135M-Instruct.Q4_1.gguf";
         const QString folder = lib.path() + "/SmolLM2-135M-Instruct-hf";
 
@@ -222,6 +230,10 @@ private slots:
         QCOMPARE(cell(panel, lib.path() + "/broken.gguf", LibraryModel::Fits), QString("—"));
         const QString readme = cell(panel, lib.path() + "/readme.gguf", LibraryModel::Status);
         QVERIFY2(readme.startsWith("error: ") && readme.contains("not a GGUF file"), qPrintable(readme));
+        const QString mamba = cell(panel, lib.path() + "/mamba-hf", LibraryModel::Status);
+        QVERIFY2(mamba.startsWith("unsupported: ") && mamba.contains("mamba"), qPrintable(mamba));
+        QCOMPARE(cell(panel, lib.path() + "/mamba-hf", LibraryModel::Architecture), QString("mamba"));
+        QVERIFY(cell(panel, lib.path() + "/broken-hf", LibraryModel::Status).startsWith("error: "));
 
         // The memory column follows the engine settings.
         EngineSettings huge;
@@ -240,14 +252,14 @@ private slots:
         QTRY_VERIFY(panel->height() >= w->height() / 3);  // room for more than a few rows
         QSortFilterProxyModel* proxy = panel->proxy();
         const int all = proxy->rowCount();
-        QCOMPARE(all, 6);  // 8 models, 2 of them children
+        QCOMPARE(all, 8);  // 10 models, 2 of them children
         QTest::keyClicks(panel->search(), "gemma");
         QCOMPARE(top_names(proxy), QStringList{"gemma-3-270m-q4_k_m.gguf"});
         panel->search()->setText("finetune");
         QCOMPARE(top_names(proxy), QStringList{"SmolLM2-135M-Instruct-hf"});
         QCOMPARE(proxy->rowCount(proxy->index(0, 0)), 1);
         panel->search()->setText("unsupported");
-        QCOMPARE(top_names(proxy), QStringList{"tiny-gpt2.gguf"});
+        QCOMPARE(top_names(proxy), (QStringList{"mamba-hf", "tiny-gpt2.gguf"}));
         panel->search()->clear();
         QCOMPARE(proxy->rowCount(), all);
 
