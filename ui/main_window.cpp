@@ -348,16 +348,26 @@ void MainWindow::connectBridge() {
         if (s.path != pending_load_) return;
         pending_load_.clear();
         const MemoryEstimate e = estimate_memory(s, bridge_->settings());
-        if (!e.fits()) {
-            const auto answer = QMessageBox::warning(this, tr("Model may not fit"),
-                tr("%1\n\nLoad it anyway?").arg(e.describe()), QMessageBox::Yes | QMessageBox::No);
-            if (answer != QMessageBox::Yes) {
-                if (bridge_->isLoaded()) model_panel_->showSummary(bridge_->model(), bridge_->settings(), true);
-                showModelState();
+        if (e.fits()) {
+            bridge_->load(s.path, bridge_->settings());
+            return;
+        }
+        // Asked window-modal (open()): the UI thread goes on while the question waits.
+        if (memory_box_) memory_box_->close();
+        memory_box_ = new QMessageBox(QMessageBox::Warning, tr("Model may not fit"),
+                                      tr("%1\n\nLoad it anyway?").arg(e.describe()), QMessageBox::Yes | QMessageBox::No, this);
+        memory_box_->setObjectName("memoryQuestion");
+        memory_box_->setDefaultButton(QMessageBox::No);
+        memory_box_->setAttribute(Qt::WA_DeleteOnClose);
+        connect(memory_box_, &QMessageBox::finished, this, [this, path = s.path](int answer) {
+            if (answer == QMessageBox::Yes) {
+                bridge_->load(path, bridge_->settings());
                 return;
             }
-        }
-        bridge_->load(s.path, bridge_->settings());
+            if (bridge_->isLoaded()) model_panel_->showSummary(bridge_->model(), bridge_->settings(), true);
+            showModelState();
+        });
+        memory_box_->open();
     });
     connect(bridge_, &EngineBridge::modelInspectFailed, this, [this](const QString& path, const QString& message) {
         if (path == pending_load_) pending_load_.clear();

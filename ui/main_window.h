@@ -79,6 +79,8 @@ public:
     // The open Quantize to INT4 dialog, and the question asked at quit while a job runs (null when none).
     QuantizeDialog* quantizeDialog() const;
     QMessageBox* quitQuestion() const { return quit_box_; }
+    // The question before loading a model that will not fit (null when none is open).
+    QMessageBox* memoryQuestion() const { return memory_box_; }
     // Brings a dock's panel to the front (tabbed docks), e.g. for screenshots.
     void raisePanel(QWidget* panel);
     QString lastError() const { return last_error_; }
@@ -148,6 +150,7 @@ private:
     LibraryPanel* library_panel_ = nullptr;
     QPointer<QuantizeDialog> quantize_dialog_;
     QPointer<QMessageBox> quit_box_;
+    QPointer<QMessageBox> memory_box_;
     bool quit_confirmed_ = false;  // the user chose to cancel the running job and quit
     QAction* quantize_action_ = nullptr;
     QMenu* recent_menu_ = nullptr;

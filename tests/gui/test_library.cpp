@@ -17,6 +17,7 @@
 #include <QFile>
 #include <QHeaderView>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -295,6 +296,19 @@ private slots:
         QCOMPARE(w->quantizeDialog()->outputPath(), folder + ".Q4_K_M.gguf");
         w->quantizeDialog()->reject();
         QTRY_VERIFY(w->quantizeDialog() == nullptr);
+
+        // A model that will not fit with the engine settings: Load asks first (window-modal); No loads nothing.
+        EngineSettings normal = w->bridge()->settings();
+        w->bridge()->setSettings(huge);
+        QVERIFY(panel->selectPath(q4));
+        panel->findChild<QPushButton*>("libraryLoad")->click();
+        QTRY_VERIFY_WITH_TIMEOUT(w->memoryQuestion() != nullptr, 20000);
+        QVERIFY2(w->memoryQuestion()->text().contains("will not fit"), qPrintable(w->memoryQuestion()->text()));
+        w->memoryQuestion()->button(QMessageBox::No)->click();
+        QTRY_VERIFY(w->memoryQuestion() == nullptr);
+        QTest::qWait(100);
+        QVERIFY(!w->bridge()->isLoaded() && !w->bridge()->isLoading());
+        w->bridge()->setSettings(normal);
 
         // Load: the row's model becomes the loaded one; a double click does the same.
         QVERIFY(panel->selectPath(q4));
