@@ -213,6 +213,8 @@ LibraryEntry describe_library_model(const QString& path) {
         e.status = LibraryEntry::Status::Error;
         e.problem = QObject::tr("cannot be read: %1").arg(QString::fromLocal8Bit(ex.what()));
     }
+    // The row names the model already (its path is in the tooltip): the reason without the path is shorter.
+    e.problem.replace(e.path + "/", QString()).replace(e.path, QFileInfo(e.path).fileName());
     return e;
 }
 
