@@ -88,6 +88,25 @@ void ChatController::setOverflow(const QString& id, folio::ChatOverflow overflow
     scheduleSave(500);
 }
 
+void ChatController::applyPreset(const QString& id, const ChatPreset& preset) {
+    ChatSession* s = find(id);
+    if (!s) return;
+    s->system_prompt = preset.system_prompt;
+    s->sampling = preset.sampling;
+    s->overflow = preset.overflow;
+    s->preset = preset.name;
+    emit sessionChanged(id);
+    scheduleSave(0);
+}
+
+void ChatController::setPresetName(const QString& id, const QString& name) {
+    ChatSession* s = find(id);
+    if (!s || s->preset == name) return;
+    s->preset = name;
+    emit sessionChanged(id);
+    scheduleSave(500);
+}
+
 bool ChatController::send(const QString& id, const QString& text) {
     ChatSession* s = find(id);
     if (!s || text.trimmed().isEmpty()) return false;

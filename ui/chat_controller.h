@@ -10,6 +10,7 @@
 #include <QTimer>
 #include <QVector>
 
+#include "ui/chat_presets.h"
 #include "ui/chat_session.h"
 #include "ui/session_store.h"
 #include "ui/studio_types.h"
@@ -34,6 +35,10 @@ public:
     void setSystemPrompt(const QString& id, const QString& prompt);
     void setSampling(const QString& id, const SamplingSettings& sampling);
     void setOverflow(const QString& id, folio::ChatOverflow overflow);
+    // The preset's system prompt, sampling and long-chat policy, in one change; the chat remembers its name.
+    void applyPreset(const QString& id, const ChatPreset& preset);
+    // Only the name of the preset the chat is said to follow ("" = none).
+    void setPresetName(const QString& id, const QString& name);
 
     // False (and nothing changes) when the text is empty or the session is unknown.
     bool send(const QString& id, const QString& text);

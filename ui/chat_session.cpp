@@ -78,6 +78,8 @@ MessageStats stats_from_json(const QJsonObject& o) {
     return s;
 }
 
+}  // namespace
+
 QJsonObject sampling_to_json(const SamplingSettings& s) {
     return QJsonObject{{"temperature", s.temperature},       {"top_k", s.top_k},
                        {"top_p", s.top_p},                   {"min_p", s.min_p},
@@ -98,7 +100,14 @@ SamplingSettings sampling_from_json(const QJsonObject& o) {
     return s;
 }
 
-}  // namespace
+QString overflow_to_string(folio::ChatOverflow overflow) {
+    const std::string_view name = folio::to_string(overflow);
+    return QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
+}
+
+folio::ChatOverflow overflow_from_string(const QString& name) {
+    return folio::chat_overflow_from_string(name.toStdString()).value_or(folio::ChatOverflow::DropOldestTurns);
+}
 
 QJsonObject ChatSession::to_json() const {
     QJsonArray list;
@@ -119,7 +128,8 @@ QJsonObject ChatSession::to_json() const {
                        {"title", title},
                        {"system_prompt", system_prompt},
                        {"sampling", sampling_to_json(sampling)},
-                       {"overflow", QString::fromUtf8(folio::to_string(overflow).data(), static_cast<qsizetype>(folio::to_string(overflow).size()))},
+                       {"overflow", overflow_to_string(overflow)},
+                       {"preset", preset},
                        {"created", created.toString(Qt::ISODateWithMs)},
                        {"updated", updated.toString(Qt::ISODateWithMs)},
                        {"messages", list}};
@@ -132,8 +142,8 @@ ChatSession ChatSession::from_json(const QJsonObject& object) {
     s.title = object.value("title").toString();
     s.system_prompt = object.value("system_prompt").toString();
     s.sampling = sampling_from_json(object.value("sampling").toObject());
-    s.overflow = folio::chat_overflow_from_string(object.value("overflow").toString().toStdString())
-                     .value_or(folio::ChatOverflow::DropOldestTurns);
+    s.overflow = overflow_from_string(object.value("overflow").toString());
+    s.preset = object.value("preset").toString();
     s.created = QDateTime::fromString(object.value("created").toString(), Qt::ISODateWithMs);
     s.updated = QDateTime::fromString(object.value("updated").toString(), Qt::ISODateWithMs);
     for (const QJsonValue& v : object.value("messages").toArray()) {

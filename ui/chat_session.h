@@ -70,12 +70,19 @@ struct SamplingSettings {
     bool operator==(const SamplingSettings&) const = default;
 };
 
+// The JSON form of sampling settings (sessions, exports, presets); absent keys take the defaults.
+QJsonObject sampling_to_json(const SamplingSettings& sampling);
+SamplingSettings sampling_from_json(const QJsonObject& object);
+QString overflow_to_string(folio::ChatOverflow overflow);
+folio::ChatOverflow overflow_from_string(const QString& name);  // unknown: drop oldest turns
+
 struct ChatSession {
     QString id;  // a UUID
     QString title;
     QString system_prompt;
     SamplingSettings sampling;
     folio::ChatOverflow overflow = folio::ChatOverflow::DropOldestTurns;  // when the chat outgrows the context
+    QString preset;  // the name of the preset last applied ("" = none); its settings may have been edited since
     QVector<ChatMessageRecord> messages;
     QDateTime created;
     QDateTime updated;

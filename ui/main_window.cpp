@@ -28,10 +28,14 @@
 
 #include "ui/block_map_widget.h"
 #include "ui/chat_controller.h"
+#include "ui/chat_export.h"
+#include "ui/chat_presets.h"
 #include "ui/chat_view.h"
 #include "ui/engine_bridge.h"
 #include "ui/engine_settings_dialog.h"
+#include "ui/library_panel.h"
 #include "ui/metrics_dialog.h"
+#include "ui/model_library.h"
 #include "ui/model_panel.h"
 #include "ui/model_summary.h"
 #include "ui/plots_panel.h"
@@ -112,13 +116,16 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     setCentralWidget(chat_view_);
 
     session_list_ = new SessionListPanel(chats_, this);
-    session_settings_ = new SessionSettingsPanel(chats_, this);
+    presets_ = new ChatPresets(this);
+    session_settings_ = new SessionSettingsPanel(chats_, presets_, this);
     model_panel_ = new ModelPanel(this);
     block_map_ = new BlockMapWidget(this);
     plots_ = new PlotsPanel(this);
     spec_ = new SpecPanel(this);
     quantize_queue_ = new QuantizeQueue(this);
     jobs_panel_ = new QuantizeJobsPanel(quantize_queue_, this);
+    library_ = new ModelLibrary(standard_library_folders(QDir::homePath()), this);
+    library_panel_ = new LibraryPanel(library_, this);
     block_map_->setOwnerResolver([this](qint64 engine_id, quint64 ticket) {
         const QString id = chats_->sessionForTicket(ticket);
         if (const ChatSession* s = chats_->session(id))
@@ -135,9 +142,12 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     QDockWidget* spec_dock = addPanel(spec_, tr("Speculation"), "specDock", Qt::BottomDockWidgetArea);
     // A tab beside the model and the block map (a bottom dock would reshape the roomy layout).
     QDockWidget* jobs_dock = addPanel(jobs_panel_, tr("Jobs"), "jobsDock", Qt::RightDockWidgetArea);
+    // The library's table wants the width: a tab beside the plots, shown when asked for (Model > Library).
+    QDockWidget* library_dock = addPanel(library_panel_, tr("Library"), "libraryDock", Qt::BottomDockWidgetArea);
     tabifyDockWidget(model_dock, map_dock);
     tabifyDockWidget(map_dock, jobs_dock);
     map_dock->raise();
+    library_dock->hide();
     jobs_dock->hide();  // until a job is queued (or View > Jobs): a compact column's tabs keep their names
     spec_dock->hide();  // until an engine speculates (or View > Speculation)
     resize(1400, 900);
@@ -162,6 +172,8 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     connect(model_panel_, &ModelPanel::unloadRequested, bridge_, &EngineBridge::unload);
     connect(model_panel_, &ModelPanel::quantizeRequested, this, &MainWindow::showQuantizeDialog);
     connect(jobs_panel_, &QuantizeJobsPanel::loadRequested, this, &MainWindow::openModel);
+    connect(library_panel_, &LibraryPanel::loadRequested, this, &MainWindow::openModel);
+    connect(library_panel_, &LibraryPanel::quantizeRequested, this, &MainWindow::showQuantizeDialogFor);
     connect(quantize_queue_, &QuantizeQueue::jobFinished, this, &MainWindow::onQuantizeFinished);
 
     default_state_ = saveState();
@@ -181,6 +193,7 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     if (!chats_->lastError().isEmpty()) showError(tr("Chats not restored"), chats_->lastError());
 
     bridge_->setSettings(engine_settings);
+    library_panel_->setEngineSettings(engine_settings);
     if (options.load_model) {
         QString model = options.model;
         if (model.isEmpty()) model = settings->value("model/last").toString();
@@ -212,6 +225,8 @@ void MainWindow::createMenus() {
     file->addSeparator();
     file->addAction(QIcon(":/icons/export.svg"), tr("Export Plots as &PNG…"), plots_, &PlotsPanel::exportPngInteractive);
     file->addAction(QIcon(":/icons/export.svg"), tr("Export Samples as &CSV…"), plots_, &PlotsPanel::exportCsvInteractive);
+    file->addAction(QIcon(":/icons/export.svg"), tr("Export Chat as &Markdown…"), this, [this] { exportChatInteractive(false); });
+    file->addAction(QIcon(":/icons/export.svg"), tr("Export Chat as &JSON…"), this, [this] { exportChatInteractive(true); });
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -222,6 +237,9 @@ void MainWindow::createMenus() {
     quantize_action_->setToolTip(tr("Quantize the loaded model to Q4_K_M (or another type) as a job beside the chats"));
     quantize_action_->setEnabled(false);
     model->addAction(tr("Show &Jobs"), this, [this] { raisePanel(jobs_panel_); });
+    QAction* library = model->addAction(tr("Model &Library"), this, &MainWindow::showLibrary);
+    library->setObjectName("libraryAction");
+    library->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
 
     QMenu* chat = menuBar()->addMenu(tr("&Chat"));
     QAction* add = chat->addAction(QIcon(":/icons/new-chat.svg"), tr("&New Chat"), session_list_, &SessionListPanel::newSession);
@@ -231,6 +249,13 @@ void MainWindow::createMenus() {
     QAction* regen = chat->addAction(QIcon(":/icons/regenerate.svg"), tr("&Regenerate Reply"), chat_view_, &ChatView::regenerate);
     regen->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     chat->addAction(QIcon(":/icons/delete.svg"), tr("&Delete Chat"), session_list_, &SessionListPanel::deleteCurrent);
+    chat->addSeparator();
+    QAction* export_md = chat->addAction(QIcon(":/icons/export.svg"), tr("E&xport Chat as Markdown…"), this,
+                                         [this] { exportChatInteractive(false); });
+    export_md->setObjectName("exportChatMarkdown");
+    QAction* export_json = chat->addAction(QIcon(":/icons/export.svg"), tr("Export Chat as &JSON…"), this,
+                                           [this] { exportChatInteractive(true); });
+    export_json->setObjectName("exportChatJson");
     chat->addSeparator();
     QAction* next = chat->addAction(tr("Ne&xt Chat"), this, [this] { switchChat(+1); });
     next->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Tab), QKeySequence(Qt::CTRL | Qt::Key_PageDown)});
@@ -327,16 +352,26 @@ void MainWindow::connectBridge() {
         if (s.path != pending_load_) return;
         pending_load_.clear();
         const MemoryEstimate e = estimate_memory(s, bridge_->settings());
-        if (!e.fits()) {
-            const auto answer = QMessageBox::warning(this, tr("Model may not fit"),
-                tr("%1\n\nLoad it anyway?").arg(e.describe()), QMessageBox::Yes | QMessageBox::No);
-            if (answer != QMessageBox::Yes) {
-                if (bridge_->isLoaded()) model_panel_->showSummary(bridge_->model(), bridge_->settings(), true);
-                showModelState();
+        if (e.fits()) {
+            bridge_->load(s.path, bridge_->settings());
+            return;
+        }
+        // Asked window-modal (open()): the UI thread goes on while the question waits.
+        if (memory_box_) memory_box_->close();
+        memory_box_ = new QMessageBox(QMessageBox::Warning, tr("Model may not fit"),
+                                      tr("%1\n\nLoad it anyway?").arg(e.describe()), QMessageBox::Yes | QMessageBox::No, this);
+        memory_box_->setObjectName("memoryQuestion");
+        memory_box_->setDefaultButton(QMessageBox::No);
+        memory_box_->setAttribute(Qt::WA_DeleteOnClose);
+        connect(memory_box_, &QMessageBox::finished, this, [this, path = s.path](int answer) {
+            if (answer == QMessageBox::Yes) {
+                bridge_->load(path, bridge_->settings());
                 return;
             }
-        }
-        bridge_->load(s.path, bridge_->settings());
+            if (bridge_->isLoaded()) model_panel_->showSummary(bridge_->model(), bridge_->settings(), true);
+            showModelState();
+        });
+        memory_box_->open();
     });
     connect(bridge_, &EngineBridge::modelInspectFailed, this, [this](const QString& path, const QString& message) {
         if (path == pending_load_) pending_load_.clear();
@@ -447,6 +482,7 @@ QString MainWindow::shortcutsHtml() {
         {tr("Ctrl+R"), tr("regenerate the last reply")},
         {tr("Ctrl+."), tr("stop the reply")},
         {tr("Ctrl+O"), tr("open a model")},
+        {tr("Ctrl+Shift+O"), tr("the model library")},
         {tr("Ctrl+,"), tr("engine settings")},
         {tr("Ctrl+M"), tr("engine metrics (Prometheus)")},
         {tr("F1"), tr("this list")},
@@ -498,6 +534,7 @@ void MainWindow::updateCompactLayout() {
     QDockWidget* plots = findChild<QDockWidget*>("plotsDock");
     QDockWidget* spec = findChild<QDockWidget*>("specDock");
     QDockWidget* jobs = findChild<QDockWidget*>("jobsDock");
+    QDockWidget* library = findChild<QDockWidget*>("libraryDock");
     if (small) {
         if (roomy_state_.isEmpty()) roomy_state_ = saveState();  // compact from the start: the layout restored
         compact_ = true;
@@ -510,6 +547,11 @@ void MainWindow::updateCompactLayout() {
         tabifyDockWidget(map, plots);
         tabifyDockWidget(plots, jobs);
         if (!spec->isFloating() && spec->isVisible()) tabifyDockWidget(plots, spec);  // beside its plots, as in the roomy layout
+        // The library joins the column only when shown (showLibrary() moves it there later).
+        if (library->isVisible() && !library->isFloating()) {
+            addDockWidget(Qt::RightDockWidgetArea, library);
+            tabifyDockWidget(jobs, library);
+        }
         tabifyDockWidget(chats, settings);
         map->raise();
         chats->raise();
@@ -579,6 +621,7 @@ void MainWindow::showEngineSettings() {
     const EngineSettings s = dialog.settings();
     s.save(*studio_settings());
     bridge_->restart(s);  // with no model asked for yet, only keeps the settings
+    library_panel_->setEngineSettings(s);
     if (!bridge_->isLoaded()) model_panel_->showSummary(model_panel_->summary(), s, false);
 }
 
@@ -586,14 +629,37 @@ QuantizeDialog* MainWindow::quantizeDialog() const { return quantize_dialog_.dat
 
 void MainWindow::showQuantizeDialog() {
     if (!bridge_->isLoaded()) {
-        showError(tr("No model to quantize"), tr("Load a model first: Quantize to INT4 works on the loaded model."));
+        showError(tr("No model to quantize"), tr("Load a model first: Quantize to INT4 works on the loaded model "
+                                                 "(or choose one in Model > Library)."));
         return;
     }
+    showQuantizeDialogFor(bridge_->model().path);
+}
+
+void MainWindow::showLibrary() {
+    QDockWidget* dock = findChild<QDockWidget*>("libraryDock");
+    if (!dock->isVisible() && !dock->isFloating()) {
+        // A tab beside the plots, or in the compact window's tabbed column. (Tabified only
+        // when first shown: a hidden dock in the plots' tab group upsets restoring the layout.)
+        QDockWidget* beside = findChild<QDockWidget*>(compact_ ? "blockMapDock" : "plotsDock");
+        if (dockWidgetArea(dock) != dockWidgetArea(beside)) addDockWidget(dockWidgetArea(beside), dock);
+        if (!tabifiedDockWidgets(beside).contains(dock)) tabifyDockWidget(beside, dock);
+    }
+    raisePanel(library_panel_);
+    // A bottom tab beside the plots: taller than the plots need, so that the table shows more than a few rows.
+    // After the layout has placed the newly shown dock.
+    QTimer::singleShot(0, this, [this, dock] {
+        if (!compact_ && !dock->isFloating() && dockWidgetArea(dock) == Qt::BottomDockWidgetArea && dock->height() < height() * 2 / 5)
+            resizeDocks({dock}, {height() * 2 / 5}, Qt::Vertical);
+    });
+}
+
+void MainWindow::showQuantizeDialogFor(const QString& path) {
     if (quantize_dialog_) {
         quantize_dialog_->raise();
         return;
     }
-    quantize_dialog_ = new QuantizeDialog(bridge_->model().path, this);
+    quantize_dialog_ = new QuantizeDialog(path, this);
     quantize_dialog_->setAttribute(Qt::WA_DeleteOnClose);
     connect(quantize_dialog_, &QDialog::accepted, this, [this, dialog = quantize_dialog_.data()] {
         QString error;
@@ -611,12 +677,38 @@ void MainWindow::onQuantizeFinished(quint64 id) {
     if (!e) return;
     const QString name = QFileInfo(e->request.output).fileName();
     if (e->state == QuantizeJobState::Done) {
-        // No library yet: the result joins the recent models, where Open Recent finds it.
+        // The result joins the recent models and the library (under its source).
         rememberRecent(e->request.output);
+        library_->addModel(e->request.output);
         statusBar()->showMessage(tr("Quantized %1").arg(name), 8000);
     } else {
         statusBar()->showMessage(tr("%1: %2").arg(name, e->outcome.message), 8000);
     }
+}
+
+void MainWindow::exportChatInteractive(bool json) {
+    const ChatSession* s = chats_->session(session_list_->currentSession());
+    if (!s) return;
+    const ChatExportFormat format = json ? ChatExportFormat::Json : ChatExportFormat::Markdown;
+    const QString dir = studio_settings()->value("chat/exportDir", QDir::homePath()).toString();
+    const QString path = QFileDialog::getSaveFileName(
+        this, json ? tr("Export Chat as JSON") : tr("Export Chat as Markdown"),
+        dir + "/" + chat_export_file_name(*s, format), json ? tr("JSON (*.json)") : tr("Markdown (*.md)"));
+    if (path.isEmpty()) return;
+    studio_settings()->setValue("chat/exportDir", QFileInfo(path).absolutePath());
+    exportChat(path);
+}
+
+bool MainWindow::exportChat(const QString& path) {
+    const ChatSession* s = chats_->session(session_list_->currentSession());
+    if (!s) return false;
+    QString error;
+    if (!write_chat_export(path, *s, chat_export_format_for(path), &error)) {
+        showError(tr("Chat not exported"), error);
+        return false;
+    }
+    statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 8000);
+    return true;
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {

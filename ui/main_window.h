@@ -24,9 +24,12 @@ namespace folio::ui {
 
 class BlockMapWidget;
 class ChatController;
+class ChatPresets;
 class ChatView;
 class EngineBridge;
+class LibraryPanel;
 class MetricsDialog;
+class ModelLibrary;
 class ModelPanel;
 class PlotsPanel;
 class SpecPanel;
@@ -63,6 +66,8 @@ public:
 
     EngineBridge* bridge() const { return bridge_; }
     ChatController* chats() const { return chats_; }
+    ChatPresets* presets() const { return presets_; }
+    SessionSettingsPanel* sessionSettings() const { return session_settings_; }
     ChatView* chatView() const { return chat_view_; }
     SessionListPanel* sessionList() const { return session_list_; }
     BlockMapWidget* blockMap() const { return block_map_; }
@@ -71,9 +76,13 @@ public:
     ModelPanel* modelPanel() const { return model_panel_; }
     QuantizeQueue* quantizeQueue() const { return quantize_queue_; }
     QuantizeJobsPanel* jobsPanel() const { return jobs_panel_; }
+    ModelLibrary* library() const { return library_; }
+    LibraryPanel* libraryPanel() const { return library_panel_; }
     // The open Quantize to INT4 dialog, and the question asked at quit while a job runs (null when none).
     QuantizeDialog* quantizeDialog() const;
     QMessageBox* quitQuestion() const { return quit_box_; }
+    // The question before loading a model that will not fit (null when none is open).
+    QMessageBox* memoryQuestion() const { return memory_box_; }
     // Brings a dock's panel to the front (tabbed docks), e.g. for screenshots.
     void raisePanel(QWidget* panel);
     void showSpecPanel();
@@ -92,7 +101,16 @@ public slots:
     void showEngineSettings();
     // Model > Quantize to INT4…: the dialog on the loaded model (window-modal, open()); OK queues the job.
     void showQuantizeDialog();
+    // Model > Library: the panel shown and raised, tall enough for a dozen rows.
+    void showLibrary();
+    // The same dialog on any model (a library row): no load needed.
+    void showQuantizeDialogFor(const QString& path);
     void showError(const QString& title, const QString& message);
+    // Chat > Export as Markdown / JSON…: a file dialog, then exportChat().
+    void exportChatInteractive(bool json);
+    // Writes the current chat to `path` (JSON for .json, else Markdown), whole or not at
+    // all; false, with an error dialog that says why, when it cannot.
+    bool exportChat(const QString& path);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -122,6 +140,7 @@ private:
 
     EngineBridge* bridge_ = nullptr;
     ChatController* chats_ = nullptr;
+    ChatPresets* presets_ = nullptr;
     ChatView* chat_view_ = nullptr;
     SessionListPanel* session_list_ = nullptr;
     SessionSettingsPanel* session_settings_ = nullptr;
@@ -131,8 +150,11 @@ private:
     SpecPanel* spec_ = nullptr;
     QuantizeQueue* quantize_queue_ = nullptr;
     QuantizeJobsPanel* jobs_panel_ = nullptr;
+    ModelLibrary* library_ = nullptr;
+    LibraryPanel* library_panel_ = nullptr;
     QPointer<QuantizeDialog> quantize_dialog_;
     QPointer<QMessageBox> quit_box_;
+    QPointer<QMessageBox> memory_box_;
     bool quit_confirmed_ = false;  // the user chose to cancel the running job and quit
     QAction* quantize_action_ = nullptr;
     QMenu* recent_menu_ = nullptr;

@@ -75,8 +75,8 @@ ModelSummary summarize_model(const folio::ModelDescription& model) {
 uint64_t available_memory_bytes() {
     QFile meminfo("/proc/meminfo");
     if (!meminfo.open(QIODevice::ReadOnly | QIODevice::Text)) return 0;
-    while (!meminfo.atEnd()) {
-        const QByteArray line = meminfo.readLine();
+    // Read whole: /proc files report a size of 0, so atEnd() is true before the first line.
+    for (const QByteArray& line : meminfo.readAll().split('\n')) {
         if (line.startsWith("MemAvailable:")) {
             const QList<QByteArray> parts = line.simplified().split(' ');
             if (parts.size() >= 2) return parts[1].toULongLong() * 1024;

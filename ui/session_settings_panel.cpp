@@ -3,6 +3,9 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
+#include <QHBoxLayout>
+#include <QInputDialog>
+#include <QPushButton>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QScrollArea>
@@ -10,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "ui/chat_controller.h"
+#include "ui/chat_presets.h"
 
 namespace folio::ui {
 
@@ -25,7 +29,8 @@ QDoubleSpinBox* real_box(double min, double max, double step, int decimals, QWid
 
 }  // namespace
 
-SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, QWidget* parent) : QWidget(parent), chats_(chats) {
+SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, ChatPresets* presets, QWidget* parent)
+    : QWidget(parent), chats_(chats), presets_(presets) {
     // Scrollable, so that the panel never makes the window taller than a small screen.
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(0, 0, 0, 0);
@@ -37,6 +42,29 @@ SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, QWidget* paren
     outer->addWidget(scroll);
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
+    auto* preset_row = new QHBoxLayout;
+    preset_row->addWidget(new QLabel(tr("Preset"), this));
+    preset_ = new QComboBox(this);
+    preset_->setObjectName("presetChoice");
+    preset_->setToolTip(tr("A saved set of system prompt, sampling settings and long-chat policy: choosing one "
+                           "applies it to this chat"));
+    preset_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    preset_->setMinimumContentsLength(6);
+    preset_row->addWidget(preset_, 1);
+    save_preset_ = new QPushButton(tr("Save As…"), this);
+    save_preset_->setAutoDefault(false);
+    save_preset_->setObjectName("savePresetAs");
+    save_preset_->setToolTip(tr("Save this chat's system prompt and settings as a preset"));
+    delete_preset_ = new QPushButton(tr("Delete"), this);
+    delete_preset_->setObjectName("deletePreset");
+    delete_preset_->setToolTip(tr("Delete the chosen preset (chats keep their settings)"));
+    layout->addLayout(preset_row);
+    // The buttons on a line of their own: the column is narrow in a compact window.
+    auto* preset_buttons = new QHBoxLayout;
+    preset_buttons->addStretch(1);
+    preset_buttons->addWidget(save_preset_);
+    preset_buttons->addWidget(delete_preset_);
+    layout->addLayout(preset_buttons);
     layout->addWidget(new QLabel(tr("System prompt"), this));
     system_prompt_ = new QPlainTextEdit(this);
     system_prompt_->setPlaceholderText(tr("Instructions the model sees before the conversation"));
@@ -85,6 +113,11 @@ SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, QWidget* paren
         connect(b, &QDoubleSpinBox::valueChanged, this, &SessionSettingsPanel::store);
     for (QSpinBox* b : {top_k_, max_tokens_, seed_}) connect(b, &QSpinBox::valueChanged, this, &SessionSettingsPanel::store);
     connect(overflow_, &QComboBox::currentIndexChanged, this, &SessionSettingsPanel::store);
+    connect(preset_, &QComboBox::activated, this, [this](int index) { applyPreset(preset_->itemData(index).toString()); });
+    connect(save_preset_, &QPushButton::clicked, this, &SessionSettingsPanel::askPresetName);
+    connect(delete_preset_, &QPushButton::clicked, this, &SessionSettingsPanel::deleteCurrentPreset);
+    connect(presets_, &ChatPresets::changed, this, &SessionSettingsPanel::rebuildPresets);
+    rebuildPresets();
     connect(chats_, &ChatController::sessionChanged, this, [this](const QString& id) {
         if (id == session_) load();
     });
@@ -111,7 +144,72 @@ void SessionSettingsPanel::load() {
     max_tokens_->setValue(src.sampling.max_tokens);
     seed_->setValue(static_cast<int>(std::min<qint64>(src.sampling.seed, 2147483647)));
     overflow_->setCurrentIndex(std::max(0, overflow_->findData(static_cast<int>(src.overflow))));
+    rebuildPresets();
     loading_ = false;
+}
+
+void SessionSettingsPanel::rebuildPresets() {
+    // The chat's preset is shown as "name (edited)" once its settings differ from the preset's.
+    const ChatSession* s = chats_->session(session_);
+    const QString current = s ? s->preset : QString();
+    const QSignalBlocker block(preset_);
+    preset_->clear();
+    preset_->addItem(tr("(none)"), QString());
+    for (const ChatPreset& p : presets_->presets()) {
+        const bool edited = s && p.name == current && !p.matches(*s);
+        preset_->addItem(edited ? tr("%1 (edited)").arg(p.name) : p.name, p.name);
+    }
+    const int at = preset_->findData(current);
+    preset_->setCurrentIndex(std::max(0, at));
+    delete_preset_->setEnabled(at > 0);
+}
+
+QInputDialog* SessionSettingsPanel::presetNameDialog() const { return name_dialog_; }
+
+void SessionSettingsPanel::askPresetName() {
+    if (name_dialog_) return;
+    const ChatSession* s = chats_->session(session_);
+    if (!s) return;
+    name_dialog_ = new QInputDialog(this);
+    name_dialog_->setObjectName("presetNameDialog");
+    name_dialog_->setWindowTitle(tr("Save Preset"));
+    name_dialog_->setLabelText(tr("Name of the preset (an existing one of that name is replaced):"));
+    name_dialog_->setTextValue(s->preset.isEmpty() ? s->title : s->preset);
+    name_dialog_->setAttribute(Qt::WA_DeleteOnClose);
+    connect(name_dialog_, &QInputDialog::textValueSelected, this, [this](const QString& name) { savePresetAs(name); });
+    connect(name_dialog_, &QObject::destroyed, this, [this] { name_dialog_ = nullptr; });
+    name_dialog_->open();
+}
+
+bool SessionSettingsPanel::savePresetAs(const QString& name) {
+    const ChatSession* s = chats_->session(session_);
+    if (!s || name.trimmed().isEmpty()) return false;
+    const ChatPreset preset = ChatPreset::from_session(name, *s);
+    if (!presets_->save(preset)) return false;
+    chats_->setPresetName(session_, preset.name);
+    rebuildPresets();
+    return true;
+}
+
+void SessionSettingsPanel::applyPreset(const QString& name) {
+    if (!chats_->session(session_)) return;
+    if (name.isEmpty()) {
+        chats_->setPresetName(session_, {});
+    } else if (const ChatPreset* p = presets_->find(name)) {
+        chats_->applyPreset(session_, *p);
+    }
+    load();
+}
+
+void SessionSettingsPanel::deleteCurrentPreset() {
+    const QString name = preset_->currentData().toString();
+    if (name.isEmpty()) return;
+    presets_->remove(name);
+    // Chats that followed it keep their settings; they follow no preset now.
+    QStringList following;
+    for (const ChatSession& s : chats_->sessions())
+        if (s.preset == name) following << s.id;
+    for (const QString& id : following) chats_->setPresetName(id, {});
 }
 
 void SessionSettingsPanel::store() {
@@ -127,6 +225,7 @@ void SessionSettingsPanel::store() {
     chats_->setSampling(session_, s);
     chats_->setOverflow(session_, static_cast<folio::ChatOverflow>(overflow_->currentData().toInt()));
     chats_->setSystemPrompt(session_, system_prompt_->toPlainText());
+    rebuildPresets();  // "(edited)" follows the settings
 }
 
 }  // namespace folio::ui

@@ -1,10 +1,14 @@
 // The current session's system prompt and sampling settings, edited in
-// place and saved with the session.
+// place and saved with the session; a preset picker above them applies a
+// named set of them (ChatPresets) to the chat, saves the chat's settings as
+// a preset (Save As…) or deletes one.
 #pragma once
 
 #include <QWidget>
 
 class QComboBox;
+class QInputDialog;
+class QPushButton;
 class QDoubleSpinBox;
 class QPlainTextEdit;
 class QSpinBox;
@@ -12,18 +16,32 @@ class QSpinBox;
 namespace folio::ui {
 
 class ChatController;
+class ChatPresets;
 
 class SessionSettingsPanel : public QWidget {
     Q_OBJECT
 public:
-    explicit SessionSettingsPanel(ChatController* chats, QWidget* parent = nullptr);
+    SessionSettingsPanel(ChatController* chats, ChatPresets* presets, QWidget* parent = nullptr);
     void setSession(const QString& id);
+    QComboBox* presetChoice() const { return preset_; }
+    // The Save As… dialog while it is open (window-modal, open()), else null.
+    QInputDialog* presetNameDialog() const;
+
+public slots:
+    // The chat's current settings as a preset of this name (replacing one of the same name); the chat follows it.
+    bool savePresetAs(const QString& name);
+    // Applies a preset to the chat ("" : the chat follows none, its settings stay).
+    void applyPreset(const QString& name);
+    void deleteCurrentPreset();
 
 private:
     void load();
     void store();
+    void rebuildPresets();
+    void askPresetName();
 
     ChatController* chats_;
+    ChatPresets* presets_;
     QString session_;
     bool loading_ = false;
     QPlainTextEdit* system_prompt_ = nullptr;
@@ -35,6 +53,10 @@ private:
     QSpinBox* max_tokens_ = nullptr;
     QSpinBox* seed_ = nullptr;
     QComboBox* overflow_ = nullptr;
+    QComboBox* preset_ = nullptr;
+    QPushButton* save_preset_ = nullptr;
+    QPushButton* delete_preset_ = nullptr;
+    QInputDialog* name_dialog_ = nullptr;
 };
 
 }  // namespace folio::ui

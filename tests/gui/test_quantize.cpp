@@ -37,6 +37,7 @@
 #include "gui_test_support.h"
 #include "ui/chat_controller.h"
 #include "ui/chat_view.h"
+#include "ui/model_library.h"
 #include "ui/model_panel.h"
 #include "ui/quantize_dialog.h"
 #include "ui/quantize_job_card.h"
@@ -266,7 +267,17 @@ private slots:
         auto model = folio::load_model_description(output.toStdString());
         QVERIFY2(model.ok(), model.ok() ? "" : model.error().message.c_str());
         QVERIFY(!model->tensors.empty());
-        QVERIFY(w->recentModels().contains(QFileInfo(output).absoluteFilePath()));  // "the library" for now
+        QVERIFY(w->recentModels().contains(QFileInfo(output).absoluteFilePath()));
+        // It joins the model library, recording the folder it came from (the library lists it under that).
+        QVERIFY(w->library()->addedModels().contains(QFileInfo(output).absoluteFilePath()));
+        QTRY_VERIFY_WITH_TIMEOUT(!w->library()->isScanning(), 60000);
+        const QVector<LibraryEntry>& listed = w->library()->entries();
+        const auto in_library = std::find_if(listed.begin(), listed.end(), [&](const LibraryEntry& e) {
+            return e.path == QFileInfo(output).absoluteFilePath();
+        });
+        QVERIFY(in_library != listed.end());
+        QVERIFY(in_library->status == LibraryEntry::Status::Ready && in_library->quantized);
+        QCOMPARE(in_library->recorded_source, QFileInfo(QString::fromStdString(folder_)).canonicalFilePath());
 
         // Finished: screenshots at both sizes, then in the dark theme.
         QTest::qWait(50);

@@ -83,6 +83,9 @@ private slots:
             QCOMPARE(*file->get_u32("general.file_type"), preset_info(preset).file_type);
             QCOMPARE(*file->get_u32("general.quantization_version"), 2u);
             QCOMPARE(*file->get_string("folio.quantize.preset"), name);
+            // The source is recorded (absolute), for the studio's model library.
+            QCOMPARE(*file->get_string("folio.quantize.source"),
+                     std::filesystem::absolute(source_).lexically_normal().string());
             // Everything else the source said is said again.
             for (const GgufKeyValue& kv : source->metadata()) {
                 if (kv.key == "general.file_type") continue;

@@ -2,6 +2,8 @@
 // Hugging Face folder's are written from its description (hf_metadata.cpp).
 #include "quant/output_metadata.h"
 
+#include <filesystem>
+
 #include "quant/hf_metadata.h"
 
 namespace folio::quant {
@@ -44,6 +46,10 @@ Result<std::vector<GgufKeyValue>> output_metadata(const ModelDescription& model,
     set("general.file_type", GgufValue::u32(preset.file_type));
     set("general.quantized_by", GgufValue::string("Folio"));
     set("folio.quantize.preset", GgufValue::string(std::string(preset.name)));
+    // Where it came from, so that a model library can list the result under its source.
+    std::error_code absolute_error;
+    const std::filesystem::path source = std::filesystem::absolute(model.path, absolute_error);
+    set("folio.quantize.source", GgufValue::string(absolute_error ? model.path : source.lexically_normal().string()));
     if (!settings.awq.empty()) set("folio.quantize.awq", GgufValue::string(settings.awq));
     if (settings.has_imatrix) {
         set("quantize.imatrix.file", GgufValue::string(settings.imatrix_file));
