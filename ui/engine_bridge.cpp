@@ -48,6 +48,11 @@ EngineBridge::EngineBridge(QObject* parent) : QObject(parent) {
         emit sampled(sample);
     }, queued);
     connect(host_, &EngineHost::prometheusReady, this, &EngineBridge::prometheusText, queued);
+    connect(host_, &EngineHost::servingChanged, this, [this](bool serving, const QString& url, const QString& error) {
+        serving_ = serving;
+        server_url_ = url;
+        emit servingChanged(serving, url, error);
+    }, queued);
     thread_.start();
 }
 
@@ -90,6 +95,15 @@ quint64 EngineBridge::submit(ChatRequest request) {
 
 void EngineBridge::requestPrometheusText() {
     QMetaObject::invokeMethod(host_, [host = host_] { host->prometheusText(); }, Qt::QueuedConnection);
+}
+
+void EngineBridge::serve(const QString& host, int port, const QString& api_key) {
+    QMetaObject::invokeMethod(host_, [host = host_, h = host, port, api_key] { host->serve(h, port, api_key); },
+                              Qt::QueuedConnection);
+}
+
+void EngineBridge::stopServing() {
+    QMetaObject::invokeMethod(host_, [host = host_] { host->stopServing(); }, Qt::QueuedConnection);
 }
 
 void EngineBridge::abort(quint64 ticket) {

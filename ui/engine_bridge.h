@@ -33,6 +33,11 @@ public:
     void abort(quint64 ticket);
     // Asks for the Prometheus text; it comes back through prometheusText().
     void requestPrometheusText();
+    // The OpenAI API on the chats' engine (EngineHost::serve); servingChanged answers.
+    void serve(const QString& host, int port, const QString& api_key = {});
+    void stopServing();
+    bool isServing() const { return serving_; }
+    const QString& serverUrl() const { return server_url_; }
 
     bool isLoaded() const { return loaded_; }
     bool isLoading() const { return loading_; }
@@ -53,6 +58,7 @@ signals:
     void blockMapUpdated(const folio::ui::BlockMapSnapshot& snapshot);
     void sampled(const folio::ui::EngineSample& sample);
     void prometheusText(const QString& text);
+    void servingChanged(bool serving, const QString& url, const QString& error);
 
 private:
     QThread thread_;
@@ -66,6 +72,8 @@ private:
     EngineSettings settings_;
     EngineSample last_sample_;
     BlockMapSnapshot last_block_map_;
+    bool serving_ = false;
+    QString server_url_;
 };
 
 }  // namespace folio::ui

@@ -2,6 +2,9 @@
 
 #include <QFileInfo>
 
+#ifdef FOLIO_HAVE_SERVER
+#include "folio/api_server.h"
+#endif
 #include "folio/backend.h"
 #include "folio/chat_prompt.h"
 #include "folio/chat_template.h"
@@ -48,6 +51,12 @@ void EngineHost::inspect(const QString& path) {
 void EngineHost::release() {
     if (!loaded_) return;
     ticker_->stop();
+#ifdef FOLIO_HAVE_SERVER
+    if (server_) {
+        server_.reset();  // stops accepting, aborts its requests, joins its threads: before the engine goes
+        emit servingChanged(false, {}, {});  // back with the next engine while serve_.on
+    }
+#endif
     if (loaded_->engine) loaded_->engine->unsubscribe(loaded_->subscription);
     loaded_->engine.reset();  // aborts what is left: every callback gets its finished update
     loaded_.reset();
@@ -137,6 +146,49 @@ void EngineHost::load(const QString& path, const EngineSettings& settings) {
     readings_.clear();
     ticker_->start();
     emit loaded(loaded_->summary, loaded_->status);
+    if (serve_.on) start_server();
+}
+
+void EngineHost::serve(const QString& host, int port, const QString& api_key) {
+    if (!loaded_ || !loaded_->engine) {
+        emit servingChanged(false, {}, tr("no model is loaded: load one first"));
+        return;
+    }
+    serve_ = {true, host, port, api_key};
+#ifdef FOLIO_HAVE_SERVER
+    server_.reset();
+#endif
+    start_server();
+}
+
+void EngineHost::stopServing() {
+    serve_.on = false;
+#ifdef FOLIO_HAVE_SERVER
+    server_.reset();
+#endif
+    emit servingChanged(false, {}, {});
+}
+
+void EngineHost::start_server() {
+#ifdef FOLIO_HAVE_SERVER
+    folio::ApiServerConfig c;
+    c.host = serve_.host.toStdString();
+    c.port = serve_.port;
+    c.api_key = serve_.api_key.toStdString();
+    c.model_id = QFileInfo(loaded_->summary.path).fileName().toStdString();
+    auto server = folio::ApiServer::start(*loaded_->engine, loaded_->model, c);
+    if (!server) {
+        serve_.on = false;
+        emit servingChanged(false, {}, QString::fromStdString(server.error().message));
+        return;
+    }
+    serve_.port = (*server)->port();
+    server_ = std::shared_ptr<folio::ApiServer>(std::move(*server));
+    emit servingChanged(true, QStringLiteral("http://%1:%2/v1").arg(serve_.host).arg(serve_.port), {});
+#else
+    serve_.on = false;
+    emit servingChanged(false, {}, tr("this studio was built without cpp-httplib (libcpp-httplib-dev): no server"));
+#endif
 }
 
 void EngineHost::unload() {

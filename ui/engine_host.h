@@ -38,6 +38,11 @@ public slots:
     void prometheusText();
     // Ends every request and releases the model (before the thread quits).
     void shutdown();
+    // Serves the OpenAI API (folio::ApiServer, docs/server.md) on the engine
+    // of the chats at host:port (0: any free port) until stopServing(), and
+    // again on each engine a load or restart starts; servingChanged says so.
+    void serve(const QString& host, int port, const QString& api_key);
+    void stopServing();
 
 signals:
     void inspected(const folio::ui::ModelSummary& summary);
@@ -50,6 +55,8 @@ signals:
     void blockMapUpdated(const folio::ui::BlockMapSnapshot& snapshot);
     void sampled(const folio::ui::EngineSample& sample);
     void prometheusReady(const QString& text);
+    // The server's state: serving at url, or not (error: why, when it could not start).
+    void servingChanged(bool serving, const QString& url, const QString& error);
 
 private:
     struct Loaded;
@@ -59,8 +66,19 @@ private:
     void report_stages(const folio::StepEvent& event);
     void tick();  // host thread, every 50 ms: at most 20 block maps a second, a plot sample every 100 ms
     void release();
+    void start_server();  // on the loaded engine, when serve_ asks for it
+
+    struct Serve {
+        bool on = false;
+        QString host = "127.0.0.1";
+        int port = 8080;  // the bound one once started, kept across engine restarts
+        QString api_key;
+    } serve_;
 
     std::unique_ptr<Loaded> loaded_;
+    // The folio::ApiServer on loaded_'s engine (Serve), reset before it; held
+    // type-erased so that a studio built without cpp-httplib needs no server code.
+    std::shared_ptr<void> server_;
     QTimer* ticker_ = nullptr;
     QElapsedTimer clock_;
     int ticks_ = 0;

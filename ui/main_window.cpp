@@ -282,6 +282,18 @@ void MainWindow::createMenus() {
         metrics_dialog_->raise();
     });
     metrics->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_M));
+    // The OpenAI API on the chats' engine (docs/server.md): serve/host, serve/port, serve/api_key in the settings.
+    serve_action_ = engine->addAction(tr("Serve OpenAI &API"));
+    serve_action_->setObjectName("serveAction");
+    serve_action_->setCheckable(true);
+    serve_action_->setToolTip(tr("Answer other programs through the OpenAI API on this engine (127.0.0.1:8080 unless "
+                                 "the settings say otherwise)"));
+    connect(serve_action_, &QAction::triggered, this, [this](bool on) {
+        if (!on) return bridge_->stopServing();
+        auto stored = studio_settings();
+        bridge_->serve(stored->value("serve/host", "127.0.0.1").toString(), stored->value("serve/port", 8080).toInt(),
+                       stored->value("serve/api_key").toString());
+    });
 
     view_menu_ = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* dock : findChildren<QDockWidget*>()) view_menu_->addAction(dock->toggleViewAction());
@@ -343,6 +355,11 @@ void MainWindow::createStatusBar() {
     load_progress_->setMaximumWidth(120);
     load_progress_->setVisible(false);
     statusBar()->addPermanentWidget(load_progress_);
+    serve_label_ = new QLabel(this);
+    serve_label_->setObjectName("serveLabel");
+    serve_label_->setToolTip(tr("The OpenAI API this engine serves (Engine > Serve OpenAI API)"));
+    serve_label_->setVisible(false);
+    statusBar()->addPermanentWidget(serve_label_);
     for (QLabel* l : {device_label_, model_label_, kv_label_, speed_label_}) statusBar()->addPermanentWidget(l);
 }
 
@@ -428,6 +445,17 @@ void MainWindow::connectBridge() {
         block_map_->setSnapshot({});
         spec_->setSpeculation({});
         setWindowTitle(tr("Folio Studio"));
+    });
+    connect(bridge_, &EngineBridge::servingChanged, this, [this](bool serving, const QString& url, const QString& error) {
+        serve_label_->setText(tr("serving %1").arg(url));
+        serve_label_->setVisible(serving);
+        // Off with a reason: it could not start (an engine restart stops it without one, and starts it again).
+        if (!serving && !error.isEmpty() && serve_action_->isChecked()) {
+            serve_action_->setChecked(false);
+            last_error_ = tr("Cannot serve: %1").arg(error);
+            statusBar()->showMessage(last_error_, 8000);
+        }
+        if (serving) statusBar()->showMessage(tr("Serving the OpenAI API at %1").arg(url), 4000);
     });
     connect(bridge_, &EngineBridge::blockMapUpdated, block_map_, &BlockMapWidget::setSnapshot);
     connect(bridge_, &EngineBridge::sampled, this, &MainWindow::onSample);

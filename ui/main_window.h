@@ -157,6 +157,8 @@ private:
     QPointer<QMessageBox> memory_box_;
     bool quit_confirmed_ = false;  // the user chose to cancel the running job and quit
     QAction* quantize_action_ = nullptr;
+    QAction* serve_action_ = nullptr;
+    QLabel* serve_label_ = nullptr;
     QMenu* recent_menu_ = nullptr;
     QMenu* view_menu_ = nullptr;
     QLabel* device_label_ = nullptr;

@@ -269,6 +269,13 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(Engine& engine, const ModelD
     s.http.set_payload_max_length(config.max_body_bytes);
     s.http.set_keep_alive_max_count(1000);
     s.http.set_tcp_nodelay(true);
+    // httplib's default binds with SO_REUSEPORT, so a second server on a port
+    // in use would share it silently (the kernel splitting connections between
+    // the two): SO_REUSEADDR alone makes a port in use the error it should be.
+    s.http.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     add_routes(s);
     if (config.port == 0) {
         s.port = s.http.bind_to_any_port(config.host);
