@@ -172,6 +172,21 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMai
     connect(model_panel_, &ModelPanel::unloadRequested, bridge_, &EngineBridge::unload);
     connect(model_panel_, &ModelPanel::quantizeRequested, this, &MainWindow::showQuantizeDialog);
     connect(jobs_panel_, &QuantizeJobsPanel::loadRequested, this, &MainWindow::openModel);
+    // Use as Draft: the source, speculating with its quantization as the draft model (Engine Settings shows it).
+    connect(jobs_panel_, &QuantizeJobsPanel::useAsDraftRequested, this, [this](const QString& source, const QString& output) {
+        EngineSettings s = bridge_->settings();
+        s.spec_method = "draft";
+        s.draft_model = output;
+        s.save(*studio_settings());
+        const bool source_loaded = bridge_->isLoaded() &&
+                                   QFileInfo(bridge_->model().path).canonicalFilePath() == QFileInfo(source).canonicalFilePath();
+        if (source_loaded) {
+            bridge_->restart(s);
+        } else {
+            bridge_->setSettings(s);
+            openModel(source);
+        }
+    });
     connect(library_panel_, &LibraryPanel::loadRequested, this, &MainWindow::openModel);
     connect(library_panel_, &LibraryPanel::quantizeRequested, this, &MainWindow::showQuantizeDialogFor);
     connect(quantize_queue_, &QuantizeQueue::jobFinished, this, &MainWindow::onQuantizeFinished);

@@ -48,11 +48,16 @@ QuantizeJobCard::QuantizeJobCard(quint64 id, const QuantizeRequest& request, QWi
     load_->setObjectName("jobLoad");
     load_->setToolTip(tr("Load %1 in the studio").arg(request.output));
     load_->setVisible(false);
+    draft_ = new QPushButton(tr("Use as Draft"), this);
+    draft_->setObjectName("jobUseAsDraft");
+    draft_->setToolTip(tr("Speculative decoding of %1, drafted by this quantization (same vocabulary)").arg(request.source));
+    draft_->setVisible(false);
     // The title on a line of its own, the state and the buttons under it: narrow columns too.
     layout->addWidget(title_);
     header->addWidget(state_, 1);
     header->addWidget(cancel_);
     header->addWidget(load_);
+    header->addWidget(draft_);
     layout->addLayout(header);
 
     bar_ = new QProgressBar(this);
@@ -97,6 +102,7 @@ QuantizeJobCard::QuantizeJobCard(quint64 id, const QuantizeRequest& request, QWi
         emit cancelRequested(id_);
     });
     connect(load_, &QPushButton::clicked, this, [this] { emit loadRequested(request_.output); });
+    connect(draft_, &QPushButton::clicked, this, [this] { emit useAsDraftRequested(request_.source, request_.output); });
 }
 
 void QuantizeJobCard::setStarted() {
@@ -141,6 +147,7 @@ void QuantizeJobCard::setOutcome(const QuantizeJobOutcome& outcome) {
     bar_->setVisible(false);
     progress_->setVisible(false);
     load_->setVisible(true);
+    draft_->setVisible(true);
     showReport(*outcome.report);
 }
 

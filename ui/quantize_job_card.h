@@ -36,11 +36,14 @@ public:
     QString messageText() const;
     QPushButton* cancelButton() const { return cancel_; }
     QPushButton* loadButton() const { return load_; }
+    QPushButton* draftButton() const { return draft_; }
     QCustomPlot* chart() const { return chart_; }
 
 signals:
     void cancelRequested(quint64 id);
     void loadRequested(const QString& path);
+    // "Use as Draft": speculative decoding of `source` drafted by its quantization `output`.
+    void useAsDraftRequested(const QString& source, const QString& output);
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -62,6 +65,7 @@ private:
     QLabel* message_ = nullptr;
     QPushButton* cancel_ = nullptr;
     QPushButton* load_ = nullptr;
+    QPushButton* draft_ = nullptr;
 };
 
 }  // namespace folio::ui

@@ -69,6 +69,7 @@ void QuantizeJobsPanel::addCard(quint64 id) {
     if (e->state == QuantizeJobState::Running) c->setStarted();
     connect(c, &QuantizeJobCard::cancelRequested, queue_, &QuantizeQueue::cancel);
     connect(c, &QuantizeJobCard::loadRequested, this, &QuantizeJobsPanel::loadRequested);
+    connect(c, &QuantizeJobCard::useAsDraftRequested, this, &QuantizeJobsPanel::useAsDraftRequested);
 }
 
 }  // namespace folio::ui

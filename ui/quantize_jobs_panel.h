@@ -25,6 +25,7 @@ public:
 
 signals:
     void loadRequested(const QString& path);
+    void useAsDraftRequested(const QString& source, const QString& output);
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;

@@ -300,6 +300,13 @@ private slots:
         QVERIFY(save(w->jobsPanel(), "jobs-panel-finished-dark.png"));
         apply_theme(ThemeMode::Light);
 
+        // Use as Draft: the source speculates with its quantization as the draft model.
+        QVERIFY(card->draftButton()->isVisible());
+        QTest::mouseClick(card->draftButton(), Qt::LeftButton);
+        QTRY_VERIFY_WITH_TIMEOUT(w->bridge()->isLoaded() && w->bridge()->status().speculation.startsWith("draft"), 60000);
+        QCOMPARE(w->bridge()->settings().draft_model, output);
+        QCOMPARE(QFileInfo(w->bridge()->model().path).canonicalFilePath(), QFileInfo(QString::fromStdString(folder_)).canonicalFilePath());
+
         // Load: the studio loads the result as Model > Open would.
         QTest::mouseClick(card->loadButton(), Qt::LeftButton);
         QTRY_VERIFY_WITH_TIMEOUT(w->bridge()->isLoaded() && w->bridge()->model().path == output, 60000);
