@@ -187,7 +187,14 @@ void EngineSettingsDialog::updateSpeculation() {
             draft_problem_ = tr("Choose the draft model: a smaller model of the loaded one's vocabulary.");
         } else if (!model_.valid()) {
             status = tr("Its vocabulary is checked against the model when it loads.");
+        } else if (!QFileInfo::exists(path)) {
+            // Typed a character at a time: nothing is read until the path names something.
+            draft_problem_ = tr("No file or folder %1.").arg(path);
+        } else if (path == checked_path_) {
+            draft_problem_ = checked_problem_;
+            status = checked_status_;
         } else {
+            // Headers and the vocabulary only (the weights stay mapped, unread): once per path.
             if (!target_tokenizer_) {
                 auto target = folio::load_model_description(model_.path.toStdString());
                 auto t = target ? folio::Tokenizer::create(target->tokenizer) : folio::Result<folio::Tokenizer>(target.error());
@@ -203,6 +210,9 @@ void EngineSettingsDialog::updateSpeculation() {
                 else
                     status = tr("✓ %1: the same vocabulary as %2").arg(QString::fromStdString(d->name), model_.name);
             }
+            checked_path_ = path;
+            checked_status_ = status;
+            checked_problem_ = draft_problem_;
         }
     }
     draft_status_->setText(draft_problem_.isEmpty() ? status : tr("✗ %1").arg(draft_problem_));

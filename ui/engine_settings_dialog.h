@@ -57,6 +57,7 @@ private:
     QCheckBox* draft_adaptive_ = nullptr;
     QPushButton* apply_ = nullptr;
     QString draft_problem_;
+    QString checked_path_, checked_status_, checked_problem_;  // the last draft read, so typing reads none twice
     std::unique_ptr<folio::Tokenizer> target_tokenizer_;  // read once, for the vocabulary check
     QLabel* estimate_ = nullptr;
     QLabel* warning_ = nullptr;

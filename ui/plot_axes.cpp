@@ -46,6 +46,13 @@ void append_point(QVector<double>& t, QVector<double>& v, double time_s, double 
     v << value;
 }
 
+QCPGraph* add_graph(QCustomPlot* plot, const QString& name, const QColor& color, QCPAxis* y) {
+    QCPGraph* g = plot->addGraph(plot->xAxis, y ? y : plot->yAxis);
+    g->setName(name);
+    g->setPen(QPen(color, 1.6));
+    return g;
+}
+
 void style_plot_for_palette(QCustomPlot* plot, const QPalette& pal) {
     plot->setBackground(pal.base());
     for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {

@@ -34,6 +34,9 @@ double percent_axis_top(double max_percent);
 // through a NaN.
 void append_point(QVector<double>& t, QVector<double>& v, double time_s, double value, double max_gap_s);
 
+// A series of the plot against its x axis and `y` (default: its y axis), pen 1.6 px.
+QCPGraph* add_graph(QCustomPlot* plot, const QString& name, const QColor& color, QCPAxis* y = nullptr);
+
 // A plot with a header row above its area: the title, then the legend in
 // one row (so the legend never covers the newest data), styled for the
 // parent's palette; y labelled, 4 ticks.

@@ -23,13 +23,6 @@ namespace {
 constexpr size_t kMaxSamples = 36000;
 constexpr double kMaxSampleGap = 1.0;      // samples come every 0.1 s: a longer silence is a gap
 
-QCPGraph* add_graph(QCustomPlot* plot, const QString& name, const QColor& color) {
-    QCPGraph* g = plot->addGraph();
-    g->setName(name);
-    g->setPen(QPen(color, 1.6));
-    return g;
-}
-
 QString csv_number(double v) { return std::isnan(v) ? QString() : QString::number(v, 'g', 8); }
 
 }  // namespace

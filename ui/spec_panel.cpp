@@ -1,6 +1,7 @@
 #include "ui/spec_panel.h"
 
 #include <QEvent>
+#include <QShowEvent>
 #include <QGridLayout>
 #include <QLabel>
 #include <QVBoxLayout>
@@ -16,13 +17,6 @@ namespace {
 constexpr double kWindowS = 60;       // the time plots span
 constexpr double kKeepS = 300;        // samples kept
 constexpr double kMaxSampleGap = 1.0;  // samples come every 0.1 s: a longer silence is a gap
-
-QCPGraph* add_graph(QCustomPlot* plot, const QString& name, const QColor& color, QCPAxis* y = nullptr) {
-    QCPGraph* g = plot->addGraph(plot->xAxis, y ? y : plot->yAxis);
-    g->setName(name);
-    g->setPen(QPen(color, 1.6));
-    return g;
-}
 
 }  // namespace
 
@@ -77,6 +71,11 @@ void SpecPanel::addSample(const EngineSample& s) {
     replot();
 }
 
+void SpecPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    replot();
+}
+
 void SpecPanel::clear() {
     samples_.clear();
     replot();
@@ -108,6 +107,7 @@ void SpecPanel::replot() {
         state_->setText(tr("%1 · K this step: %2").arg(speculation_).arg(last->draft_k));
     else
         state_->setText(speculation_);
+    if (!isVisible()) return;  // a hidden panel (no speculation, another tab) draws its plots when shown
 
     const double now = last ? last->time_s : 0.0;
     QVector<double> rate_t, rate, len_t, len, draft_t, draft, verify_t, verify;

@@ -36,6 +36,7 @@ public:
 
 protected:
     void changeEvent(QEvent* event) override;  // follows the theme
+    void showEvent(QShowEvent* event) override;
     QSize minimumSizeHint() const override { return {200, 180}; }
 
 private:

@@ -118,7 +118,8 @@ private slots:
         const QString stats = spec.stats.summary();
         QVERIFY2(stats.contains("drafted") && stats.contains("x plain decode"), qPrintable(stats));
 
-        // The panel: method and K, acceptance and cost over time, one bar per position.
+        // The panel (drawn while shown): method and K, acceptance and cost over time, one bar per position.
+        window->raisePanel(panel);
         QTRY_VERIFY_WITH_TIMEOUT(panel->acceptancePlot()->graph(0)->dataCount() > 0, 5000);
         QVERIFY(panel->costPlot()->graph(1)->dataCount() > 0);   // verify time
         QTRY_COMPARE_WITH_TIMEOUT(panel->positionBars(), 4, 5000);
@@ -128,7 +129,6 @@ private slots:
              it != panel->acceptancePlot()->graph(0)->data()->constEnd(); ++it)
             if (!std::isnan(it->value)) first_rate = it->value;
         QVERIFY2(first_rate > 0 && first_rate <= 1, qPrintable(QString::number(first_rate)));
-        window->raisePanel(panel);
         QTest::qWait(300);
         QVERIFY(folio_gui_test::save(window.get(), "spec-int4-self-1500x950.png"));
         window->resize(1024, 700);
