@@ -1,4 +1,5 @@
 #include "ui/chat_view.h"
+#include "ui/resources.h"
 
 #include <QApplication>
 #include <QClipboard>
@@ -77,8 +78,8 @@ ChatView::ChatView(ChatController* chats, QWidget* parent) : QWidget(parent), ch
     composer_->installEventFilter(this);
     row->addWidget(composer_, 1);
     auto* buttons = new QVBoxLayout;
-    send_ = new QPushButton(QIcon(":/icons/send.svg"), tr("Send"), this);
-    stop_ = new QPushButton(QIcon(":/icons/stop.svg"), tr("Stop"), this);
+    send_ = new QPushButton(QIcon(icon_path("send")), tr("Send"), this);
+    stop_ = new QPushButton(QIcon(icon_path("stop")), tr("Stop"), this);
     send_->setToolTip(tr("Send (Enter)"));
     stop_->setToolTip(tr("Stop the reply (Esc)"));
     buttons->addWidget(send_);

@@ -1,4 +1,5 @@
 #include "ui/message_widget.h"
+#include "ui/resources.h"
 
 #include <QHBoxLayout>
 #include <QIcon>
@@ -70,9 +71,9 @@ MessageWidget::MessageWidget(int index, QWidget* parent) : QFrame(parent), index
     role_->setFont(bold);
     header->addWidget(role_);
     header->addStretch(1);
-    copy_ = action_button(":/icons/copy.svg", tr("Copy the message"), this);
-    edit_ = action_button(":/icons/edit.svg", tr("Edit and resend"), this);
-    regenerate_ = action_button(":/icons/regenerate.svg", tr("Regenerate the reply"), this);
+    copy_ = action_button(icon_path("copy"), tr("Copy the message"), this);
+    edit_ = action_button(icon_path("edit"), tr("Edit and resend"), this);
+    regenerate_ = action_button(icon_path("regenerate"), tr("Regenerate the reply"), this);
     header->addWidget(copy_);
     header->addWidget(edit_);
     header->addWidget(regenerate_);

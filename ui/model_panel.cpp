@@ -1,4 +1,5 @@
 #include "ui/model_panel.h"
+#include "ui/resources.h"
 
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -20,9 +21,9 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(state_);
 
     auto* row = new QHBoxLayout;
-    auto* open = new QPushButton(QIcon(":/icons/open.svg"), tr("Open…"), this);
-    load_ = new QPushButton(QIcon(":/icons/load.svg"), tr("Load"), this);
-    unload_ = new QPushButton(QIcon(":/icons/unload.svg"), tr("Unload"), this);
+    auto* open = new QPushButton(QIcon(icon_path("open")), tr("Open…"), this);
+    load_ = new QPushButton(QIcon(icon_path("load")), tr("Load"), this);
+    unload_ = new QPushButton(QIcon(icon_path("unload")), tr("Unload"), this);
     row->addWidget(open);
     row->addWidget(load_);
     row->addWidget(unload_);

@@ -1,6 +1,5 @@
 #include "ui/model_summary.h"
 
-#include <QFile>
 #include <QObject>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 
 #include "folio/backend.h"
 #include "folio/chat_template.h"
+#include "folio/host_memory.h"
 #include "folio/tensor_type.h"
 
 namespace folio::ui {
@@ -72,18 +72,7 @@ ModelSummary summarize_model(const folio::ModelDescription& model) {
     return s;
 }
 
-uint64_t available_memory_bytes() {
-    QFile meminfo("/proc/meminfo");
-    if (!meminfo.open(QIODevice::ReadOnly | QIODevice::Text)) return 0;
-    // Read whole: /proc files report a size of 0, so atEnd() is true before the first line.
-    for (const QByteArray& line : meminfo.readAll().split('\n')) {
-        if (line.startsWith("MemAvailable:")) {
-            const QList<QByteArray> parts = line.simplified().split(' ');
-            if (parts.size() >= 2) return parts[1].toULongLong() * 1024;
-        }
-    }
-    return 0;
-}
+uint64_t available_memory_bytes() { return folio::available_host_memory(); }
 
 MemoryEstimate estimate_memory(const ModelSummary& model, const EngineSettings& settings) {
     MemoryEstimate e;

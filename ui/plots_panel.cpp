@@ -1,4 +1,5 @@
 #include "ui/plots_panel.h"
+#include "ui/resources.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -41,7 +42,7 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent) {
     bar->addWidget(window_);
     pause_ = new QToolButton(this);
     pause_->setCheckable(true);
-    pause_->setIcon(QIcon(":/icons/pause.svg"));
+    pause_->setIcon(QIcon(icon_path("pause")));
     pause_->setText(tr("Pause"));
     pause_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     bar->addWidget(pause_);
@@ -78,8 +79,8 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent) {
         choosers_ << a;
     }
     menu->addSeparator();
-    menu->addAction(QIcon(":/icons/export.svg"), tr("Export as PNG…"), this, &PlotsPanel::exportPngInteractive);
-    menu->addAction(QIcon(":/icons/export.svg"), tr("Export Samples as CSV…"), this, &PlotsPanel::exportCsvInteractive);
+    menu->addAction(QIcon(icon_path("export")), tr("Export as PNG…"), this, &PlotsPanel::exportPngInteractive);
+    menu->addAction(QIcon(icon_path("export")), tr("Export Samples as CSV…"), this, &PlotsPanel::exportCsvInteractive);
     show->setMenu(menu);
     bar->addWidget(show);
     bar->addStretch(1);
@@ -165,7 +166,7 @@ void PlotsPanel::setPaused(bool paused) {
     paused_ = paused;
     if (pause_->isChecked() != paused) pause_->setChecked(paused);
     pause_->setText(paused ? tr("Resume") : tr("Pause"));
-    pause_->setIcon(QIcon(paused ? ":/icons/play.svg" : ":/icons/pause.svg"));
+    pause_->setIcon(QIcon(paused ? icon_path("play") : icon_path("pause")));
     if (!paused) replot();
 }
 

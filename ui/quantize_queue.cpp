@@ -1,8 +1,11 @@
 #include "ui/quantize_queue.h"
 
 #include <cerrno>
+#ifdef _WIN32
+#include <windows.h>
+#else
 #include <signal.h>
-#include <unistd.h>
+#endif
 
 #include <QCoreApplication>
 #include <QElapsedTimer>
@@ -14,6 +17,20 @@
 namespace folio::ui {
 
 namespace {
+
+// Whether process `pid` still runs (possibly as another user).
+bool process_runs(qint64 pid) {
+#ifdef _WIN32
+    HANDLE process = ::OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, DWORD(pid));
+    if (!process) return ::GetLastError() == ERROR_ACCESS_DENIED;
+    DWORD code = 0;
+    const bool runs = ::GetExitCodeProcess(process, &code) && code == STILL_ACTIVE;
+    ::CloseHandle(process);
+    return runs;
+#else
+    return ::kill(pid_t(pid), 0) == 0 || errno == EPERM;  // EPERM: it runs, as another user
+#endif
+}
 
 constexpr qint64 kProgressIntervalMs = 100;  // at most 10 updates a second per job
 const char* kRunningKey = "quantize/running";
@@ -200,9 +217,8 @@ void QuantizeQueue::removeLeftovers() {
     for (const QString& e : settings->value(kRunningKey).toStringList()) {
         const qsizetype space = e.indexOf(' ');
         if (space <= 0) continue;
-        const pid_t pid = static_cast<pid_t>(e.left(space).toLongLong());
-        // EPERM: it runs, as another user.
-        if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno == EPERM)) {
+        const qint64 pid = e.left(space).toLongLong();
+        if (pid != QCoreApplication::applicationPid() && process_runs(pid)) {
             alive << e;
             continue;
         }

@@ -1,4 +1,5 @@
 #include "ui/session_list_panel.h"
+#include "ui/resources.h"
 
 #include <QHBoxLayout>
 #include <QListWidget>
@@ -18,8 +19,8 @@ SessionListPanel::SessionListPanel(ChatController* chats, QWidget* parent) : QWi
     list_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed);
     layout->addWidget(list_, 1);
     auto* row = new QHBoxLayout;
-    auto* add = new QPushButton(QIcon(":/icons/new-chat.svg"), tr("New"), this);
-    auto* remove = new QPushButton(QIcon(":/icons/delete.svg"), tr("Delete"), this);
+    auto* add = new QPushButton(QIcon(icon_path("new-chat")), tr("New"), this);
+    auto* remove = new QPushButton(QIcon(icon_path("delete")), tr("Delete"), this);
     add->setToolTip(tr("New chat (Ctrl+N)"));
     remove->setToolTip(tr("Delete the selected chat"));
     row->addWidget(add);
@@ -39,10 +40,10 @@ SessionListPanel::SessionListPanel(ChatController* chats, QWidget* parent) : QWi
         list_->setCurrentItem(it);
         QMenu menu(this);
         menu.addAction(tr("Rename"), this, [this, it] { list_->editItem(it); });
-        menu.addAction(QIcon(":/icons/stop.svg"), tr("Stop Reply"), this, [this, it] { chats_->stop(it->data(Qt::UserRole).toString()); })
+        menu.addAction(QIcon(icon_path("stop")), tr("Stop Reply"), this, [this, it] { chats_->stop(it->data(Qt::UserRole).toString()); })
             ->setEnabled(chats_->isGenerating(it->data(Qt::UserRole).toString()));
         menu.addSeparator();
-        menu.addAction(QIcon(":/icons/delete.svg"), tr("Delete"), this, &SessionListPanel::deleteCurrent);
+        menu.addAction(QIcon(icon_path("delete")), tr("Delete"), this, &SessionListPanel::deleteCurrent);
         menu.exec(list_->viewport()->mapToGlobal(pos));
     });
     connect(add, &QPushButton::clicked, this, &SessionListPanel::newSession);
@@ -80,7 +81,7 @@ void SessionListPanel::refresh(const QString& id) {
     const QSignalBlocker block(list_);
     it->setText(s->title);
     const bool generating = chats_->isGenerating(id);
-    it->setIcon(QIcon(generating ? ":/icons/generating.svg" : ":/icons/chat.svg"));
+    it->setIcon(QIcon(generating ? icon_path("generating") : icon_path("chat")));
     it->setToolTip(generating ? tr("%1 — generating").arg(s->title) : s->title);
 }
 

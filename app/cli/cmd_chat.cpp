@@ -89,10 +89,7 @@ int run_chat(int argc, char** argv) {
     const ChatTemplateChoice choice = ChatTemplate::for_model(m.model.chat_template, m.model.hparams.architecture);
     if (choice.is_fallback) std::fprintf(stderr, "folio: %s\n", choice.notice.c_str());
 
-    struct sigaction action = {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, nullptr);
+    std::signal(SIGINT, on_interrupt);
 
     std::vector<ChatMessage> messages;
     if (auto system = args->get("--system")) messages.push_back({"system", *system, ""});

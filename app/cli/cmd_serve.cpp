@@ -1,16 +1,15 @@
 // folio serve: the engine behind an OpenAI-compatible HTTP API
 // (folio/api_server.h; docs/server.md). Loopback only unless --host says
-// otherwise. SIGINT / SIGTERM stop it gracefully: no new connections, the
+// otherwise. SIGINT / SIGTERM (Windows: Ctrl+C) stop it gracefully: no new connections, the
 // requests in flight aborted, exit status 0.
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <pthread.h>
 #include <string>
 
 #include "commands.h"
 #include "inference_common.h"
+#include "stop_signal.h"
 
 #ifdef FOLIO_HAVE_SERVER
 #include "folio/api_server.h"
@@ -60,18 +59,9 @@ int run_serve(int argc, char** argv) {
     if (!threads) return fail("serve", threads.error().message);
     if (args->has("--api-key") && args->get("--api-key")->empty()) return fail("serve", "--api-key is empty");
 
-    // SIGINT and SIGTERM are taken by sigwait() below: blocked before any
-    // thread starts, so that every thread (engine, HTTP) inherits the mask.
-    // Their default action first: a shell starts a background job with
-    // SIGINT ignored, and an ignored signal never reaches sigwait().
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error value, not the end of the process
+    // Before the engine's and the HTTP server's threads start (POSIX: they
+    // inherit the blocked signals, which only wait() below takes).
+    StopSignal stop;
 
     auto loaded = start_engine(*args, 4096, static_cast<uint32_t>(*parallel));
     if (!loaded) return fail("serve", loaded.error().message);
@@ -96,10 +86,8 @@ int run_serve(int argc, char** argv) {
                  config.api_key.empty() ? "no API key" : "API key required");
     std::fflush(stderr);
 
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    std::fprintf(stderr, "folio serve: %s: stopping (requests in flight are aborted)\n",
-                 signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+    const char* reason = stop.wait();
+    std::fprintf(stderr, "folio serve: %s: stopping (requests in flight are aborted)\n", reason);
     (*server)->shutdown();
     server->reset();
     std::fprintf(stderr, "folio serve: stopped\n");

@@ -7,7 +7,7 @@
 namespace folio {
 
 // Bytes of memory the system could give this process now (Linux:
-// MemAvailable), 0 when unknown.
+// MemAvailable; Windows: available physical memory), 0 when unknown.
 uint64_t available_host_memory();
 
 }  // namespace folio

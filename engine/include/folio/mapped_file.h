@@ -28,11 +28,12 @@ public:
     const std::string& path() const { return path_; }
 
 private:
-    MappedFile(std::string path, const std::byte* data, size_t size)
-        : path_(std::move(path)), data_(data), size_(size) {}
+    MappedFile(std::string path, const std::byte* data, size_t size, bool anonymous)
+        : path_(std::move(path)), data_(data), size_(size), anonymous_(anonymous) {}
     std::string path_;
     const std::byte* data_ = nullptr;
     size_t size_ = 0;
+    bool anonymous_ = false;  // Windows frees a file view and anonymous memory differently
 };
 
 }  // namespace folio

@@ -274,7 +274,11 @@ Object global_functions() {
               if (args.positional.empty() || !args.positional[0].is_string()) fail("strftime_now() needs a format string");
               const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
               std::tm local{};
+#ifdef _WIN32
+              localtime_s(&local, &now);
+#else
               localtime_r(&now, &local);
+#endif
               char buf[256];
               const size_t n = std::strftime(buf, sizeof buf, args.positional[0].as_string().c_str(), &local);
               return Value::string(std::string(buf, n));

@@ -3,10 +3,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <unistd.h>
-#include <fcntl.h>
 
 #include "folio/gguf.h"
+#include "format/durable_file.h"
 #include "format/gguf_header.h"
 
 namespace folio {
@@ -14,16 +13,6 @@ namespace folio {
 namespace {
 
 uint64_t align_up(uint64_t v, uint64_t alignment) { return (v + alignment - 1) / alignment * alignment; }
-
-// Makes the rename itself durable: the directory entry is on the disk too.
-void fsync_directory(const std::string& path) {
-    std::filesystem::path dir = std::filesystem::path(path).parent_path();
-    if (dir.empty()) dir = ".";
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return;
-    (void)::fsync(fd);
-    ::close(fd);
-}
 
 }  // namespace
 
@@ -107,7 +96,7 @@ Status GgufStreamWriter::commit() {
     if (!file_) return make_error("gguf writer: '" + temp_path_ + "' is no longer open");
     if (next_ != tensors_.size())
         return make_error("gguf writer: " + std::to_string(tensors_.size() - next_) + " tensors are not written yet");
-    if (std::fflush(file_) != 0 || ::fsync(fileno(file_)) != 0) return fail("flush", errno);
+    if (!flush_to_disk(file_)) return fail("flush", errno);
     std::FILE* f = file_;
     file_ = nullptr;
     if (std::fclose(f) != 0) {
@@ -115,13 +104,7 @@ Status GgufStreamWriter::commit() {
         std::remove(temp_path_.c_str());
         return make_error("cannot close '" + temp_path_ + "': " + std::strerror(err));
     }
-    if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-        const int err = errno;
-        std::remove(temp_path_.c_str());
-        return make_error("cannot rename '" + temp_path_ + "' to '" + path_ + "': " + std::strerror(err));
-    }
-    fsync_directory(path_);
-    return {};
+    return replace_file(temp_path_, path_);
 }
 
 }  // namespace folio

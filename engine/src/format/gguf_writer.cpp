@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <unistd.h>
 
 #include "folio/gguf.h"
+#include "format/durable_file.h"
 #include "format/gguf_layout.h"
 #include "format/gguf_header.h"
 
@@ -222,7 +222,7 @@ Status GgufWriter::write(const std::string& path) const {
     ByteSink sink(file);
     Status emitted = emit(sink, alignment_, metadata_, tensors_);
     // Flushed to the disk before the rename, so a crash leaves the old file or the new one.
-    const bool written = sink.ok() && std::fflush(file) == 0 && ::fsync(fileno(file)) == 0;
+    const bool written = sink.ok() && flush_to_disk(file);
     const int write_errno = errno;
     const bool closed = std::fclose(file) == 0;
     if (!emitted || !written || !closed) {
@@ -230,11 +230,7 @@ Status GgufWriter::write(const std::string& path) const {
         if (!emitted) return emitted;
         return make_error("gguf writer: cannot write '" + tmp + "': " + std::strerror(write_errno));
     }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int err = errno;
-        std::remove(tmp.c_str());
-        return make_error("gguf writer: cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(err));
-    }
+    if (Status moved = replace_file(tmp, path); !moved) return make_error("gguf writer: " + moved.error().message);
     return {};
 }
 

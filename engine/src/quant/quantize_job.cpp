@@ -4,7 +4,6 @@
 // float32 plus its quantized bytes.
 #include "folio/quantize_job.h"
 
-#include <sys/statvfs.h>
 
 #include <chrono>
 #include <cstring>
@@ -93,10 +92,10 @@ std::string_view quantize_phase_name(QuantizePhase phase) {
 Result<uint64_t> free_disk_bytes(const std::string& path) {
     std::filesystem::path dir = std::filesystem::path(path).parent_path();
     if (dir.empty()) dir = ".";
-    struct statvfs fs {};
-    if (::statvfs(dir.c_str(), &fs) != 0)
-        return make_error("cannot write into '" + dir.string() + "': " + std::strerror(errno));
-    return uint64_t(fs.f_bavail) * uint64_t(fs.f_frsize);
+    std::error_code error;
+    const std::filesystem::space_info space = std::filesystem::space(dir, error);
+    if (error) return make_error("cannot write into '" + dir.string() + "': " + error.message());
+    return uint64_t(space.available);
 }
 
 QuantizeJob::QuantizeJob(QuantizeOptions options) : options_(std::move(options)) {}

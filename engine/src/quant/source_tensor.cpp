@@ -1,8 +1,10 @@
 // read_source_tensor(): dequantize, convert, release the pages.
 #include "quant/source_tensor.h"
 
+#ifndef _WIN32
 #include <sys/mman.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -41,10 +43,17 @@ void interleave_head_rows(std::vector<float>& w, int64_t n_in, int64_t n_out, in
 }  // namespace
 
 void release_pages(const std::byte* data, uint64_t nbytes) {
+#ifdef _WIN32
+    // Windows trims a read-only file view's clean pages from the working set
+    // under pressure by itself; there is no madvise to ask sooner.
+    (void)data;
+    (void)nbytes;
+#else
     const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
     const uintptr_t begin = (uintptr_t(data) + page - 1) / page * page;  // whole pages inside the tensor only
     const uintptr_t end = (uintptr_t(data) + nbytes) / page * page;
     if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+#endif
 }
 
 bool source_tensor_is_converted(const ModelDescription& model, const TensorView& t) {
