@@ -9,9 +9,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-sudo_cmd=()
-[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-
 debs=(
   build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip
   clang libclang-rt-14-dev            # libFuzzer target of the GGUF reader
@@ -24,17 +21,8 @@ debs=(
   debootstrap rpm                     # the package install test (packaging/linux/test-install.sh)
 )
 
-if [ "${FOLIO_SKIP_APT:-0}" != 1 ]; then
-  missing=()
-  for p in "${debs[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "setup: installing ${missing[*]}"
-    "${sudo_cmd[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-fi
+source "$root/scripts/lib/apt.sh"
+[ "${FOLIO_SKIP_APT:-0}" = 1 ] || apt_ensure setup "${debs[@]}"
 
 # Python tools (goldens, fixtures, benchmarks) live in their own venv.
 if [ ! -x .venv/bin/python ]; then

@@ -78,8 +78,8 @@ ChatView::ChatView(ChatController* chats, QWidget* parent) : QWidget(parent), ch
     composer_->installEventFilter(this);
     row->addWidget(composer_, 1);
     auto* buttons = new QVBoxLayout;
-    send_ = new QPushButton(QIcon(icon_path("send")), tr("Send"), this);
-    stop_ = new QPushButton(QIcon(icon_path("stop")), tr("Stop"), this);
+    send_ = new QPushButton(studio_icon("send"), tr("Send"), this);
+    stop_ = new QPushButton(studio_icon("stop"), tr("Stop"), this);
     send_->setToolTip(tr("Send (Enter)"));
     stop_->setToolTip(tr("Stop the reply (Esc)"));
     buttons->addWidget(send_);

@@ -73,7 +73,7 @@ LibraryPanel::LibraryPanel(ModelLibrary* library, QWidget* parent) : QWidget(par
     quantize_ = new QPushButton(tr("Quantize to INT4…"), this);
     quantize_->setObjectName("libraryQuantize");
     quantize_->setToolTip(tr("Quantize this model to Q4_K_M (or another type) as a job beside the chats"));
-    load_ = new QPushButton(QIcon(icon_path("open")), tr("Load"), this);
+    load_ = new QPushButton(studio_icon("open"), tr("Load"), this);
     load_->setObjectName("libraryLoad");
     bottom->addWidget(quantize_);
     bottom->addWidget(load_);

@@ -107,7 +107,7 @@ QString default_model_path() {
 MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent) : QMainWindow(parent) {
     setObjectName("folioStudioMainWindow");
     setWindowTitle(tr("Folio Studio"));
-    setWindowIcon(QIcon(icon_path("folio")));
+    setWindowIcon(studio_icon("folio"));
     setAcceptDrops(true);
     setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks | QMainWindow::AllowNestedDocks);
 
@@ -233,16 +233,16 @@ QDockWidget* MainWindow::addPanel(QWidget* panel, const QString& title, const QS
 
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    QAction* open = file->addAction(QIcon(icon_path("open")), tr("&Open Model…"), this, &MainWindow::openModelDialog);
+    QAction* open = file->addAction(studio_icon("open"), tr("&Open Model…"), this, &MainWindow::openModelDialog);
     open->setShortcut(QKeySequence::Open);
     recent_menu_ = file->addMenu(tr("Open &Recent"));
     rebuildRecentMenu();
-    file->addAction(QIcon(icon_path("unload")), tr("&Unload Model"), bridge_, &EngineBridge::unload);
+    file->addAction(studio_icon("unload"), tr("&Unload Model"), bridge_, &EngineBridge::unload);
     file->addSeparator();
-    file->addAction(QIcon(icon_path("export")), tr("Export Plots as &PNG…"), plots_, &PlotsPanel::exportPngInteractive);
-    file->addAction(QIcon(icon_path("export")), tr("Export Samples as &CSV…"), plots_, &PlotsPanel::exportCsvInteractive);
-    file->addAction(QIcon(icon_path("export")), tr("Export Chat as &Markdown…"), this, [this] { exportChatInteractive(false); });
-    file->addAction(QIcon(icon_path("export")), tr("Export Chat as &JSON…"), this, [this] { exportChatInteractive(true); });
+    file->addAction(studio_icon("export"), tr("Export Plots as &PNG…"), plots_, &PlotsPanel::exportPngInteractive);
+    file->addAction(studio_icon("export"), tr("Export Samples as &CSV…"), plots_, &PlotsPanel::exportCsvInteractive);
+    file->addAction(studio_icon("export"), tr("Export Chat as &Markdown…"), this, [this] { exportChatInteractive(false); });
+    file->addAction(studio_icon("export"), tr("Export Chat as &JSON…"), this, [this] { exportChatInteractive(true); });
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -258,18 +258,18 @@ void MainWindow::createMenus() {
     library->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
 
     QMenu* chat = menuBar()->addMenu(tr("&Chat"));
-    QAction* add = chat->addAction(QIcon(icon_path("new-chat")), tr("&New Chat"), session_list_, &SessionListPanel::newSession);
+    QAction* add = chat->addAction(studio_icon("new-chat"), tr("&New Chat"), session_list_, &SessionListPanel::newSession);
     add->setShortcut(QKeySequence::New);
-    QAction* stop = chat->addAction(QIcon(icon_path("stop")), tr("&Stop Reply"), chat_view_, &ChatView::stopGeneration);
+    QAction* stop = chat->addAction(studio_icon("stop"), tr("&Stop Reply"), chat_view_, &ChatView::stopGeneration);
     stop->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
-    QAction* regen = chat->addAction(QIcon(icon_path("regenerate")), tr("&Regenerate Reply"), chat_view_, &ChatView::regenerate);
+    QAction* regen = chat->addAction(studio_icon("regenerate"), tr("&Regenerate Reply"), chat_view_, &ChatView::regenerate);
     regen->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
-    chat->addAction(QIcon(icon_path("delete")), tr("&Delete Chat"), session_list_, &SessionListPanel::deleteCurrent);
+    chat->addAction(studio_icon("delete"), tr("&Delete Chat"), session_list_, &SessionListPanel::deleteCurrent);
     chat->addSeparator();
-    QAction* export_md = chat->addAction(QIcon(icon_path("export")), tr("E&xport Chat as Markdown…"), this,
+    QAction* export_md = chat->addAction(studio_icon("export"), tr("E&xport Chat as Markdown…"), this,
                                          [this] { exportChatInteractive(false); });
     export_md->setObjectName("exportChatMarkdown");
-    QAction* export_json = chat->addAction(QIcon(icon_path("export")), tr("Export Chat as &JSON…"), this,
+    QAction* export_json = chat->addAction(studio_icon("export"), tr("Export Chat as &JSON…"), this,
                                            [this] { exportChatInteractive(true); });
     export_json->setObjectName("exportChatJson");
     chat->addSeparator();
@@ -289,10 +289,10 @@ void MainWindow::createMenus() {
     compose->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
 
     QMenu* engine = menuBar()->addMenu(tr("&Engine"));
-    QAction* settings = engine->addAction(QIcon(icon_path("settings")), tr("&Settings…"), this, &MainWindow::showEngineSettings);
+    QAction* settings = engine->addAction(studio_icon("settings"), tr("&Settings…"), this, &MainWindow::showEngineSettings);
     settings->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
     engine->addAction(tr("&Restart"), this, [this] { bridge_->restart(bridge_->settings()); });
-    QAction* metrics = engine->addAction(QIcon(icon_path("plots")), tr("&Metrics (Prometheus)…"), this, [this] {
+    QAction* metrics = engine->addAction(studio_icon("plots"), tr("&Metrics (Prometheus)…"), this, [this] {
         if (!metrics_dialog_) metrics_dialog_ = new MetricsDialog(bridge_, this);
         metrics_dialog_->show();
         metrics_dialog_->raise();

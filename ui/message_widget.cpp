@@ -13,9 +13,9 @@ namespace folio::ui {
 
 namespace {
 
-QToolButton* action_button(const QString& icon, const QString& tip, QWidget* parent) {
+QToolButton* action_button(const char* icon, const QString& tip, QWidget* parent) {
     auto* b = new QToolButton(parent);
-    b->setIcon(QIcon(icon));
+    b->setIcon(studio_icon(icon));
     b->setToolTip(tip);
     b->setAutoRaise(true);
     b->setIconSize(QSize(16, 16));
@@ -71,9 +71,9 @@ MessageWidget::MessageWidget(int index, QWidget* parent) : QFrame(parent), index
     role_->setFont(bold);
     header->addWidget(role_);
     header->addStretch(1);
-    copy_ = action_button(icon_path("copy"), tr("Copy the message"), this);
-    edit_ = action_button(icon_path("edit"), tr("Edit and resend"), this);
-    regenerate_ = action_button(icon_path("regenerate"), tr("Regenerate the reply"), this);
+    copy_ = action_button("copy", tr("Copy the message"), this);
+    edit_ = action_button("edit", tr("Edit and resend"), this);
+    regenerate_ = action_button("regenerate", tr("Regenerate the reply"), this);
     header->addWidget(copy_);
     header->addWidget(edit_);
     header->addWidget(regenerate_);

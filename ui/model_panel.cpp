@@ -21,9 +21,9 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(state_);
 
     auto* row = new QHBoxLayout;
-    auto* open = new QPushButton(QIcon(icon_path("open")), tr("Open…"), this);
-    load_ = new QPushButton(QIcon(icon_path("load")), tr("Load"), this);
-    unload_ = new QPushButton(QIcon(icon_path("unload")), tr("Unload"), this);
+    auto* open = new QPushButton(studio_icon("open"), tr("Open…"), this);
+    load_ = new QPushButton(studio_icon("load"), tr("Load"), this);
+    unload_ = new QPushButton(studio_icon("unload"), tr("Unload"), this);
     row->addWidget(open);
     row->addWidget(load_);
     row->addWidget(unload_);

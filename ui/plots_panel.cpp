@@ -42,7 +42,7 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent) {
     bar->addWidget(window_);
     pause_ = new QToolButton(this);
     pause_->setCheckable(true);
-    pause_->setIcon(QIcon(icon_path("pause")));
+    pause_->setIcon(studio_icon("pause"));
     pause_->setText(tr("Pause"));
     pause_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     bar->addWidget(pause_);
@@ -79,8 +79,8 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent) {
         choosers_ << a;
     }
     menu->addSeparator();
-    menu->addAction(QIcon(icon_path("export")), tr("Export as PNG…"), this, &PlotsPanel::exportPngInteractive);
-    menu->addAction(QIcon(icon_path("export")), tr("Export Samples as CSV…"), this, &PlotsPanel::exportCsvInteractive);
+    menu->addAction(studio_icon("export"), tr("Export as PNG…"), this, &PlotsPanel::exportPngInteractive);
+    menu->addAction(studio_icon("export"), tr("Export Samples as CSV…"), this, &PlotsPanel::exportCsvInteractive);
     show->setMenu(menu);
     bar->addWidget(show);
     bar->addStretch(1);
@@ -166,7 +166,7 @@ void PlotsPanel::setPaused(bool paused) {
     paused_ = paused;
     if (pause_->isChecked() != paused) pause_->setChecked(paused);
     pause_->setText(paused ? tr("Resume") : tr("Pause"));
-    pause_->setIcon(QIcon(paused ? icon_path("play") : icon_path("pause")));
+    pause_->setIcon(paused ? studio_icon("play") : studio_icon("pause"));
     if (!paused) replot();
 }
 

@@ -43,9 +43,9 @@ QuantizeJobCard::QuantizeJobCard(quint64 id, const QuantizeRequest& request, QWi
     title_->setToolTip(tr("%1\n→ %2").arg(request.source, request.output));
     state_ = new QLabel(tr("queued"), this);
     state_->setObjectName("jobState");
-    cancel_ = new QPushButton(QIcon(icon_path("stop")), tr("Cancel"), this);
+    cancel_ = new QPushButton(studio_icon("stop"), tr("Cancel"), this);
     cancel_->setObjectName("jobCancel");
-    load_ = new QPushButton(QIcon(icon_path("load")), tr("Load"), this);
+    load_ = new QPushButton(studio_icon("load"), tr("Load"), this);
     load_->setObjectName("jobLoad");
     load_->setToolTip(tr("Load %1 in the studio").arg(request.output));
     load_->setVisible(false);

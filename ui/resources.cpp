@@ -8,7 +8,7 @@ static void init_folio_resources() { Q_INIT_RESOURCE(folio); }
 namespace folio::ui {
 void init_resources() { init_folio_resources(); }
 
-QString icon_path(const char* name) {
-    return QStringLiteral(":/icons/%1.%2").arg(QLatin1String(name), QLatin1String(FOLIO_ICON_FORMAT));
+QIcon studio_icon(const char* name) {
+    return QIcon(QStringLiteral(":/icons/%1.%2").arg(QLatin1String(name), QLatin1String(FOLIO_ICON_FORMAT)));
 }
 }  // namespace folio::ui

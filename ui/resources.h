@@ -2,13 +2,13 @@
 // call this once after the QApplication exists.
 #pragma once
 
-#include <QString>
+#include <QIcon>
 
 namespace folio::ui {
 void init_resources();
 
-// The resource path of icon `name` (resources/icons/<name>.svg): the SVG
-// itself, or where Qt has no SVG support (the Windows build) the PNG the
-// build rendered from it (ui/CMakeLists.txt).
-QString icon_path(const char* name);
+// Icon `name` (resources/icons/<name>.svg): the SVG itself, or where Qt has
+// no SVG support (the Windows build) the PNG the build rendered from it
+// (ui/CMakeLists.txt).
+QIcon studio_icon(const char* name);
 }  // namespace folio::ui

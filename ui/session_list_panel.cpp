@@ -19,8 +19,8 @@ SessionListPanel::SessionListPanel(ChatController* chats, QWidget* parent) : QWi
     list_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed);
     layout->addWidget(list_, 1);
     auto* row = new QHBoxLayout;
-    auto* add = new QPushButton(QIcon(icon_path("new-chat")), tr("New"), this);
-    auto* remove = new QPushButton(QIcon(icon_path("delete")), tr("Delete"), this);
+    auto* add = new QPushButton(studio_icon("new-chat"), tr("New"), this);
+    auto* remove = new QPushButton(studio_icon("delete"), tr("Delete"), this);
     add->setToolTip(tr("New chat (Ctrl+N)"));
     remove->setToolTip(tr("Delete the selected chat"));
     row->addWidget(add);
@@ -40,10 +40,10 @@ SessionListPanel::SessionListPanel(ChatController* chats, QWidget* parent) : QWi
         list_->setCurrentItem(it);
         QMenu menu(this);
         menu.addAction(tr("Rename"), this, [this, it] { list_->editItem(it); });
-        menu.addAction(QIcon(icon_path("stop")), tr("Stop Reply"), this, [this, it] { chats_->stop(it->data(Qt::UserRole).toString()); })
+        menu.addAction(studio_icon("stop"), tr("Stop Reply"), this, [this, it] { chats_->stop(it->data(Qt::UserRole).toString()); })
             ->setEnabled(chats_->isGenerating(it->data(Qt::UserRole).toString()));
         menu.addSeparator();
-        menu.addAction(QIcon(icon_path("delete")), tr("Delete"), this, &SessionListPanel::deleteCurrent);
+        menu.addAction(studio_icon("delete"), tr("Delete"), this, &SessionListPanel::deleteCurrent);
         menu.exec(list_->viewport()->mapToGlobal(pos));
     });
     connect(add, &QPushButton::clicked, this, &SessionListPanel::newSession);
@@ -81,7 +81,7 @@ void SessionListPanel::refresh(const QString& id) {
     const QSignalBlocker block(list_);
     it->setText(s->title);
     const bool generating = chats_->isGenerating(id);
-    it->setIcon(QIcon(generating ? icon_path("generating") : icon_path("chat")));
+    it->setIcon(generating ? studio_icon("generating") : studio_icon("chat"));
     it->setToolTip(generating ? tr("%1 — generating").arg(s->title) : s->title);
 }
 

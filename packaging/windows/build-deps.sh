@@ -22,17 +22,10 @@ toolchain=(-DCMAKE_TOOLCHAIN_FILE="$here/mingw-w64-x86_64.cmake" -DFOLIO_WIN_PRE
 
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+source "$here/../../scripts/lib/apt.sh"
 debs=(g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix nsis wine wine64 dpkg-dev
       cmake ninja-build qt6-base-dev-tools qt6-base-dev nlohmann-json3-dev libcpp-httplib-dev librsvg2-bin)
-missing=()
-for p in "${debs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "installing ${missing[*]}"
-  "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+apt_ensure build-deps "${debs[@]}"
 
 fetch_source() {  # package=version folder
   local pkg=$1 dir=$2
@@ -69,7 +62,7 @@ fi
 
 # QCustomPlot: compiled into the studio from Debian's source (its patched
 # header builds under Qt 6's moc; upstream's does not).
-fetch_source qcustomplot qcustomplot
+fetch_source qcustomplot=2.1.0+dfsg1-3.1 qcustomplot
 
 # Qt 6.4.2 qtbase. Debian's tarball strips src/3rdparty/wintab, so tablet
 # events are configured out (the Windows platform plugin's only user of it).

@@ -14,6 +14,20 @@
 
 namespace folio {
 
+#ifdef _WIN32
+std::string last_windows_error() {
+    const DWORD code = ::GetLastError();
+    char* text = nullptr;
+    ::FormatMessageA(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
+                     code, 0, reinterpret_cast<char*>(&text), 0, nullptr);
+    std::string message = text ? text : "Windows error " + std::to_string(code);
+    if (text) ::LocalFree(text);
+    while (!message.empty() && (message.back() == '\n' || message.back() == '\r' || message.back() == '.'))
+        message.pop_back();
+    return message;
+}
+#endif
+
 bool flush_to_disk(std::FILE* file) {
     if (std::fflush(file) != 0) return false;
 #ifdef _WIN32
@@ -27,9 +41,9 @@ Status replace_file(const std::string& from, const std::string& to) {
 #ifdef _WIN32
     // rename() refuses an existing target on Windows; MoveFileEx replaces it.
     if (!::MoveFileExA(from.c_str(), to.c_str(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
-        const DWORD code = ::GetLastError();
+        const std::string why = last_windows_error();
         std::remove(from.c_str());
-        return make_error("cannot rename '" + from + "' to '" + to + "' (Windows error " + std::to_string(code) + ")");
+        return make_error("cannot rename '" + from + "' to '" + to + "': " + why);
     }
 #else
     if (std::rename(from.c_str(), to.c_str()) != 0) {

@@ -17,4 +17,9 @@ bool flush_to_disk(std::FILE* file);
 // directory entry durable where the system can. `from` is removed on failure.
 Status replace_file(const std::string& from, const std::string& to);
 
+#ifdef _WIN32
+// The text of GetLastError() ("Access is denied"), for this file's calls and MappedFile's.
+std::string last_windows_error();
+#endif
+
 }  // namespace folio

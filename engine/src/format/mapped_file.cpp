@@ -5,6 +5,8 @@
 
 #ifdef _WIN32
 #include <windows.h>
+
+#include "format/durable_file.h"  // last_windows_error
 #else
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -15,28 +17,13 @@
 namespace folio {
 
 #ifdef _WIN32
-// Paths are UTF-8: the executables' manifest sets the process code page to
-// UTF-8 (packaging/windows/folio.manifest), so the -A functions take them.
-namespace {
-
-std::string last_error_text() {
-    const DWORD code = ::GetLastError();
-    char* text = nullptr;
-    ::FormatMessageA(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
-                     code, 0, reinterpret_cast<char*>(&text), 0, nullptr);
-    std::string message = text ? text : "error " + std::to_string(code);
-    if (text) ::LocalFree(text);
-    while (!message.empty() && (message.back() == '\n' || message.back() == '\r' || message.back() == '.'))
-        message.pop_back();
-    return message;
-}
-
-}  // namespace
+// Paths are UTF-8. The -A functions take them once the executables' manifest
+// sets the UTF-8 code page: that manifest is not written yet (issue 24).
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string& path) {
     HANDLE file = ::CreateFileA(path.c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr,
                                 OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
-    if (file == INVALID_HANDLE_VALUE) return make_error("cannot open '" + path + "': " + last_error_text());
+    if (file == INVALID_HANDLE_VALUE) return make_error("cannot open '" + path + "': " + last_windows_error());
     BY_HANDLE_FILE_INFORMATION info{};
     if (!::GetFileInformationByHandle(file, &info) || (info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)) {
         ::CloseHandle(file);
@@ -47,7 +34,7 @@ Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string& pa
     if (size > 0) {
         HANDLE mapping = ::CreateFileMappingA(file, nullptr, PAGE_READONLY, 0, 0, nullptr);
         void* p = mapping ? ::MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, 0) : nullptr;
-        const std::string why = p ? "" : last_error_text();
+        const std::string why = p ? "" : last_windows_error();
         if (mapping) ::CloseHandle(mapping);  // the view keeps the mapping and the file alive
         if (!p) {
             ::CloseHandle(file);
@@ -64,7 +51,7 @@ Result<std::shared_ptr<const MappedFile>> MappedFile::anonymous(const std::strin
     if (size == 0) return std::shared_ptr<const MappedFile>(new MappedFile(name, nullptr, 0, true));
     // Committed pages are zero and take memory only when touched.
     void* p = ::VirtualAlloc(nullptr, size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
-    if (!p) return make_error("cannot reserve " + std::to_string(size) + " bytes for '" + name + "': " + last_error_text());
+    if (!p) return make_error("cannot reserve " + std::to_string(size) + " bytes for '" + name + "': " + last_windows_error());
     auto* data = static_cast<std::byte*>(p);
     if (fill) fill(data);
     DWORD old = 0;
