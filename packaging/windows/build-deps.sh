@@ -3,7 +3,7 @@
 # once, into a cache folder (reused when present):
 #   prefix/      Qt 6.4.2 (qtbase: Core, Gui, Widgets, PrintSupport, Network),
 #                PCRE2 10.42 static, nlohmann-json and cpp-httplib headers
-#   src/         Debian's source packages (qt6-base, pcre2, qcustomplot)
+#   src/         Debian's source packages (qt6-base, pcre2, cpp-httplib, qcustomplot)
 # All sources are Debian 12's own (`apt-get source`, needs a deb-src entry:
 # this script adds one for deb.debian.org when none is there). Qt's host tools
 # (moc, rcc, uic) are Debian's, the same 6.4.2 (QT_HOST_PATH=/usr).
@@ -40,13 +40,23 @@ fetch_source() {  # package=version folder
     { say "could not fetch the Debian source of $pkg"; exit 1; }
 }
 
-# Headers-only libraries: Debian's own files, copied so the cross build never
-# reads /usr/include.
-if [ ! -f "$prefix/include/httplib.h" ]; then
+# nlohmann-json: Debian's own headers, copied so the cross build never reads
+# /usr/include.
+if [ ! -f "$prefix/include/nlohmann/json.hpp" ]; then
   mkdir -p "$prefix/include" "$prefix/share/cmake"
   cp -r /usr/include/nlohmann "$prefix/include/"
   cp -r /usr/share/cmake/nlohmann_json "$prefix/share/cmake/"
-  cp /usr/include/httplib.h "$prefix/include/"
+fi
+
+# cpp-httplib, header-only from its Debian source (Debian's -dev package holds
+# only the declarations of its compiled library). Without OpenSSL, zlib or
+# brotli; Winsock is the one library it needs.
+if [ ! -f "$prefix/lib/pkgconfig/cpp-httplib.pc" ]; then
+  fetch_source cpp-httplib=0.11.4+ds-1+deb12u1 cpp-httplib
+  mkdir -p "$prefix/include" "$prefix/lib/pkgconfig"
+  cp "$cache/src/cpp-httplib/httplib.h" "$prefix/include/"
+  printf 'prefix=%s\nincludedir=${prefix}/include\n\nName: cpp-httplib\nDescription: header-only cpp-httplib for MinGW\nVersion: 0.11.4\nLibs: -lws2_32\nCflags: -I${includedir} -D_WIN32_WINNT=0x0A00\n' \
+    "$prefix" >"$prefix/lib/pkgconfig/cpp-httplib.pc"
 fi
 
 # PCRE2, static (no MinGW package). PCRE2_STATIC is defined by Folio's build.
@@ -68,6 +78,11 @@ fetch_source qcustomplot=2.1.0+dfsg1-3.1 qcustomplot
 # events are configured out (the Windows platform plugin's only user of it).
 if [ ! -f "$prefix/lib/cmake/Qt6Widgets/Qt6WidgetsConfig.cmake" ]; then
   fetch_source qt6-base=6.4.2+dfsg-10 qtbase
+  # Qt builds its DirectWrite font engine only together with Direct2D (off
+  # here), but PrintSupport calls it wherever DirectWrite is on: build it with
+  # DirectWrite alone, or Qt6PrintSupport.dll does not link.
+  sed -i 's/^qt_internal_extend_target(Gui CONDITION QT_FEATURE_direct2d AND QT_FEATURE_directwrite AND WIN32$/qt_internal_extend_target(Gui CONDITION QT_FEATURE_directwrite AND WIN32/' \
+    "$cache/src/qtbase/src/gui/CMakeLists.txt"
   say "Qt 6.4.2 qtbase for MinGW (~40 min on 2 cores; log: $cache/build-qt.log)"
   cmake -S "$cache/src/qtbase" -B "$cache/build-qt" -G Ninja "${toolchain[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_INSTALL_PREFIX="$prefix" -DQT_HOST_PATH=/usr -DQT_HOST_PATH_CMAKE_DIR=/usr/lib/x86_64-linux-gnu/cmake \
@@ -78,7 +93,7 @@ if [ ! -f "$prefix/lib/cmake/Qt6Widgets/Qt6WidgetsConfig.cmake" ]; then
     -DFEATURE_system_png=OFF -DFEATURE_system_jpeg=OFF -DFEATURE_system_doubleconversion=OFF \
     -DFEATURE_openssl=OFF -DFEATURE_zstd=OFF -DFEATURE_brotli=OFF -DFEATURE_icu=OFF -DFEATURE_glib=OFF \
     >"$cache/build-qt.log" 2>&1 || { say "Qt configure failed: $cache/build-qt.log"; exit 1; }
-  cmake --build "$cache/build-qt" -j "$jobs" >>"$cache/build-qt.log" 2>&1 || { say "Qt build failed: $cache/build-qt.log"; exit 1; }
+  cmake --build "$cache/build-qt" -j "$jobs" -- -k 0 >>"$cache/build-qt.log" 2>&1 || { say "Qt build failed: $cache/build-qt.log"; exit 1; }
   cmake --install "$cache/build-qt" >>"$cache/build-qt.log" 2>&1
 fi
 say "ready: $prefix ($(du -sh "$prefix" | cut -f1))"

@@ -67,7 +67,12 @@ void GgufStreamWriter::abort() {
 Status GgufStreamWriter::fail(const std::string& what, int err) {
     abort();
     std::string reason = std::strerror(err);
-    if (err == ENOSPC || err == EFBIG || err == EDQUOT)
+#ifdef EDQUOT
+    const bool full = err == ENOSPC || err == EFBIG || err == EDQUOT;
+#else  // Windows has no disk quotas in errno
+    const bool full = err == ENOSPC || err == EFBIG;
+#endif
+    if (full)
         reason += " (the disk or the file size limit is full; nothing was left behind)";
     return make_error("cannot " + what + " '" + temp_path_ + "': " + reason);
 }

@@ -272,9 +272,15 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(Engine& engine, const ModelD
     // httplib's default binds with SO_REUSEPORT, so a second server on a port
     // in use would share it silently (the kernel splitting connections between
     // the two): SO_REUSEADDR alone makes a port in use the error it should be.
+    // On Windows SO_REUSEADDR would let a second server take the port over;
+    // SO_EXCLUSIVEADDRUSE is what refuses it there.
     s.http.set_socket_options([](socket_t sock) {
         int yes = 1;
+#ifdef _WIN32
+        setsockopt(sock, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, reinterpret_cast<const char*>(&yes), sizeof yes);
+#else
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+#endif
     });
     add_routes(s);
     if (config.port == 0) {
