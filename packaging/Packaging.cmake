@@ -20,7 +20,9 @@ NVIDIA GPU. folio-studio is the desktop app (chat, KV block map, live plots);
 folio is the command-line tool (run, chat, bench, perplexity, inspect).")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")
-set(CPACK_GENERATOR "DEB;RPM;TGZ")
+if(NOT WIN32)  # Windows: NSIS and ZIP (packaging/windows/Windows.cmake)
+  set(CPACK_GENERATOR "DEB;RPM;TGZ")
+endif()
 set(CPACK_STRIP_FILES ON)
 
 # Debian: libraries from dpkg-shlibdeps; the Qt plugins the studio loads at

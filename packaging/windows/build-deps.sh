@@ -24,7 +24,7 @@ sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 source "$here/../../scripts/lib/apt.sh"
 debs=(g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix nsis wine wine64 dpkg-dev
-      cmake ninja-build qt6-base-dev-tools qt6-base-dev nlohmann-json3-dev libcpp-httplib-dev librsvg2-bin)
+      cmake ninja-build qt6-base-dev-tools qt6-base-dev nlohmann-json3-dev libcpp-httplib-dev librsvg2-bin icoutils)
 apt_ensure build-deps "${debs[@]}"
 
 fetch_source() {  # package=version folder
@@ -78,11 +78,19 @@ fetch_source qcustomplot=2.1.0+dfsg1-3.1 qcustomplot
 # events are configured out (the Windows platform plugin's only user of it).
 if [ ! -f "$prefix/lib/cmake/Qt6Widgets/Qt6WidgetsConfig.cmake" ]; then
   fetch_source qt6-base=6.4.2+dfsg-10 qtbase
-  # Qt builds its DirectWrite font engine only together with Direct2D (off
-  # here), but PrintSupport calls it wherever DirectWrite is on: build it with
-  # DirectWrite alone, or Qt6PrintSupport.dll does not link.
-  sed -i 's/^qt_internal_extend_target(Gui CONDITION QT_FEATURE_direct2d AND QT_FEATURE_directwrite AND WIN32$/qt_internal_extend_target(Gui CONDITION QT_FEATURE_directwrite AND WIN32/' \
+  # Qt builds its DirectWrite font engine and database only together with
+  # Direct2D (off here), but PrintSupport and the Windows platform plugin call
+  # them wherever DirectWrite is on: build them with DirectWrite alone (the
+  # fonts then work as in Qt's usual Windows builds, which have Direct2D), or
+  # Qt6PrintSupport.dll and qwindows.dll do not link.
+  sed -i 's/^\(qt_internal_extend_target(Gui CONDITION \)QT_FEATURE_direct2d AND \(QT_FEATURE_directwrite AND\)/\1\2/' \
     "$cache/src/qtbase/src/gui/CMakeLists.txt"
+  sed -i 's/QT_CONFIG(directwrite) && QT_CONFIG(direct2d)/QT_CONFIG(directwrite)/' \
+    "$cache/src/qtbase/src/gui/text/windows/"*.cpp
+  # dynamicgl stays on when OpenGL is off, and one of its blocks in the Windows
+  # platform plugin then names OpenGL classes that do not exist.
+  sed -i '/^static inline bool isSoftwareGl()/,/^}/s/^#if QT_CONFIG(dynamicgl)$/#if QT_CONFIG(dynamicgl) \&\& QT_CONFIG(opengl)/' \
+    "$cache/src/qtbase/src/plugins/platforms/windows/qwindowswindow.cpp"
   say "Qt 6.4.2 qtbase for MinGW (~40 min on 2 cores; log: $cache/build-qt.log)"
   cmake -S "$cache/src/qtbase" -B "$cache/build-qt" -G Ninja "${toolchain[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_INSTALL_PREFIX="$prefix" -DQT_HOST_PATH=/usr -DQT_HOST_PATH_CMAKE_DIR=/usr/lib/x86_64-linux-gnu/cmake \
@@ -96,4 +104,7 @@ if [ ! -f "$prefix/lib/cmake/Qt6Widgets/Qt6WidgetsConfig.cmake" ]; then
   cmake --build "$cache/build-qt" -j "$jobs" -- -k 0 >>"$cache/build-qt.log" 2>&1 || { say "Qt build failed: $cache/build-qt.log"; exit 1; }
   cmake --install "$cache/build-qt" >>"$cache/build-qt.log" 2>&1
 fi
+# Qt's licence texts, which the installer ships beside its DLLs.
+mkdir -p "$prefix/share/doc/qtbase"
+cp "$cache/src/qtbase/LICENSES/LGPL-3.0-only.txt" "$cache/src/qtbase/LICENSES/GPL-3.0-only.txt" "$prefix/share/doc/qtbase/"
 say "ready: $prefix ($(du -sh "$prefix" | cut -f1))"

@@ -17,8 +17,8 @@
 namespace folio {
 
 #ifdef _WIN32
-// Paths are UTF-8. The -A functions take them once the executables' manifest
-// sets the UTF-8 code page: that manifest is not written yet (issue 24).
+// Paths are UTF-8. The -A functions take them because the executables'
+// manifest (packaging/windows/folio.manifest) sets the UTF-8 code page.
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string& path) {
     HANDLE file = ::CreateFileA(path.c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr,
