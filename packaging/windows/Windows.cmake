@@ -43,17 +43,23 @@ function(folio_windows_executable target)
   set_source_files_properties("${rc}" PROPERTIES OBJECT_DEPENDS "${deps}")
 endfunction()
 
-# The MinGW runtime the Qt DLLs and the studio link (the CLI links it statically).
-set(FOLIO_MINGW_RUNTIME "")
-foreach(dll libstdc++-6.dll libgcc_s_seh-1.dll libwinpthread-1.dll)
-  execute_process(COMMAND "${CMAKE_CXX_COMPILER}" -print-file-name=${dll}
-                  OUTPUT_VARIABLE path OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(NOT IS_ABSOLUTE "${path}" OR NOT EXISTS "${path}")
-    message(FATAL_ERROR "the MinGW runtime ${dll} was not found by ${CMAKE_CXX_COMPILER} -print-file-name")
-  endif()
-  list(APPEND FOLIO_MINGW_RUNTIME "${path}")
-endforeach()
-install(FILES ${FOLIO_MINGW_RUNTIME} DESTINATION bin)
+# The C++ runtime the Qt DLLs and the studio link (MinGW's CLI links it
+# statically): MinGW's DLLs, found by the compiler; MSVC's, by CMake's module.
+if(MINGW)
+  set(FOLIO_MINGW_RUNTIME "")
+  foreach(dll libstdc++-6.dll libgcc_s_seh-1.dll libwinpthread-1.dll)
+    execute_process(COMMAND "${CMAKE_CXX_COMPILER}" -print-file-name=${dll}
+                    OUTPUT_VARIABLE path OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT IS_ABSOLUTE "${path}" OR NOT EXISTS "${path}")
+      message(FATAL_ERROR "the MinGW runtime ${dll} was not found by ${CMAKE_CXX_COMPILER} -print-file-name")
+    endif()
+    list(APPEND FOLIO_MINGW_RUNTIME "${path}")
+  endforeach()
+  install(FILES ${FOLIO_MINGW_RUNTIME} DESTINATION bin)
+else()
+  set(CMAKE_INSTALL_SYSTEM_RUNTIME_DESTINATION bin)
+  include(InstallRequiredSystemLibraries)
+endif()
 
 if(FOLIO_WITH_QT)
   # windeployqt does not exist in a cross build: the studio's Qt, named.
@@ -63,13 +69,20 @@ if(FOLIO_WITH_QT)
   endforeach()
   install(FILES "$<TARGET_FILE:Qt6::QWindowsIntegrationPlugin>" DESTINATION bin/platforms)
   install(FILES "$<TARGET_FILE:Qt6::QWindowsVistaStylePlugin>" DESTINATION bin/styles)
+  if(TARGET Qt6::Svg)  # a Qt with Qt Svg (not the MinGW one: ui/CMakeLists.txt then compiles PNGs in)
+    install(FILES "$<TARGET_FILE:Qt6::Svg>" DESTINATION bin)
+    install(FILES "$<TARGET_FILE:Qt6::QSvgIconPlugin>" DESTINATION bin/iconengines)
+    install(FILES "$<TARGET_FILE:Qt6::QSvgPlugin>" DESTINATION bin/imageformats)
+  endif()
   # Third-party code in the studio: Qt (LGPL-3.0, as DLLs the user may replace)
   # and QCustomPlot (GPL-3.0, compiled in). build-deps.sh puts Qt's licence
   # texts into the prefix.
+  set(FOLIO_QT_LICENSE_DIR "${FOLIO_WIN_PREFIX}/share/doc/qtbase" CACHE PATH "Qt's LICENSES/ texts, shipped with its DLLs")
   foreach(licence LGPL-3.0-only GPL-3.0-only)
-    set(text "${FOLIO_WIN_PREFIX}/share/doc/qtbase/${licence}.txt")
+    set(text "${FOLIO_QT_LICENSE_DIR}/${licence}.txt")
     if(NOT EXISTS "${text}")
-      message(FATAL_ERROR "Qt's licence text ${text} is missing (packaging/windows/build-deps.sh writes it)")
+      message(FATAL_ERROR "Qt's licence text ${text} is missing (packaging/windows/build-deps.sh writes it; "
+                          "elsewhere -DFOLIO_QT_LICENSE_DIR= names Qt's LICENSES folder)")
     endif()
     install(FILES "${text}" DESTINATION share/doc/folio/third-party RENAME Qt-${licence}.txt)
   endforeach()
