@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -469,6 +470,110 @@ private slots:
         // A target whose logits stay where they are made (a GPU) keeps
         // greedy drafts: its rows would all have to come to the host.
         QVERIFY2(std::abs(acceptance(7, 0, true) - 0.18) < 0.08, "a device target: greedy drafts");
+    }
+
+    // Each request chooses its speculation: the engine's, off, prompt lookup
+    // (on any engine) or the engine's own draft model, and a fixed K. Greedy
+    // output is the same whichever it chooses; what the engine cannot do is
+    // refused with a reason; the text of accepted drafts is marked.
+    void requestsChooseTheirSpeculation() {
+        const auto prompts = make_prompts(6, 21);
+        struct Choice {
+            std::optional<folio::SpecMethod> method;
+            int32_t k = 0;
+        };
+        struct Result {
+            std::vector<std::vector<int32_t>> tokens;
+            std::vector<folio::RequestTimings> timings;
+            std::vector<std::string> errors;
+            int max_k = 0;
+            size_t draft_bytes = 0, text_bytes = 0;
+            bool spans_inside = true;
+        };
+        auto run = [&](folio::EngineConfig config, FakeBackend* draft, const std::vector<Choice>& choices) {
+            FakeBackend backend(267, kEos, 256);
+            backend.copy_period = 7;
+            if (draft) config.spec.draft_backend = draft;
+            auto engine = folio::Engine::start(model_, *tokenizer_, backend, config);
+            Result res;
+            std::mutex mutex;
+            (*engine)->subscribe([&](std::shared_ptr<const folio::StepEvent> e) {
+                std::lock_guard lock(mutex);
+                res.max_k = std::max(res.max_k, e->draft_k);
+            });
+            EngineCollector c;
+            std::vector<folio::Submission> batch;
+            for (size_t i = 0; i < choices.size(); ++i) {
+                folio::GenerationRequest req = greedy(prompts[i % prompts.size()], 40);
+                req.spec_method = choices[i].method;
+                req.spec_draft_max = choices[i].k;
+                auto collect = c.callback(int(i));
+                batch.push_back({std::move(req), [&, collect](const folio::RequestOutput& out) {
+                                     std::lock_guard lock(mutex);
+                                     for (const auto& [b, e] : out.draft_text) {
+                                         res.spans_inside &= b < e && e <= out.text.size();
+                                         res.draft_bytes += e - b;
+                                     }
+                                     res.text_bytes += out.text.size();
+                                     collect(out);
+                                 }});
+            }
+            (*engine)->submit(std::move(batch));
+            (*engine)->wait_idle();
+            for (size_t i = 0; i < choices.size(); ++i) {
+                const CollectedRequest r = c.get(int(i));
+                res.tokens.push_back(r.tokens);
+                res.timings.push_back(r.timings);
+                res.errors.push_back(r.error);
+            }
+            return res;
+        };
+        const std::vector<Choice> plain(prompts.size());
+        const Result want = run(folio::EngineConfig{}, nullptr, plain);
+        for (const auto& t : want.timings) QCOMPARE(t.draft_tokens, 0);
+
+        // An engine without speculation: prompt lookup for the requests that ask, at their K.
+        std::vector<Choice> mixed(prompts.size());
+        for (size_t i = 0; i < mixed.size(); i += 2) mixed[i] = {folio::SpecMethod::Ngram, 2};
+        Result got = run(folio::EngineConfig{}, nullptr, mixed);
+        QCOMPARE(got.tokens, want.tokens);
+        for (size_t i = 0; i < mixed.size(); ++i)
+            QVERIFY2((got.timings[i].draft_tokens > 0) == (i % 2 == 0), ("request " + std::to_string(i)).c_str());
+        QCOMPARE(got.max_k, 2);
+        QVERIFY(got.spans_inside);
+        QVERIFY2(got.draft_bytes > 0 && got.draft_bytes < got.text_bytes, "accepted drafts' text is marked");
+
+        // An n-gram engine: a request may turn it off.
+        folio::EngineConfig ngram;
+        ngram.spec.method = folio::SpecMethod::Ngram;
+        ngram.spec.draft_max = 4;
+        ngram.spec.ngram_min = 1;
+        ngram.spec.adaptive = false;
+        std::vector<Choice> off(prompts.size());
+        off[1].method = folio::SpecMethod::Off;
+        got = run(ngram, nullptr, off);
+        QCOMPARE(got.tokens, want.tokens);
+        QCOMPARE(got.timings[1].draft_tokens, 0);
+        QVERIFY(got.timings[0].draft_tokens > 0);
+
+        // A draft-model engine: its draft, prompt lookup, or off; not a draft it does not hold, nor K above its own.
+        FakeBackend draft(267, kEos, 256);
+        draft.copy_period = 7;
+        std::vector<Choice> choices = {{}, {folio::SpecMethod::Ngram}, {folio::SpecMethod::Off},
+                                       {folio::SpecMethod::Int4Self}, {std::nullopt, 9}, {folio::SpecMethod::Draft, 1}};
+        got = run(draft_model_config(draft), &draft, choices);
+        for (size_t i : {0, 1, 2, 5}) {
+            QVERIFY2(got.errors[i].empty(), got.errors[i].c_str());
+            QCOMPARE(got.tokens[i], want.tokens[i]);
+        }
+        QVERIFY(got.timings[0].draft_tokens > 0 && got.timings[1].draft_tokens > 0 && got.timings[5].draft_tokens > 0);
+        QCOMPARE(got.timings[2].draft_tokens, 0);
+        QCOMPARE(got.timings[5].draft_tokens, got.timings[5].n_drafts);  // K = 1
+        std::printf("refused: %s\nrefused: %s\n", got.errors[3].c_str(), got.errors[4].c_str());
+        QVERIFY(got.errors[3].find("'int4-self' needs that draft model") != std::string::npos);
+        QVERIFY(got.errors[3].find("off, ngram or draft") != std::string::npos);
+        QVERIFY(got.errors[4].find("between 1 and the engine's draft_max (3), not 9") != std::string::npos);
+        QVERIFY(got.tokens[3].empty() && got.tokens[4].empty());
     }
 
 private:

@@ -17,9 +17,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "folio/backend.h"
@@ -44,8 +46,9 @@ struct EngineConfig {
     // top-p over a flat row). 0: the backend's threads, or up to 8 cores
     // beside a GPU backend (whose own count is 1).
     int sampling_threads = 0;
-    // Speculative decoding for every request (off by default): the proposer
-    // and its K. Greedy output is token for token what it is without.
+    // Speculative decoding for every request that does not choose its own
+    // (off by default): the proposer and its K. Greedy output is token for
+    // token what it is without.
     SpecConfig spec;
 };
 
@@ -61,6 +64,13 @@ struct GenerationRequest {
     int32_t max_context = 0;             // 0 = the engine's
     OverflowPolicy overflow = OverflowPolicy::Stop;
     int32_t keep_tokens = 0;             // what TruncateMiddle keeps at the start (the system prompt)
+    // Speculative decoding for this request: unset, the engine's
+    // (EngineConfig::spec); Off: none; Ngram: prompt lookup, on any engine;
+    // the engine's own draft-model method (draft, layer-skip, int4-self):
+    // its draft model (an engine holds one). spec_draft_max > 0: exactly that
+    // K, at most the engine's draft_max, instead of the engine's choice.
+    std::optional<SpecMethod> spec_method;
+    int32_t spec_draft_max = 0;
 };
 
 // Per-request timings, in seconds from submit(). Rates are cumulative over
@@ -91,6 +101,9 @@ struct RequestOutput {
     std::string text;                   // new text, whole UTF-8 characters, stop strings withheld
     std::vector<int32_t> token_ids;     // new tokens
     std::vector<uint8_t> draft_accepted;  // per new token: 1 when it was a draft the target accepted
+    // Byte ranges [first, second) of `text` that came out with accepted
+    // draft tokens (a view that tints them); the rest came with the target's own.
+    std::vector<std::pair<uint32_t, uint32_t>> draft_text;
     std::vector<SampleInfo> logprobs;   // per new token when sampling.n_logprobs > 0
     bool finished = false;
     FinishReason reason = FinishReason::Length;
@@ -195,6 +208,7 @@ private:
     void note_scheduled(const StepPlan& plan);
     void build_batch(const StepPlan& plan);
     void propose_drafts();  // Sequence::drafts for every running sequence that decodes
+    int32_t draft_length(Request& r, int32_t other_rows);  // this step's K for a speculating request
     void prefill_drafts(const StepPlan& plan);  // the proposer reads the prompts this step finished
     bool forward_and_choose(StepPlan& plan, StepTokens& tokens);  // false: the forward failed (requests ended)
     void commit_step(const StepPlan& plan, const StepTokens& tokens);
@@ -236,8 +250,20 @@ private:
     std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
     Batch batch_;
     std::unique_ptr<TokenChooser> chooser_;  // the step's token choice, where the logits are
-    std::unique_ptr<Proposer> proposer_;     // null: no speculative decoding
-    DraftLengthTuner tuner_;                 // adaptive K's cost model
+    // Speculative decoding: a proposer with its settings and adaptive K's
+    // cost model. The engine's (its config's method; no proposer when off),
+    // and prompt lookup's for the requests that choose it where the engine's
+    // method is another. Each request drafts through one of them, or none.
+    struct SpecRoute {
+        SpecConfig config;
+        std::unique_ptr<Proposer> proposer;
+        DraftLengthTuner tuner;
+        explicit SpecRoute(const SpecConfig& c) : config(c), tuner(c.draft_max) {}
+    };
+    SpecRoute spec_;
+    std::unique_ptr<SpecRoute> ngram_;
+    Result<SpecRoute*> spec_route(const GenerationRequest& request);  // the request's, or null (no speculation)
+    std::vector<SpecRoute*> spec_routes();  // those with a proposer
     struct SpecStep {                        // this step's counts, for its StepEvent
         int32_t sequences = 0, draft_tokens = 0, accepted_tokens = 0, draft_k = 0;
         std::vector<int32_t> accepted_per_position;

@@ -39,7 +39,7 @@ Engine::Engine(const ModelDescription& model, const Tokenizer& tokenizer, Backen
       started_(std::chrono::steady_clock::now()),
       metrics_(backend.max_context()),
       chooser_(std::make_unique<TokenChooser>(backend, config.sampling_threads)),
-      tuner_(config.spec.draft_max) {
+      spec_(config.spec) {
     for (int32_t t = 0; t < tokenizer.vocab_size(); ++t)
         if (tokenizer.is_end_of_generation(t)) end_of_generation_.push_back(t);
 }
@@ -50,7 +50,16 @@ Result<std::unique_ptr<Engine>> Engine::start(const ModelDescription& model, con
     auto proposer = make_proposer(config.spec);
     if (!proposer) return proposer.error();
     std::unique_ptr<Engine> engine(new Engine(model, tokenizer, backend, config));
-    engine->proposer_ = std::move(*proposer);
+    engine->spec_.proposer = std::move(*proposer);
+    if (config.spec.method != SpecMethod::Ngram) {  // prompt lookup for the requests that choose it
+        SpecConfig ngram = config.spec;
+        ngram.method = SpecMethod::Ngram;
+        ngram.draft_backend = nullptr;
+        auto lookup = make_proposer(ngram);
+        if (!lookup) return lookup.error();
+        engine->ngram_ = std::make_unique<SpecRoute>(ngram);
+        engine->ngram_->proposer = std::move(*lookup);
+    }
     engine->thread_ = std::thread([e = engine.get()] { e->run(); });
     return engine;
 }
@@ -204,6 +213,11 @@ bool Engine::take_inbox() {
         requests_.emplace(id, std::move(owned));
         if (r.rejected.empty() && (r.params.n < 1 || r.params.n > 256))
             r.rejected = "n (samples per request) must be between 1 and 256, not " + std::to_string(r.params.n);
+        if (r.rejected.empty()) {
+            auto route = spec_route(r.params);
+            if (route) r.spec = *route;
+            else r.rejected = route.error().message;
+        }
         if (!r.rejected.empty()) {
             finish(r, FinishReason::Error, r.rejected);
             continue;
@@ -252,6 +266,7 @@ RequestId Engine::fork(Request& parent, int32_t index) {
     child->index = index;
     child->stop = StopChecker(parent.params.ignore_eos ? std::vector<int32_t>{} : end_of_generation_, parent.params.stop);
     child->history = parent.history;
+    child->spec = parent.spec;
     child->timings = parent.timings;
     child->submitted_s = parent.submitted_s;
     child->scheduled_s = parent.scheduled_s;
@@ -260,6 +275,36 @@ RequestId Engine::fork(Request& parent, int32_t index) {
     std::lock_guard lock(mutex_);
     ++in_flight_;
     return id;
+}
+
+Result<Engine::SpecRoute*> Engine::spec_route(const GenerationRequest& request) {
+    const SpecMethod method = request.spec_method.value_or(config_.spec.method);
+    SpecRoute* route = nullptr;
+    if (method == SpecMethod::Ngram) {
+        route = ngram_ ? ngram_.get() : &spec_;
+    } else if (method == config_.spec.method) {
+        route = spec_.proposer ? &spec_ : nullptr;
+    } else if (method != SpecMethod::Off) {
+        std::string choices = "off, ngram";
+        if (config_.spec.method != SpecMethod::Off && config_.spec.method != SpecMethod::Ngram)
+            choices += " or " + std::string(to_string(config_.spec.method));
+        return make_error("speculative decoding by '" + std::string(to_string(method)) +
+                          "' needs that draft model in the engine, which drafts with '" +
+                          std::string(to_string(config_.spec.method)) + "' (a request can choose " + choices + ")");
+    }
+    const int32_t k = request.spec_draft_max;
+    if (k != 0 && (!route || k < 1 || k > route->config.draft_max))
+        return make_error(route ? "spec_draft_max must be between 1 and the engine's draft_max (" +
+                                      std::to_string(route->config.draft_max) + "), not " + std::to_string(k)
+                                : std::string("spec_draft_max is set but the request does not speculate"));
+    return route;
+}
+
+std::vector<Engine::SpecRoute*> Engine::spec_routes() {
+    std::vector<SpecRoute*> routes;
+    if (spec_.proposer) routes.push_back(&spec_);
+    if (ngram_) routes.push_back(ngram_.get());
+    return routes;
 }
 
 void Engine::finish(Request& r, FinishReason reason, std::string error, RequestOutput* pending) {
@@ -289,7 +334,7 @@ void Engine::finish(Request& r, FinishReason reason, std::string error, RequestO
         metrics_.request_prompt_tokens.observe(r.timings.prompt_tokens);
         metrics_.request_generation_tokens.observe(r.timings.generated_tokens);
     }
-    if (proposer_) proposer_->forget(r.id);
+    if (r.spec) r.spec->proposer->forget(r.id);
     OutputCallback callback = std::move(r.on_output);
     requests_.erase(r.id);  // r is gone from here on
     if (callback) callback(out);
@@ -297,9 +342,9 @@ void Engine::finish(Request& r, FinishReason reason, std::string error, RequestO
 }
 
 void Engine::fill_block_map(StepEvent& event) const {
-    if (proposer_) {
+    if (spec_.proposer) {  // prompt lookup has no KV of its own
         std::vector<DraftBlockCell> cells;
-        proposer_->describe_blocks(cells);
+        spec_.proposer->describe_blocks(cells);
         event.draft_blocks.resize(cells.size());
         for (size_t b = 0; b < cells.size(); ++b) {
             if (cells[b].seq < 0) continue;

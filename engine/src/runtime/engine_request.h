@@ -22,7 +22,8 @@ struct Engine::Request {
     std::vector<int32_t> history;  // prompt and generated tokens, for the penalties
     SampleInfo info;
     RequestTimings timings;
-    DraftLengthTuner::Acceptance acceptance;  // speculative decoding: its recent verdicts, for adaptive K
+    SpecRoute* spec = nullptr;                // speculative decoding: its proposer (null: none)
+    DraftLengthTuner::Acceptance acceptance;  // its recent verdicts, for adaptive K
     std::vector<float> draft_q;  // its drafts' distributions when a draft model sampled them (n_vocab each)
     std::string rejected;  // why submit() could not accept it (reported from the engine thread)
     double submitted_s = 0, scheduled_s = -1, first_token_s = -1, last_token_s = -1;

@@ -30,7 +30,7 @@ struct Engine::StepTokens {
 
 void Engine::step() {
     const double t0 = now_s();
-    if (proposer_) propose_drafts();
+    propose_drafts();
     StepPlan plan = scheduler_.schedule();
     if (plan.empty()) {
         reject_unschedulable();
@@ -88,32 +88,44 @@ void Engine::build_batch(const StepPlan& plan) {
     }
 }
 
+int32_t Engine::draft_length(Request& r, int32_t other_rows) {
+    // The request's own fixed K; else adaptive K: what pays at this
+    // request's acceptance and this step's cost, at 0 a one-token probe now
+    // and then; else the engine's fixed K.
+    SpecRoute& route = *r.spec;
+    if (r.params.spec_draft_max > 0) return r.params.spec_draft_max;
+    if (!route.config.adaptive) return route.config.draft_max;
+    const bool was_paused = r.acceptance.paused;
+    const int32_t k = route.tuner.plan(r.acceptance, other_rows);
+    if (r.acceptance.paused && !was_paused) route.proposer->forget(r.id);  // its draft KV goes back
+    return k;
+}
+
 void Engine::propose_drafts() {
-    // Every running sequence that decodes next (its tokens all computed but
-    // the last) and has had its first token gets drafts for this step; the
-    // scheduler fits what it can beside the step's other rows.
+    // Every running sequence that speculates, decodes next (its tokens all
+    // computed but the last) and has had its first token gets drafts for
+    // this step, from its route's proposer; the scheduler fits what it can
+    // beside the step's other rows.
     const double t0 = now_s();
-    std::vector<SeqId> ids;
-    std::vector<DraftRequest> asks;
+    std::vector<SpecRoute*> routes = spec_routes();
+    if (routes.empty()) return;
+    std::vector<std::vector<SeqId>> ids(routes.size());
+    std::vector<std::vector<DraftRequest>> asks(routes.size());
     const auto others = static_cast<int32_t>(scheduler_.num_running()) - 1;
     for (SeqId id : scheduler_.running()) {
         const Sequence& s = *scheduler_.find(id);
         const auto it = requests_.find(id);
-        if (it == requests_.end() || it->second->first_token_s < 0) continue;
+        if (it == requests_.end() || !it->second->spec || it->second->first_token_s < 0) continue;
         if (s.num_computed + 1 != static_cast<int32_t>(s.tokens.size())) continue;
         const int32_t room = std::min(s.max_new_tokens - s.n_generated, s.max_context - static_cast<int32_t>(s.tokens.size())) - 1;
         if (room <= 0) continue;
-        // Adaptive K: what pays at this request's acceptance and this
-        // step's cost; at 0, a one-token probe now and then.
-        DraftLengthTuner::Acceptance& a = it->second->acceptance;
-        const bool was_paused = a.paused;
-        const int32_t k = config_.spec.adaptive ? tuner_.plan(a, others) : config_.spec.draft_max;
-        if (a.paused && !was_paused) proposer_->forget(id);  // its draft KV goes back
+        Request& r = *it->second;
+        const int32_t k = draft_length(r, others);
         if (k == 0) {
             scheduler_.set_drafts(id, {});
             continue;
         }
-        ids.push_back(id);
+        const size_t route = static_cast<size_t>(std::find(routes.begin(), routes.end(), r.spec) - routes.begin());
         // Sampled drafts where the request samples (and wants no logprobs:
         // those of a full-q verdict's tokens are not the rows' own draws) and
         // the target's logits rows are on the host anyway (the CPU); greedy
@@ -121,25 +133,30 @@ void Engine::propose_drafts() {
         // the host for its p (and the draft its rows for q): measured on the
         // H200, 1B shape, 16 sampled requests at K = 4, 162 tok/s where its
         // device draws make 10,000.
-        Request& r = *it->second;
         r.draft_q.clear();
         const bool sampled = r.params.sampling.temperature > 0.0f && r.params.sampling.n_logprobs == 0 &&
                              !backend_.can_argmax() && !backend_.can_draw();
-        asks.push_back({id, s.tokens, std::min(room, k), sampled ? &r.params.sampling : nullptr,
-                        sampled ? &r.draft_q : nullptr});
+        ids[route].push_back(id);
+        asks[route].push_back({id, s.tokens, std::min(room, k), sampled ? &r.params.sampling : nullptr,
+                               sampled ? &r.draft_q : nullptr});
     }
-    if (ids.empty()) return;
-    std::vector<std::vector<int32_t>> drafts;
-    proposer_->propose(asks, drafts);
-    for (size_t i = 0; i < ids.size(); ++i) {
-        if (static_cast<int32_t>(drafts[i].size()) < std::max(1, config_.spec.draft_min)) {
-            drafts[i].clear();
-            requests_.at(ids[i])->draft_q.clear();
+    bool drafted = false;
+    for (size_t p = 0; p < routes.size(); ++p) {
+        if (ids[p].empty()) continue;
+        SpecRoute& route = *routes[p];
+        std::vector<std::vector<int32_t>> drafts;
+        route.proposer->propose(asks[p], drafts);
+        for (size_t i = 0; i < ids[p].size(); ++i) {
+            if (static_cast<int32_t>(drafts[i].size()) < std::max(1, route.config.draft_min)) {
+                drafts[i].clear();
+                requests_.at(ids[p][i])->draft_q.clear();
+            }
+            scheduler_.set_drafts(ids[p][i], std::move(drafts[i]));
         }
-        scheduler_.set_drafts(ids[i], std::move(drafts[i]));
+        for (const DraftPass& pass : route.proposer->passes()) route.tuner.observe_draft_pass(pass.rows, pass.seconds);
+        drafted = true;
     }
-    for (const DraftPass& pass : proposer_->passes()) tuner_.observe_draft_pass(pass.rows, pass.seconds);
-    spec_step_.draft_s += now_s() - t0;
+    if (drafted) spec_step_.draft_s += now_s() - t0;
 }
 
 void Engine::prefill_drafts(const StepPlan& plan) {
@@ -149,18 +166,21 @@ void Engine::prefill_drafts(const StepPlan& plan) {
     // first proposal reads one token, not the whole prompt. Not where
     // adaptive K already says the request will not draft.
     const double t0 = now_s();
+    if (!spec_.proposer) return;  // prompt lookup reads nothing ahead
     std::vector<DraftRequest> asks;
     const auto others = static_cast<int32_t>(scheduler_.num_running()) - 1;
     for (const ScheduledSequence& ss : plan.sequences) {
         if (!ss.sample || ss.n_draft > 0) continue;
         const Request& r = *requests_.at(ss.id);
+        if (r.spec != &spec_) continue;
         const Sequence& s = *scheduler_.find(ss.id);
         if (r.first_token_s >= 0 || r.index != 0 || s.max_new_tokens <= 1) continue;
-        if (config_.spec.adaptive && tuner_.choose(r.acceptance, others) == 0) continue;
+        if (r.params.spec_draft_max == 0 && spec_.config.adaptive && spec_.tuner.choose(r.acceptance, others) == 0)
+            continue;
         asks.push_back({ss.id, s.tokens, 0, nullptr, nullptr});
     }
     if (asks.empty()) return;
-    proposer_->prefill(asks);
+    spec_.proposer->prefill(asks);
     // Its passes are not fitted: adaptive K weighs what drafting costs while
     // decoding (a prompt-sized pass, alone, would read as the fixed cost of
     // every draft token, and nothing would ever draft again).
@@ -222,7 +242,8 @@ bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
     const double t_forward = now_s();
     if (status) status = chooser_->forward(batch_, choice, t.draws);
     t.forward_s = now_s() - t_forward;
-    if (status && proposer_) tuner_.observe_step(batch_.n_tokens(), t.forward_s);
+    if (status)
+        for (SpecRoute* route : spec_routes()) route->tuner.observe_step(batch_.n_tokens(), t.forward_s);
     if (!status) {
         // What was swapped out this step may not have reached the host.
         for (SeqId id : plan.preempted)
@@ -256,7 +277,7 @@ bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
     }
     t.tokens.assign(t.draws.size(), 0);
     chooser_->choose(choice, t.draws, t.tokens);
-    if (proposer_) prefill_drafts(plan);
+    prefill_drafts(plan);
     t.sampled_s = now_s();
     return true;
 }
@@ -342,9 +363,18 @@ void Engine::commit_step(const StepPlan& plan, const StepTokens& t) {
             }
             r.history.push_back(token);
             out.token_ids.push_back(token);
-            out.draft_accepted.push_back(e < static_cast<size_t>(verdict.n_accepted));
+            const bool drafted = e < static_cast<size_t>(verdict.n_accepted);
+            out.draft_accepted.push_back(drafted);
             if (r.params.sampling.n_logprobs > 0) out.logprobs.push_back(*t.draws[first + e].info);
             StopUpdate update = r.stop.push(r.decoder.push(token));
+            if (drafted && !update.text.empty()) {
+                const auto begin = static_cast<uint32_t>(out.text.size());
+                const auto end = begin + static_cast<uint32_t>(update.text.size());
+                if (!out.draft_text.empty() && out.draft_text.back().second == begin)
+                    out.draft_text.back().second = end;
+                else
+                    out.draft_text.emplace_back(begin, end);
+            }
             out.text += update.text;
             if (update.stopped) {
                 results[i] = {token, static_cast<int32_t>(e), true};
