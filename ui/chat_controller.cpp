@@ -4,6 +4,23 @@
 
 namespace folio::ui {
 
+namespace {
+
+// The update's text onto the reply, its drafted ranges moved to the reply's
+// offsets (one that begins where the last ended extends it).
+void append_reply_text(ChatMessageRecord& reply, const RequestUpdate& u) {
+    const int offset = static_cast<int>(reply.content.size());
+    reply.content += u.text;
+    for (const auto& [begin, end] : u.draft_ranges) {
+        if (!reply.draft_ranges.isEmpty() && reply.draft_ranges.back().second == offset + begin)
+            reply.draft_ranges.back().second = offset + end;
+        else
+            reply.draft_ranges.push_back({offset + begin, offset + end});
+    }
+}
+
+}  // namespace
+
 ChatController::ChatController(EngineBridge* bridge, SessionStore store, QObject* parent)
     : QObject(parent), bridge_(bridge), store_(std::move(store)) {
     QString error;
@@ -154,6 +171,8 @@ bool ChatController::startReply(ChatSession& s) {
     request.sampling = s.sampling.to_params();
     request.max_tokens = s.sampling.max_tokens;
     request.overflow = s.overflow;
+    request.speculation = s.sampling.speculation;
+    request.draft_max = s.sampling.draft_max;
 
     ChatMessageRecord reply;
     reply.role = "assistant";
@@ -208,7 +227,7 @@ void ChatController::onUpdate(const RequestUpdate& u) {
         emit messageUpdated(id, static_cast<int>(s->messages.size()) - 1);
         return;
     }
-    m.content += u.text;
+    append_reply_text(m, u);
     const folio::RequestTimings& t = u.timings;
     m.has_stats = true;
     m.stats.queue_s = t.queue_s;

@@ -84,7 +84,8 @@ QJsonObject sampling_to_json(const SamplingSettings& s) {
     return QJsonObject{{"temperature", s.temperature},       {"top_k", s.top_k},
                        {"top_p", s.top_p},                   {"min_p", s.min_p},
                        {"repetition_penalty", s.repetition_penalty}, {"max_tokens", s.max_tokens},
-                       {"seed", static_cast<double>(s.seed)}};
+                       {"seed", static_cast<double>(s.seed)},
+                       {"speculation", s.speculation},       {"draft_max", s.draft_max}};
 }
 
 SamplingSettings sampling_from_json(const QJsonObject& o) {
@@ -97,6 +98,8 @@ SamplingSettings sampling_from_json(const QJsonObject& o) {
     s.repetition_penalty = o.value("repetition_penalty").toDouble(d.repetition_penalty);
     s.max_tokens = o.value("max_tokens").toInt(d.max_tokens);
     s.seed = static_cast<qint64>(o.value("seed").toDouble(static_cast<double>(d.seed)));
+    s.speculation = o.value("speculation").toString(d.speculation);
+    s.draft_max = o.value("draft_max").toInt(d.draft_max);
     return s;
 }
 

@@ -5,6 +5,7 @@
 
 #include <QDateTime>
 #include <QJsonObject>
+#include <QPair>
 #include <QString>
 #include <QVector>
 
@@ -53,6 +54,11 @@ struct ChatMessageRecord {
     enum class Waiting { Engine, Model, Queue, Prompt };
     Waiting waiting = Waiting::Engine;
     int waiting_ahead = 0;  // Queue: requests before it
+    // [begin, end) of `content` that came with accepted draft tokens
+    // (speculative decoding), adjacent ones merged; the chat view can tint
+    // them. Not saved with the session nor exported: a reply read back from
+    // disk has none.
+    QVector<QPair<int, int>> draft_ranges;
     bool generating() const { return role == "assistant" && finish_reason.isEmpty(); }
 };
 
@@ -66,6 +72,12 @@ struct SamplingSettings {
     double repetition_penalty = folio::SamplingParams{}.repetition_penalty;
     int max_tokens = 512;
     qint64 seed = -1;  // -1 = random
+    // Speculative decoding for the chat's replies: "" the engine's setting,
+    // else a method name (folio::to_string of a SpecMethod: off, ngram, or
+    // the engine's draft-model method); draft_max > 0: that K, fixed, else
+    // the engine's choice. Greedy replies are the same either way.
+    QString speculation;
+    int draft_max = 0;
     folio::SamplingParams to_params() const;
     bool operator==(const SamplingSettings&) const = default;
 };

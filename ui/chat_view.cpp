@@ -46,7 +46,22 @@ ChatView::ChatView(ChatController* chats, QWidget* parent) : QWidget(parent), ch
     f.setPointSizeF(f.pointSizeF() * 1.2);
     f.setBold(true);
     title_->setFont(f);
-    layout->addWidget(title_);
+    draft_legend_ = new QLabel(this);
+    draft_legend_->setObjectName("draftLegend");
+    draft_legend_->setTextFormat(Qt::RichText);
+    draft_legend_->setText(QStringLiteral("<span style=\"background-color: %1\">&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;")
+                               .arg(MessageWidget::draftTintCss()) +
+                           tr("text from accepted drafts").toHtmlEscaped());
+    draft_legend_->setToolTip(tr("Speculative decoding: tinted text came with draft tokens the model accepted; "
+                                 "the rest with its own (View > Tint Accepted Drafts)"));
+    QFont small = draft_legend_->font();
+    small.setPointSizeF(small.pointSizeF() * 0.85);
+    draft_legend_->setFont(small);
+    draft_legend_->setVisible(false);
+    auto* header = new QHBoxLayout;
+    header->addWidget(title_, 1);
+    header->addWidget(draft_legend_, 0, Qt::AlignRight | Qt::AlignVCenter);
+    layout->addLayout(header);
 
     scroll_ = new QScrollArea(this);
     scroll_->setWidgetResizable(true);
@@ -126,6 +141,22 @@ void ChatView::setSession(const QString& id) {
     rebuild();
 }
 
+void ChatView::setTintDrafts(bool on) {
+    if (on == tint_drafts_) return;
+    tint_drafts_ = on;
+    draft_legend_->setVisible(on);
+    pending_.clear();
+    for (int i = 0; i < widgets_.size(); ++i) showMessage(i);
+}
+
+void ChatView::showMessage(int index) {
+    const ChatSession* s = chats_->session(session_);
+    if (!s || index < 0 || index >= widgets_.size() || index >= s->messages.size()) return;
+    const ChatMessageRecord& m = s->messages[index];
+    const bool last_reply = index == s->messages.size() - 1 && m.role == "assistant";
+    widgets_[index]->setMessage(m, last_reply, tint_drafts_);
+}
+
 void ChatView::rebuild() {
     pending_.clear();
     for (MessageWidget* w : widgets_) w->deleteLater();
@@ -133,29 +164,21 @@ void ChatView::rebuild() {
     const ChatSession* s = chats_->session(session_);
     title_->setText(s ? s->title : tr("No chat selected"));
     if (s) {
-        int last_reply = -1;
-        for (int i = 0; i < s->messages.size(); ++i)
-            if (s->messages[i].role == "assistant") last_reply = i;
         for (int i = 0; i < s->messages.size(); ++i) {
             auto* w = new MessageWidget(i, list_);
-            w->setMessage(s->messages[i], i == last_reply && i == s->messages.size() - 1);
             connect(w, &MessageWidget::copyRequested, this, &ChatView::copyMessage);
             connect(w, &MessageWidget::editRequested, this, &ChatView::beginEdit);
             connect(w, &MessageWidget::regenerateRequested, this, &ChatView::regenerate);
             list_layout_->insertWidget(list_layout_->count() - 1, w);
             widgets_.push_back(w);
+            showMessage(i);
         }
     }
     refreshButtons();
 }
 
 void ChatView::renderPending() {
-    const ChatSession* s = chats_->session(session_);
-    if (!s) return;
-    for (int index : std::as_const(pending_)) {
-        if (index < 0 || index >= widgets_.size() || index >= s->messages.size()) continue;
-        widgets_[index]->setMessage(s->messages[index], index == s->messages.size() - 1 && s->messages[index].role == "assistant");
-    }
+    for (int index : std::as_const(pending_)) showMessage(index);
     pending_.clear();
 }
 

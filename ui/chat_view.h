@@ -1,6 +1,8 @@
 // The conversation of the current session and the composer under it.
 // Streaming replies are redrawn at most 20 times a second; the view follows
-// the newest text unless the user has scrolled up to read.
+// the newest text unless the user has scrolled up to read. With drafts
+// tinted (View > Tint Accepted Drafts), replies show which of their text came
+// from accepted speculative drafts, and a legend above the messages says so.
 #pragma once
 
 #include <QPointer>
@@ -27,6 +29,8 @@ public:
 
     void setSession(const QString& id);
     const QString& sessionId() const { return session_; }
+    void setTintDrafts(bool on);
+    bool tintDrafts() const { return tint_drafts_; }
 
     // For tests and screenshots.
     int messageCount() const { return static_cast<int>(widgets_.size()); }
@@ -35,6 +39,7 @@ public:
     QPlainTextEdit* composer() const { return composer_; }
     QPushButton* sendButton() const { return send_; }
     QPushButton* stopButton() const { return stop_; }
+    QLabel* draftLegend() const { return draft_legend_; }
     void flushPendingUpdates();
 
 public slots:
@@ -49,6 +54,7 @@ protected:
 
 private:
     void rebuild();
+    void showMessage(int index);
     void refreshButtons();
     void renderPending();
     void copyMessage(int index);
@@ -56,6 +62,8 @@ private:
     ChatController* chats_;
     QString session_;
     QLabel* title_ = nullptr;
+    QLabel* draft_legend_ = nullptr;  // shown while drafts are tinted
+    bool tint_drafts_ = false;
     QScrollArea* scroll_ = nullptr;
     QWidget* list_ = nullptr;
     QVBoxLayout* list_layout_ = nullptr;

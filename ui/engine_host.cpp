@@ -227,6 +227,13 @@ void EngineHost::submit(const ChatRequest& request) {
     g.sampling = request.sampling;
     g.max_tokens = request.max_tokens;
     g.priority = request.priority;
+    if (!request.speculation.isEmpty()) {
+        auto method = folio::parse_spec_method(request.speculation.toStdString());
+        if (!method) return reject(QString::fromStdString(method.error().message));
+        g.spec_method = *method;
+    }
+    // The chat's K at most the engine's (the settings panel shows it so).
+    g.spec_draft_max = std::min<int32_t>(request.draft_max, static_cast<int32_t>(loaded_->status.settings.draft_max));
     const quint64 ticket = request.ticket;
     // The first update says what was left out and where the request stands.
     RequestUpdate first;
@@ -263,7 +270,7 @@ void EngineHost::on_output(quint64 ticket, const folio::RequestOutput& out) {
     RequestUpdate u;
     u.ticket = ticket;
     u.engine_id = out.id;
-    u.text = QString::fromStdString(out.text);
+    u.set_text(out.text, out.draft_text);
     u.new_tokens = static_cast<int>(out.token_ids.size());
     u.finished = out.finished;
     if (out.finished) u.reason = finish_reason_name(out.reason);

@@ -328,6 +328,18 @@ void MainWindow::createMenus() {
             studio_settings()->setValue("view/theme", name);
         });
     }
+    // Speculative decoding: which of a reply's text came from accepted drafts.
+    QAction* tint = view_menu_->addAction(tr("Tint &Accepted Drafts"));
+    tint->setObjectName("tintDrafts");
+    tint->setCheckable(true);
+    tint->setToolTip(tr("Replies show the text that came from accepted speculative drafts on a green background "
+                        "(plain text instead of Markdown)"));
+    tint->setChecked(studio_settings()->value("view/tintDrafts", false).toBool());
+    chat_view_->setTintDrafts(tint->isChecked());
+    connect(tint, &QAction::toggled, this, [this](bool on) {
+        chat_view_->setTintDrafts(on);
+        studio_settings()->setValue("view/tintDrafts", on);
+    });
     view_menu_->addAction(tr("&Reset Layout"), this, [this] {
         restoreState(default_state_);
         roomy_state_.clear();
@@ -429,6 +441,7 @@ void MainWindow::connectBridge() {
         device_label_->setText(st.device);
         spec_->clear();
         spec_->setSpeculation(st.speculation);
+        session_settings_->setEngineSpeculation(st.settings);
         if (!st.speculation.isEmpty()) showSpecPanel();
         model_label_->setText(name);
         model_label_->setToolTip(tr("Loaded model: %1 (%2)").arg(s.name, s.path));
@@ -451,6 +464,7 @@ void MainWindow::connectBridge() {
         showError(tr("Cannot load model"), tr("%1\n\n%2").arg(path, message));
     });
     connect(bridge_, &EngineBridge::modelUnloaded, this, [this] {
+        session_settings_->setEngineSpeculation({});
         quantize_action_->setEnabled(false);
         model_panel_->showSummary(model_panel_->summary(), bridge_->settings(), false);
         model_panel_->setState(tr("No model loaded (unloaded)"));

@@ -7,6 +7,8 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "ui/chat_markdown.h"
 
 namespace folio::ui {
@@ -39,6 +41,24 @@ QString advice_for(const QString& error) {
         return QObject::tr("Choose “Drop oldest turns” under Chat Settings > When the chat is too long, start a new chat "
                            "(Ctrl+N), or raise the context length or the KV cache budget in Engine > Settings (Ctrl+,).");
     return QObject::tr("Regenerate (Ctrl+R) tries again; Engine > Restart starts the engine afresh.");
+}
+
+// A reply as rich text: its characters as they are (escaped, whitespace
+// kept) with the ranges that came from accepted drafts on the tint.
+QString tinted_html(const QString& text, const QVector<QPair<int, int>>& ranges, const QString& tail) {
+    const QString open = QStringLiteral("<span style=\"background-color: %1\">").arg(MessageWidget::draftTintCss());
+    const int n = static_cast<int>(text.size());
+    QString html = QStringLiteral("<div style=\"white-space: pre-wrap\">");
+    int at = 0;
+    for (const auto& [first, second] : ranges) {
+        const int begin = std::clamp(first, at, n);
+        const int end = std::clamp(second, begin, n);
+        html += text.mid(at, begin - at).toHtmlEscaped();
+        if (end > begin) html += open + text.mid(begin, end - begin).toHtmlEscaped() + QStringLiteral("</span>");
+        at = end;
+    }
+    html += (text.mid(at) + tail).toHtmlEscaped();
+    return html + QStringLiteral("</div>");
 }
 
 QString waiting_text(const ChatMessageRecord& m) {
@@ -115,7 +135,14 @@ MessageWidget::MessageWidget(int index, QWidget* parent) : QFrame(parent), index
     connect(regenerate_, &QToolButton::clicked, this, [this] { emit regenerateRequested(); });
 }
 
-void MessageWidget::setMessage(const ChatMessageRecord& m, bool is_last_reply) {
+QColor MessageWidget::draftTint() { return QColor(46, 160, 67, 89); }
+
+QString MessageWidget::draftTintCss() {
+    const QColor c = draftTint();
+    return QStringLiteral("rgba(%1, %2, %3, %4)").arg(c.red()).arg(c.green()).arg(c.blue()).arg(c.alphaF(), 0, 'f', 2);
+}
+
+void MessageWidget::setMessage(const ChatMessageRecord& m, bool is_last_reply, bool tint_drafts) {
     const bool user = m.role == "user";
     role_->setText(user ? tr("You") : tr("Assistant"));
     setProperty("role", m.role);
@@ -127,13 +154,19 @@ void MessageWidget::setMessage(const ChatMessageRecord& m, bool is_last_reply) {
     content_ = m.content;
 
     const bool failed = !user && m.finish_reason == "error";
-    QString shown = m.content;
-    if (m.generating()) shown += QStringLiteral(" ▍");
-    if (shown != rendered_) {
+    const QString cursor = m.generating() ? QStringLiteral(" ▍") : QString();
+    const QString shown = m.content + cursor;
+    const bool tinted = tint_drafts && !user;
+    // The drafted ranges only grow with the text: the same text is the same picture.
+    if (shown != rendered_ || tinted != rendered_tinted_) {
         rendered_ = shown;
+        rendered_tinted_ = tinted;
         if (user) {
             body_->setTextFormat(Qt::PlainText);
             body_->setText(shown);
+        } else if (tinted && !shown.isEmpty()) {
+            body_->setTextFormat(Qt::RichText);
+            body_->setText(tinted_html(m.content, m.draft_ranges, cursor));
         } else {
             body_->setTextFormat(Qt::MarkdownText);
             body_->setText(shown.isEmpty() ? tr("…") : chat_markdown(shown));
@@ -167,6 +200,10 @@ void MessageWidget::setMessage(const ChatMessageRecord& m, bool is_last_reply) {
     stats_->setVisible(!footer.isEmpty());
     stats_->setText(footer.join(QStringLiteral(" · ")));
 }
+
+QString MessageWidget::bodyText() const { return body_->text(); }
+
+Qt::TextFormat MessageWidget::bodyFormat() const { return body_->textFormat(); }
 
 QString MessageWidget::statsText() const { return stats_->text(); }
 

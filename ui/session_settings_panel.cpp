@@ -10,6 +10,7 @@
 #include <QPlainTextEdit>
 #include <QScrollArea>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QVBoxLayout>
 
 #include "ui/chat_controller.h"
@@ -46,8 +47,8 @@ SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, ChatPresets* p
     preset_row->addWidget(new QLabel(tr("Preset"), this));
     preset_ = new QComboBox(this);
     preset_->setObjectName("presetChoice");
-    preset_->setToolTip(tr("A saved set of system prompt, sampling settings and long-chat policy: choosing one "
-                           "applies it to this chat"));
+    preset_->setToolTip(tr("A saved set of system prompt, sampling and speculation settings and long-chat policy: "
+                           "choosing one applies it to this chat"));
     preset_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     preset_->setMinimumContentsLength(6);
     preset_row->addWidget(preset_, 1);
@@ -105,6 +106,18 @@ SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, ChatPresets* p
                              "(the system prompt stays; the reply says what was left out), fail with an error, keep "
                              "the system prompt and the latest tokens, or keep only the latest tokens"));
     form->addRow(tr("When the chat is too long"), overflow_);
+    speculation_ = new QComboBox(this);
+    speculation_->setObjectName("chatSpeculation");
+    speculation_->setToolTip(tr("Speculative decoding for this chat's replies: guesses the target model verifies in "
+                                "one step. Greedy replies are token for token the same; sampled ones follow the "
+                                "same distribution"));
+    draft_max_ = new QSpinBox(this);
+    draft_max_->setObjectName("chatDraftLength");
+    draft_max_->setSpecialValueText(tr("auto"));
+    draft_max_->setToolTip(tr("Draft tokens per step (K): auto is the engine's choice (adaptive K, or its fixed K)"));
+    form->addRow(tr("Speculation"), speculation_);
+    form->addRow(tr("Draft length"), draft_max_);
+    rebuildSpeculation();
     layout->addLayout(form);
     layout->addStretch(1);
 
@@ -113,6 +126,8 @@ SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, ChatPresets* p
         connect(b, &QDoubleSpinBox::valueChanged, this, &SessionSettingsPanel::store);
     for (QSpinBox* b : {top_k_, max_tokens_, seed_}) connect(b, &QSpinBox::valueChanged, this, &SessionSettingsPanel::store);
     connect(overflow_, &QComboBox::currentIndexChanged, this, &SessionSettingsPanel::store);
+    connect(speculation_, &QComboBox::currentIndexChanged, this, &SessionSettingsPanel::store);
+    connect(draft_max_, &QSpinBox::valueChanged, this, &SessionSettingsPanel::store);
     connect(preset_, &QComboBox::activated, this, [this](int index) { applyPreset(preset_->itemData(index).toString()); });
     connect(save_preset_, &QPushButton::clicked, this, &SessionSettingsPanel::askPresetName);
     connect(delete_preset_, &QPushButton::clicked, this, &SessionSettingsPanel::deleteCurrentPreset);
@@ -144,8 +159,63 @@ void SessionSettingsPanel::load() {
     max_tokens_->setValue(src.sampling.max_tokens);
     seed_->setValue(static_cast<int>(std::min<qint64>(src.sampling.seed, 2147483647)));
     overflow_->setCurrentIndex(std::max(0, overflow_->findData(static_cast<int>(src.overflow))));
+    rebuildSpeculation();
     rebuildPresets();
     loading_ = false;
+}
+
+void SessionSettingsPanel::setEngineSpeculation(const EngineSettings& engine) {
+    engine_method_ = engine.spec_method;
+    engine_draft_max_ = engine.draft_max;
+    const bool was_loading = loading_;
+    loading_ = true;
+    rebuildSpeculation();
+    loading_ = was_loading;
+}
+
+void SessionSettingsPanel::rebuildSpeculation() {
+    // The chat's choice stays what it is even where the engine cannot do it
+    // now (another engine setting may come back): it is shown, greyed, and
+    // its replies fail with the engine's reason until the chat or the
+    // engine changes.
+    const ChatSession* s = chats_->session(session_);
+    const QString chosen = s ? s->sampling.speculation : QString();
+    struct Method {
+        QString name, label;
+    };
+    const Method methods[] = {{"off", tr("Off")},
+                              {"ngram", tr("N-gram (prompt lookup)")},
+                              {"draft", tr("Draft model")},
+                              {"int4-self", tr("INT4 self-draft")},
+                              {"layer-skip", tr("Layer skip")}};
+    QString engine_label = tr("Off");
+    for (const Method& m : methods)
+        if (m.name == engine_method_) engine_label = m.label;
+    const QSignalBlocker block(speculation_);
+    speculation_->clear();
+    speculation_->addItem(tr("Engine's (%1)").arg(engine_label), QString());
+    auto* model = qobject_cast<QStandardItemModel*>(speculation_->model());
+    for (const Method& m : methods) {
+        speculation_->addItem(m.label, m.name);
+        const bool needs_draft = m.name != "off" && m.name != "ngram";
+        if (needs_draft && m.name != engine_method_) {
+            QStandardItem* item = model->item(speculation_->count() - 1);
+            item->setEnabled(false);
+            item->setToolTip(tr("The engine holds one draft model: choose %1 in Engine > Settings to use it here")
+                                 .arg(m.label));
+        }
+    }
+    speculation_->setCurrentIndex(std::max(0, speculation_->findData(chosen)));
+    // K up to the engine's (the engine host holds a chat to it too).
+    const QSignalBlocker block_k(draft_max_);
+    draft_max_->setRange(0, engine_draft_max_);
+    draft_max_->setValue(s ? std::min(s->sampling.draft_max, engine_draft_max_) : 0);
+    draft_max_->setEnabled(speculates());
+}
+
+bool SessionSettingsPanel::speculates() const {
+    const QString chosen = speculation_->currentData().toString();
+    return (chosen.isEmpty() ? engine_method_ : chosen) != "off";
 }
 
 void SessionSettingsPanel::rebuildPresets() {
@@ -222,7 +292,10 @@ void SessionSettingsPanel::store() {
     s.repetition_penalty = repetition_->value();
     s.max_tokens = max_tokens_->value();
     s.seed = seed_->value();
+    s.speculation = speculation_->currentData().toString();
+    s.draft_max = draft_max_->value();
     chats_->setSampling(session_, s);
+    draft_max_->setEnabled(speculates());
     chats_->setOverflow(session_, static_cast<folio::ChatOverflow>(overflow_->currentData().toInt()));
     chats_->setSystemPrompt(session_, system_prompt_->toPlainText());
     rebuildPresets();  // "(edited)" follows the settings

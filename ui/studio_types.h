@@ -7,6 +7,7 @@
 
 #include <QHash>
 #include <QMetaType>
+#include <QPair>
 #include <QString>
 #include <QVector>
 
@@ -98,6 +99,8 @@ struct ChatRequest {
     int32_t max_tokens = 512;
     int32_t priority = 0;
     folio::ChatOverflow overflow = folio::ChatOverflow::DropOldestTurns;
+    QString speculation;  // SamplingSettings::speculation and draft_max
+    int32_t draft_max = 0;
 };
 
 // Where a reply stands before its first token (RequestUpdate::stage).
@@ -123,6 +126,34 @@ struct RequestUpdate {
     int dropped_messages = 0;     // the oldest messages left out to fit the context (drop-oldest)
     int full_prompt_tokens = 0;   // the whole conversation's prompt, when messages were dropped
     int context_tokens = 0;       // the context it was fitted to
+    // [begin, end) of `text` (QString offsets) that came with accepted draft
+    // tokens (speculative decoding); the rest came with the target's own.
+    QVector<QPair<int, int>> draft_ranges;
+
+    // `text` and `draft_ranges` from the engine's UTF-8 text and its byte
+    // ranges (RequestOutput::draft_text). Each run between two boundaries is
+    // converted on its own, so the offsets are exact for any text.
+    void set_text(const std::string& utf8, const std::vector<std::pair<uint32_t, uint32_t>>& draft_bytes) {
+        // A boundary inside a character (never, from the engine) moves to its start.
+        const auto char_start = [&](size_t at) {
+            while (at > 0 && at < utf8.size() && (static_cast<uint8_t>(utf8[at]) & 0xC0) == 0x80) --at;
+            return at;
+        };
+        const auto append = [&](size_t from, size_t to) { text += QString::fromUtf8(utf8.data() + from, static_cast<qsizetype>(to - from)); };
+        text.clear();
+        draft_ranges.clear();
+        size_t at = 0;
+        for (const auto& [first, second] : draft_bytes) {
+            const size_t begin = std::max(at, char_start(std::min<size_t>(first, utf8.size())));
+            const size_t end = std::max(begin, char_start(std::min<size_t>(second, utf8.size())));
+            append(at, begin);
+            const int drafted = static_cast<int>(text.size());
+            append(begin, end);
+            if (text.size() > drafted) draft_ranges.push_back({drafted, static_cast<int>(text.size())});
+            at = end;
+        }
+        append(at, utf8.size());
+    }
 };
 
 // One point of the live plots, over the interval since the previous one.

@@ -5,7 +5,14 @@
 // prompt + sampling + long-chat policy) are saved from a chat's settings,
 // read back by a fresh settings scope, applied to another chat from the
 // picker, marked "(edited)" once changed, remembered by the chat across a
-// restart, and deleted.
+// restart, and deleted; they carry the chat's speculation settings. A chat
+// chooses its own speculation on the default model: prompt lookup on an
+// engine without it, then off mid-conversation (the history stays, the
+// replies are the same), a draft-model method the engine does not hold is
+// greyed with its reason, and a chat that asks for it anyway gets an error
+// reply that says why.
+#include <QStandardItemModel>
+#include <QSpinBox>
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
@@ -38,6 +45,8 @@ ChatSession sample_chat() {
     s.sampling.temperature = 0.2;
     s.sampling.top_k = 12;
     s.sampling.seed = 77;
+    s.sampling.speculation = "ngram";
+    s.sampling.draft_max = 3;
     s.overflow = folio::ChatOverflow::TruncateMiddle;
     const QDateTime t = QDateTime::fromString("2026-12-01T10:00:00.000Z", Qt::ISODateWithMs);
     ChatMessageRecord u1{"user", "Where should I go in **May**?", t, false, {}, {}, {}};
@@ -52,6 +61,16 @@ ChatSession sample_chat() {
     a2.stats.generated_tokens = 5;
     s.messages = {u1, a1, u2, a2};
     return s;
+}
+
+// Sends `text` in chat `id` and waits for the reply; returns it.
+ChatMessageRecord reply_to(MainWindow& w, const QString& id, const QString& text) {
+    ChatController* chats = w.chats();
+    if (!chats->send(id, text)) qFatal("send failed");
+    QElapsedTimer t;
+    t.start();
+    while (chats->isGenerating(id) && t.elapsed() < 60000) QTest::qWait(20);
+    return chats->session(id)->messages.back();
 }
 
 std::unique_ptr<MainWindow> window_without_model() {
@@ -150,6 +169,73 @@ private slots:
         QCOMPARE(QDir(out.path()).entryList(QDir::Files | QDir::Hidden).size(), 2);
     }
 
+    void chat_chooses_its_speculation() {
+        FOLIO_REQUIRE_MODEL(model, folio_test::kSmolLM2);
+        folio_gui_test::DataDir data;
+        auto w = folio_gui_test::open_window(QString::fromStdString(model));
+        QVERIFY2(w->bridge()->isLoaded(), qPrintable(w->lastError()));
+        QCOMPARE(w->bridge()->status().settings.spec_method, QString("off"));
+        ChatController* chats = w->chats();
+        SessionSettingsPanel* panel = w->sessionSettings();
+        const QString plain = chats->createSession("Plain");
+        const QString spec = chats->createSession("Speculative");
+        SamplingSettings greedy;
+        greedy.temperature = 0;
+        greedy.max_tokens = 40;
+        chats->setSampling(plain, greedy);
+        chats->setSampling(spec, greedy);
+        const QString first = "Repeat this sentence three times: the quick brown fox jumps over the lazy dog.";
+        const ChatMessageRecord want = reply_to(*w, plain, first);
+        QVERIFY2(want.finish_reason != "error", qPrintable(want.error));
+        QCOMPARE(want.stats.draft_tokens, 0);
+
+        // Prompt lookup for this chat alone, from its settings panel, at K = 3.
+        w->sessionList()->setCurrentSession(spec);
+        QComboBox* method = panel->speculationChoice();
+        QCOMPARE(method->currentData().toString(), QString());  // the engine's
+        QVERIFY(method->currentText().contains("Off"));
+        QVERIFY(!panel->draftLength()->isEnabled());  // the engine's is off
+        method->setCurrentIndex(method->findData("ngram"));
+        QVERIFY(panel->draftLength()->isEnabled());
+        QCOMPARE(panel->draftLength()->maximum(), 4);  // the engine's K
+        panel->draftLength()->setValue(3);
+        QCOMPARE(chats->session(spec)->sampling.speculation, QString("ngram"));
+        QCOMPARE(chats->session(spec)->sampling.draft_max, 3);
+        // A draft-model method the engine does not hold: greyed, with the reason.
+        auto* items = qobject_cast<QStandardItemModel*>(method->model());
+        QStandardItem* int4 = items->item(method->findData("int4-self"));
+        QVERIFY(!int4->isEnabled());
+        QVERIFY2(int4->toolTip().contains("Engine > Settings"), qPrintable(int4->toolTip()));
+
+        const ChatMessageRecord drafted = reply_to(*w, spec, first);
+        QVERIFY2(drafted.finish_reason != "error", qPrintable(drafted.error));
+        QCOMPARE(drafted.content, want.content);  // greedy: the same reply
+        QVERIFY2(drafted.stats.draft_tokens > 0, "the chat's prompt lookup drafted");
+        QVERIFY(drafted.stats.draft_tokens <= 3 * drafted.stats.n_drafts);  // K = 3 at most
+
+        // Off mid-conversation: the history stays, the next reply drafts nothing.
+        method->setCurrentIndex(method->findData("off"));
+        QVERIFY(!panel->draftLength()->isEnabled());
+        const ChatMessageRecord second = reply_to(*w, spec, "Now backwards.");
+        QVERIFY2(second.finish_reason != "error", qPrintable(second.error));
+        QCOMPARE(second.stats.draft_tokens, 0);
+        QCOMPARE(chats->session(spec)->messages.size(), 4);
+        QCOMPARE(chats->session(spec)->messages[1].content, want.content);
+
+        // A chat that asks for a draft model the engine does not hold (a preset
+        // from another engine setting, say): the reply says why, the chat stays.
+        SamplingSettings other = chats->session(spec)->sampling;
+        other.speculation = "int4-self";
+        chats->setSampling(spec, other);
+        const ChatMessageRecord refused = reply_to(*w, spec, "Again.");
+        QCOMPARE(refused.finish_reason, QString("error"));
+        QVERIFY2(refused.error.contains("'int4-self' needs that draft model"), qPrintable(refused.error));
+        QCOMPARE(chats->session(spec)->messages.size(), 6);
+        QCOMPARE(method->currentData().toString(), QString("int4-self"));  // shown as chosen, still greyed
+        QVERIFY(!items->item(method->currentIndex())->isEnabled());
+        QVERIFY(folio_gui_test::save(w.get(), "chat-speculation-settings.png"));
+    }
+
     void presets_are_saved_reloaded_and_applied_per_chat() {
         folio_gui_test::DataDir data;
         const ChatSession chat = sample_chat();
@@ -170,6 +256,8 @@ private slots:
         QVERIFY(saved != nullptr);
         QCOMPARE(saved->system_prompt, QString("Answer in one sentence."));
         QCOMPARE(saved->sampling.top_k, 12);
+        QCOMPARE(saved->sampling.speculation, QString("ngram"));  // speculation travels with the preset
+        QCOMPARE(saved->sampling.draft_max, 3);
         QCOMPARE(saved->overflow, folio::ChatOverflow::TruncateMiddle);
         QCOMPARE(chats->session(chat.id)->preset, QString("Terse"));
         QCOMPARE(panel->presetChoice()->currentText(), QString("Terse"));

@@ -68,7 +68,8 @@ struct GenerationRequest {
     // (EngineConfig::spec); Off: none; Ngram: prompt lookup, on any engine;
     // the engine's own draft-model method (draft, layer-skip, int4-self):
     // its draft model (an engine holds one). spec_draft_max > 0: exactly that
-    // K, at most the engine's draft_max, instead of the engine's choice.
+    // K, at most the engine's draft_max, instead of the engine's choice
+    // (ignored where the request does not speculate).
     std::optional<SpecMethod> spec_method;
     int32_t spec_draft_max = 0;
 };

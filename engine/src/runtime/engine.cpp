@@ -292,11 +292,10 @@ Result<Engine::SpecRoute*> Engine::spec_route(const GenerationRequest& request) 
                           "' needs that draft model in the engine, which drafts with '" +
                           std::string(to_string(config_.spec.method)) + "' (a request can choose " + choices + ")");
     }
-    const int32_t k = request.spec_draft_max;
-    if (k != 0 && (!route || k < 1 || k > route->config.draft_max))
-        return make_error(route ? "spec_draft_max must be between 1 and the engine's draft_max (" +
-                                      std::to_string(route->config.draft_max) + "), not " + std::to_string(k)
-                                : std::string("spec_draft_max is set but the request does not speculate"));
+    const int32_t k = request.spec_draft_max;  // no matter where the request does not speculate
+    if (route && k != 0 && (k < 1 || k > route->config.draft_max))
+        return make_error("spec_draft_max must be between 1 and the engine's draft_max (" +
+                          std::to_string(route->config.draft_max) + "), not " + std::to_string(k));
     return route;
 }
 
