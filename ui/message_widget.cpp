@@ -40,6 +40,8 @@ QString advice_for(const QString& error) {
     if (error.contains("context") || error.contains("KV cache") || error.contains("does not fit"))
         return QObject::tr("Choose “Drop oldest turns” under Chat Settings > When the chat is too long, start a new chat "
                            "(Ctrl+N), or raise the context length or the KV cache budget in Engine > Settings (Ctrl+,).");
+    if (error.contains("speculative decoding by"))
+        return QObject::tr("Choose another Speculation under Chat Settings, or that method in Engine > Settings (Ctrl+,).");
     return QObject::tr("Regenerate (Ctrl+R) tries again; Engine > Restart starts the engine afresh.");
 }
 

@@ -6,6 +6,7 @@
 // Speculation panel fills (method and K, acceptance over time, draft vs
 // verify time, one bar per draft position); switching to n-gram keeps the
 // chats. Screenshots of the panel.
+#include <QAction>
 #include <QLabel>
 #include <QPushButton>
 
@@ -117,6 +118,26 @@ private slots:
         window->chatView()->flushPendingUpdates();
         const QString stats = spec.stats.summary();
         QVERIFY2(stats.contains("drafted") && stats.contains("x plain decode"), qPrintable(stats));
+        // The accepted drafts' text is marked: some of the reply, not all; none in the plain one.
+        QVERIFY(plain.draft_ranges.isEmpty());
+        int drafted = 0;
+        for (const auto& [b, e] : spec.draft_ranges) {
+            QVERIFY(0 <= b && b < e && e <= spec.content.size());
+            drafted += e - b;
+        }
+        QVERIFY2(drafted > 0 && drafted < spec.content.size(), qPrintable(QString::number(drafted)));
+        // View > Tint Accepted Drafts: the reply as tinted rich text, and the legend; off: Markdown again.
+        QAction* tint = window->findChild<QAction*>("tintDrafts");
+        QVERIFY(tint != nullptr);
+        ChatView* view = window->chatView();
+        MessageWidget* shown = view->messageWidget(view->messageCount() - 1);
+        QCOMPARE(shown->bodyFormat(), Qt::MarkdownText);
+        QVERIFY(view->draftLegend()->isHidden());
+        tint->setChecked(true);
+        shown = view->messageWidget(view->messageCount() - 1);
+        QCOMPARE(shown->bodyFormat(), Qt::RichText);
+        QVERIFY2(shown->bodyText().contains(MessageWidget::draftTintCss()), qPrintable(shown->bodyText()));
+        QVERIFY(!view->draftLegend()->isHidden());
 
         // The panel (drawn while shown): method and K, acceptance and cost over time, one bar per position.
         window->raisePanel(panel);
@@ -134,6 +155,9 @@ private slots:
         window->resize(1024, 700);
         QTest::qWait(300);
         QVERIFY(folio_gui_test::save(window.get(), "spec-int4-self-1024x700.png"));
+        tint->setChecked(false);
+        QCOMPARE(view->messageWidget(view->messageCount() - 1)->bodyFormat(), Qt::MarkdownText);
+        QVERIFY(view->draftLegend()->isHidden());
 
         // Another method: the chats stay, replies come.
         s.spec_method = "ngram";
