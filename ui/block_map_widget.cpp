@@ -129,31 +129,83 @@ int BlockMapWidget::legendHeight() const {
     return rows * kLegendRow + 6;
 }
 
-void BlockMapWidget::layoutGrid() {
-    const int n = snapshot_.event ? static_cast<int>(snapshot_.event->blocks.size()) : 0;
-    const int top = legendHeight();
-    const QRect area(4, top, std::max(1, width() - 8), std::max(1, height() - top - 4));
-    if (n == 0) {
-        grid_ = area;
-        cell_ = 8;
-        group_ = 1;
-        cols_ = 1;
-        return;
-    }
+BlockMapWidget::Grid BlockMapWidget::fit(int n, QRect area) {
+    Grid g;
+    g.area = area;
+    if (n == 0) return g;
     const double per_block = static_cast<double>(area.width()) * area.height() / n;
     int cell = static_cast<int>(std::floor(std::sqrt(per_block)));
     // Whole rows must fit: shrink until they do.
     while (cell > kMinCell && ((n + area.width() / cell - 1) / std::max(1, area.width() / cell)) * cell > area.height()) --cell;
     cell = std::min(cell, kMaxCell);
-    group_ = 1;
     if (cell < kMinCell) {
         cell = kMinCell;
         const int cells = std::max(1, (area.width() / cell) * (area.height() / cell));
-        group_ = (n + cells - 1) / cells;
+        g.group = (n + cells - 1) / cells;
     }
-    cell_ = cell;
-    cols_ = std::max(1, area.width() / cell_);
-    grid_ = area;
+    g.cell = cell;
+    g.cols = std::max(1, area.width() / cell);
+    return g;
+}
+
+int BlockMapWidget::Grid::at(QPoint pos, int n) const {
+    if (n == 0 || !area.contains(pos)) return -1;
+    const int col = (pos.x() - area.left()) / cell;
+    const int row = (pos.y() - area.top()) / cell;
+    if (col >= cols) return -1;
+    const int block = (row * cols + col) * group;
+    return block < n ? block : -1;
+}
+
+void BlockMapWidget::layoutGrid() {
+    const int n = snapshot_.event ? static_cast<int>(snapshot_.event->blocks.size()) : 0;
+    const int top = legendHeight();
+    QRect area(4, top, std::max(1, width() - 8), std::max(1, height() - top - 4));
+    // The draft model's band: a quarter of the map at most, under a line of its own.
+    draft_ = Grid{};
+    if (const int d = draftBlocks(); d > 0 && area.height() > 4 * kLegendRow) {
+        const int band = std::max(kLegendRow + 2 * kMinCell, area.height() / 4);
+        draft_ = fit(d, QRect(area.left(), area.bottom() - band + kLegendRow + 1, area.width(), band - kLegendRow));
+        const int cells = (d + draft_.group - 1) / draft_.group;
+        draft_.area.setHeight(((cells + draft_.cols - 1) / draft_.cols) * draft_.cell);
+        area.setHeight(area.height() - band - 4);
+    }
+    const Grid g = fit(n, area);
+    if (!draft_.area.isEmpty() && n > 0) {  // the band right under the target's last row
+        const int rows = ((n + g.group - 1) / g.group + g.cols - 1) / g.cols;
+        draft_.area.moveTop(area.top() + rows * g.cell + 4 + kLegendRow);
+    }
+    grid_ = g.area;
+    cell_ = g.cell;
+    group_ = g.group;
+    cols_ = g.cols;
+}
+
+int BlockMapWidget::draftBlocks() const {
+    return snapshot_.event ? static_cast<int>(snapshot_.event->draft_blocks.size()) : 0;
+}
+
+int BlockMapWidget::draftBlocksInUse() const {
+    int used = 0;
+    for (int i = 0; i < draftBlocks(); ++i) used += snapshot_.event->draft_blocks[static_cast<size_t>(i)].owner >= 0;
+    return used;
+}
+
+int BlockMapWidget::draftBlockAt(QPoint pos) const { return draft_.at(pos, draftBlocks()); }
+
+QString BlockMapWidget::describeDraftBlock(int block) const {
+    if (block < 0 || block >= draftBlocks()) return {};
+    const std::vector<folio::BlockCell>& cells = snapshot_.event->draft_blocks;
+    if (draft_.group > 1) {
+        const int last = std::min(block + draft_.group, draftBlocks()) - 1;
+        int used = 0;
+        for (int i = block; i <= last; ++i) used += cells[static_cast<size_t>(i)].owner >= 0;
+        return tr("Draft model: blocks %1–%2\n%3 in use").arg(block).arg(last).arg(used);
+    }
+    const folio::BlockCell& c = cells[static_cast<size_t>(block)];
+    if (c.owner < 0) return tr("Draft model: block %1\nfree").arg(block);
+    return tr("Draft model: block %1\nDrafting for: %2 (request #%3)\nTokens: %4 of %5")
+        .arg(block).arg(owner(c.owner).label).arg(c.owner).arg(c.tokens).arg(snapshot_.event->block_size);
 }
 
 void BlockMapWidget::resizeEvent(QResizeEvent* event) {
@@ -263,6 +315,7 @@ void BlockMapWidget::paintEvent(QPaintEvent*) {
             }
         }
         if (!fading) fade_timer_.stop();
+        paintDraftBand(p);
         return;
     }
     // Small cells: one pixel per cell in an image, scaled without smoothing.
@@ -278,16 +331,33 @@ void BlockMapWidget::paintEvent(QPaintEvent*) {
     fade_timer_.stop();
     p.setRenderHint(QPainter::SmoothPixmapTransform, false);
     p.drawImage(QRect(grid_.left(), grid_.top(), cols_ * cell_, rows * cell_), image);
+    paintDraftBand(p);
+}
+
+void BlockMapWidget::paintDraftBand(QPainter& p) const {
+    // The draft model's blocks in their owners' colours (the chats they draft
+    // for), free ones in the free colour, under a line that names the pool.
+    const int d = draftBlocks();
+    if (d == 0 || draft_.area.isEmpty()) return;
+    const std::vector<folio::BlockCell>& cells = snapshot_.event->draft_blocks;
+    p.setPen(palette().text().color());
+    p.drawText(QRect(draft_.area.left(), draft_.area.top() - kLegendRow, draft_.area.width(), kLegendRow),
+               Qt::AlignLeft | Qt::AlignVCenter,
+               tr("Draft model: %1 blocks · %2 in use").arg(d).arg(draftBlocksInUse()));
+    const int gap = draft_.cell >= 6 ? 1 : 0;
+    for (int i = 0; i * draft_.group < d; ++i) {
+        const int first = i * draft_.group;
+        qint64 who = -1;
+        for (int b = first; b < std::min(d, first + draft_.group) && who < 0; ++b) who = cells[static_cast<size_t>(b)].owner;
+        const QRect r(draft_.area.left() + (i % draft_.cols) * draft_.cell,
+                      draft_.area.top() + (i / draft_.cols) * draft_.cell, draft_.cell - gap, draft_.cell - gap);
+        p.fillRect(r, who >= 0 ? owner(who).color : kFree);
+    }
 }
 
 int BlockMapWidget::blockAt(QPoint pos) const {
     const int n = snapshot_.event ? static_cast<int>(snapshot_.event->blocks.size()) : 0;
-    if (n == 0 || !grid_.contains(pos)) return -1;
-    const int col = (pos.x() - grid_.left()) / cell_;
-    const int row = (pos.y() - grid_.top()) / cell_;
-    if (col >= cols_) return -1;
-    const int block = (row * cols_ + col) * group_;
-    return block < n ? block : -1;
+    return Grid{grid_, cell_, group_, cols_}.at(pos, n);
 }
 
 QString BlockMapWidget::describeBlock(int block) const {
@@ -324,7 +394,9 @@ bool BlockMapWidget::event(QEvent* event) {
     if (event->type() == QEvent::ToolTip) {
         auto* help = static_cast<QHelpEvent*>(event);
         const int block = blockAt(help->pos());
+        const int draft = draftBlockAt(help->pos());
         if (block >= 0) QToolTip::showText(help->globalPos(), describeBlock(block), this);
+        else if (draft >= 0) QToolTip::showText(help->globalPos(), describeDraftBlock(draft), this);
         else QToolTip::hideText();
         return true;
     }

@@ -4,6 +4,8 @@
 // grey. Hovering tells block id, owner, tokens held and references. When a
 // cell would be smaller than 2 px, neighbouring blocks share one cell (the
 // majority decides its colour), so 100,000 blocks draw as fast as 1,000.
+// A draft model's own pool (speculative decoding) is a band under the map,
+// its blocks in the colours of the chats they draft for.
 #pragma once
 
 #include <QColor>
@@ -17,6 +19,8 @@
 #include <functional>
 
 #include "ui/studio_types.h"
+
+class QPainter;
 
 namespace folio::ui {
 
@@ -49,6 +53,15 @@ public:
     QStringList summaryLines() const;
     // The block under a widget position, -1 for none (the first of the cell when aggregated).
     int blockAt(QPoint pos) const;
+    // The draft model's own KV pool (speculative decoding by a draft model,
+    // layer skip or INT4 self-draft), drawn as a band under the target's map:
+    // its blocks, how many hold a sequence's tokens, the one under a position
+    // (-1 for none) and its tooltip.
+    int draftBlocks() const;
+    int draftBlocksInUse() const;
+    int draftBlockAt(QPoint pos) const;
+    QString describeDraftBlock(int block) const;
+    QRect draftArea() const { return draft_.area; }
 
     static QColor colorForKey(quint64 key);
 
@@ -65,10 +78,18 @@ private:
         QColor color;
         int mark = 0;  // 0 none, 1 shared, 2 cached
     };
+    // Cells of one pool laid out in an area: side, blocks per cell, columns.
+    struct Grid {
+        QRect area;
+        int cell = 8, group = 1, cols = 1;
+        int at(QPoint pos, int n) const;  // the first block of the cell at pos, -1 for none
+    };
+    static Grid fit(int n, QRect area);
     void layoutGrid();
     BlockOwner owner(qint64 engine_id) const;
     QRgb cellColor(int first_block, int count) const;
     int legendHeight() const;
+    void paintDraftBand(QPainter& p) const;
     QVector<Legend> legend() const;
 
     BlockMapSnapshot snapshot_;
@@ -83,6 +104,7 @@ private:
     int group_ = 1;     // blocks per cell
     int cols_ = 1;
     QRect grid_;
+    Grid draft_;  // the draft model's band (empty area: none)
 };
 
 }  // namespace folio::ui

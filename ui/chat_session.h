@@ -58,7 +58,7 @@ struct ChatMessageRecord {
     // (speculative decoding), adjacent ones merged; the chat view can tint
     // them. Not saved with the session nor exported: a reply read back from
     // disk has none.
-    QVector<QPair<int, int>> draft_ranges;
+    QVector<QPair<int, int>> draft_ranges{};
     bool generating() const { return role == "assistant" && finish_reason.isEmpty(); }
 };
 

@@ -20,6 +20,7 @@
 #include "ui/message_widget.h"
 #include "ui/session_list_panel.h"
 #include "ui/spec_panel.h"
+#include "ui/block_map_widget.h"
 
 using namespace folio::ui;
 using folio_gui_test::DataDir;
@@ -99,6 +100,9 @@ private slots:
         const ChatMessageRecord plain = greedy_reply(*window, "Plain", 48);
         QVERIFY2(plain.finish_reason != "error", qPrintable(plain.error));
         QCOMPARE(plain.stats.draft_tokens, 0);
+        BlockMapWidget* map = window->blockMap();
+        QCOMPARE(map->draftBlocks(), 0);  // no draft model: no band
+        QVERIFY(map->draftArea().isEmpty());
 
         EngineSettings s = window->bridge()->settings();
         s.spec_method = "int4-self";
@@ -133,6 +137,42 @@ private slots:
         MessageWidget* shown = view->messageWidget(view->messageCount() - 1);
         QCOMPARE(shown->bodyFormat(), Qt::MarkdownText);
         QVERIFY(view->draftLegend()->isHidden());
+
+        // The draft model's KV pool in the block map: its own band, its blocks
+        // held for the chat while it drafts, all free once the reply is done.
+        {
+            ChatController* chats = window->chats();
+            const QString speculative = view->sessionId();
+            const QString id = chats->createSession("Draft blocks");
+            SamplingSettings g = chats->session(id)->sampling;
+            g.temperature = 0;
+            g.max_tokens = 96;
+            chats->setSampling(id, g);
+            window->sessionList()->setCurrentSession(id);
+            QVERIFY(chats->send(id, kPrompt));
+            int most = 0;
+            QString tip;
+            QElapsedTimer t;
+            t.start();
+            while (chats->isGenerating(id) && t.elapsed() < 60000) {
+                QTest::qWait(5);
+                const int used = map->draftBlocksInUse();
+                if (used > most) {
+                    most = used;
+                    for (int b = 0; b < map->draftBlocks() && tip.isEmpty(); ++b)
+                        if (map->snapshot().event->draft_blocks[static_cast<size_t>(b)].owner >= 0)
+                            tip = map->describeDraftBlock(b);
+                }
+            }
+            QVERIFY(map->draftBlocks() > 0);
+            QVERIFY(!map->draftArea().isEmpty());
+            QVERIFY2(most > 0, "the draft model's blocks were held while it drafted");
+            QVERIFY2(tip.contains("Drafting for:"), qPrintable(tip));
+            QTRY_COMPARE_WITH_TIMEOUT(map->draftBlocksInUse(), 0, 5000);
+            std::printf("draft blocks: %d, at most %d in use; %s\n", map->draftBlocks(), most, qPrintable(tip));
+            QVERIFY(folio_gui_test::save(window.get(), "spec-draft-blocks-1500x950.png"));
+            window->sessionList()->setCurrentSession(speculative);
+        }
         tint->setChecked(true);
         shown = view->messageWidget(view->messageCount() - 1);
         QCOMPARE(shown->bodyFormat(), Qt::RichText);
@@ -164,7 +204,7 @@ private slots:
         s.draft_adaptive = true;
         QVERIFY(restart(*window, s));
         QVERIFY2(panel->stateText().startsWith("ngram"), qPrintable(panel->stateText()));
-        QCOMPARE(window->chats()->sessions().size(), 3);  // the first chat, Plain and Speculative
+        QCOMPARE(window->chats()->sessions().size(), 4);  // the first chat, Plain, Speculative, Draft blocks
         const ChatMessageRecord ngram = greedy_reply(*window, "N-gram", 48);
         QVERIFY2(ngram.finish_reason != "error", qPrintable(ngram.error));
         QCOMPARE(ngram.content, plain.content);
