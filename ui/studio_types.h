@@ -133,27 +133,7 @@ struct RequestUpdate {
     // `text` and `draft_ranges` from the engine's UTF-8 text and its byte
     // ranges (RequestOutput::draft_text). Each run between two boundaries is
     // converted on its own, so the offsets are exact for any text.
-    void set_text(const std::string& utf8, const std::vector<std::pair<uint32_t, uint32_t>>& draft_bytes) {
-        // A boundary inside a character (never, from the engine) moves to its start.
-        const auto char_start = [&](size_t at) {
-            while (at > 0 && at < utf8.size() && (static_cast<uint8_t>(utf8[at]) & 0xC0) == 0x80) --at;
-            return at;
-        };
-        const auto append = [&](size_t from, size_t to) { text += QString::fromUtf8(utf8.data() + from, static_cast<qsizetype>(to - from)); };
-        text.clear();
-        draft_ranges.clear();
-        size_t at = 0;
-        for (const auto& [first, second] : draft_bytes) {
-            const size_t begin = std::max(at, char_start(std::min<size_t>(first, utf8.size())));
-            const size_t end = std::max(begin, char_start(std::min<size_t>(second, utf8.size())));
-            append(at, begin);
-            const int drafted = static_cast<int>(text.size());
-            append(begin, end);
-            if (text.size() > drafted) draft_ranges.push_back({drafted, static_cast<int>(text.size())});
-            at = end;
-        }
-        append(at, utf8.size());
-    }
+    void set_text(const std::string& utf8, const std::vector<std::pair<uint32_t, uint32_t>>& draft_bytes);
 };
 
 // One point of the live plots, over the interval since the previous one.
