@@ -263,8 +263,8 @@ private:
     };
     SpecRoute spec_;
     std::unique_ptr<SpecRoute> ngram_;
+    std::vector<SpecRoute*> spec_routes_;  // those with a proposer, made once at start
     Result<SpecRoute*> spec_route(const GenerationRequest& request);  // the request's, or null (no speculation)
-    std::vector<SpecRoute*> spec_routes();  // those with a proposer
     struct SpecStep {                        // this step's counts, for its StepEvent
         int32_t sequences = 0, draft_tokens = 0, accepted_tokens = 0, draft_k = 0;
         std::vector<int32_t> accepted_per_position;

@@ -60,6 +60,8 @@ Result<std::unique_ptr<Engine>> Engine::start(const ModelDescription& model, con
         engine->ngram_ = std::make_unique<SpecRoute>(ngram);
         engine->ngram_->proposer = std::move(*lookup);
     }
+    if (engine->spec_.proposer) engine->spec_routes_.push_back(&engine->spec_);
+    if (engine->ngram_) engine->spec_routes_.push_back(engine->ngram_.get());
     engine->thread_ = std::thread([e = engine.get()] { e->run(); });
     return engine;
 }
@@ -297,13 +299,6 @@ Result<Engine::SpecRoute*> Engine::spec_route(const GenerationRequest& request) 
         return make_error("spec_draft_max must be between 1 and the engine's draft_max (" +
                           std::to_string(route->config.draft_max) + "), not " + std::to_string(k));
     return route;
-}
-
-std::vector<Engine::SpecRoute*> Engine::spec_routes() {
-    std::vector<SpecRoute*> routes;
-    if (spec_.proposer) routes.push_back(&spec_);
-    if (ngram_) routes.push_back(ngram_.get());
-    return routes;
 }
 
 void Engine::finish(Request& r, FinishReason reason, std::string error, RequestOutput* pending) {

@@ -107,7 +107,7 @@ void Engine::propose_drafts() {
     // this step, from its route's proposer; the scheduler fits what it can
     // beside the step's other rows.
     const double t0 = now_s();
-    std::vector<SpecRoute*> routes = spec_routes();
+    const std::vector<SpecRoute*>& routes = spec_routes_;
     if (routes.empty()) return;
     std::vector<std::vector<SeqId>> ids(routes.size());
     std::vector<std::vector<DraftRequest>> asks(routes.size());
@@ -243,7 +243,7 @@ bool Engine::forward_and_choose(StepPlan& plan, StepTokens& t) {
     if (status) status = chooser_->forward(batch_, choice, t.draws);
     t.forward_s = now_s() - t_forward;
     if (status)
-        for (SpecRoute* route : spec_routes()) route->tuner.observe_step(batch_.n_tokens(), t.forward_s);
+        for (SpecRoute* route : spec_routes_) route->tuner.observe_step(batch_.n_tokens(), t.forward_s);
     if (!status) {
         // What was swapped out this step may not have reached the host.
         for (SeqId id : plan.preempted)
