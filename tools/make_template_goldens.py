@@ -19,16 +19,26 @@ Cases that would not terminate in Python (runaway loops, output bombs) are
 recorded without running them; Folio must stop them with an error.
 
 The feature templates and the model-format templates (Llama-3, Qwen2,
-Mistral, Phi-3 shapes) below are written for these tests, not copied.
+Mistral, Phi-3 shapes) below are written for these tests, not copied. So are
+the model-family templates in tests/data/chat/templates/ (Llama 3.1 with
+tools, Qwen3 with reasoning, Phi-3, Mistral v3/v7-tekken, Gemma 2/3), which
+reproduce each family's real format: its special tokens, whitespace rules and
+Jinja features; they run on the common conversations and on their own tool,
+tool-result and reasoning conversations (FAMILY_CONVERSATIONS, FAMILY_TOOLS
+passed as `tools`). Where a template prints strftime_now(fmt), today's date in
+the golden is replaced by "<<strftime_now FMT>>" (the case's today_format);
+the C++ test puts its own today there.
 """
 import argparse
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from transformers.utils.chat_template_utils import _compile_jinja_template
 
 ROOT = Path(__file__).resolve().parent.parent
+FAMILY_DIR = ROOT / "tests/data/chat/templates"
 
 CONVERSATIONS = {
     "system_user": [
@@ -372,6 +382,240 @@ MULTIMODAL_STYLE = """{{ bos_token }}
 {%- endif %}
 """
 
+# ---- model families (tests/data/chat/templates/*.jinja) --------------------
+#
+# Each file is written for these tests to reproduce one family's real format:
+# its special tokens, whitespace and the Jinja features its template uses.
+# Name (the file stem) -> (bos_token, eos_token).
+FAMILIES = {
+    "llama31": ("<|begin_of_text|>", "<|eot_id|>"),
+    "qwen3": ("", "<|im_end|>"),
+    "phi3": ("<s>", "<|endoftext|>"),
+    "phi3_medium": ("<s>", "<|endoftext|>"),
+    "mistral_v3_tekken": ("<s>", "</s>"),
+    "mistral_v7_tekken": ("<s>", "</s>"),
+    "gemma2": ("<bos>", "<eos>"),
+    "gemma3": ("<bos>", "<eos>"),
+}
+
+# strftime_now formats the family templates print; the date in a golden is
+# replaced by a placeholder that the C++ test fills with its own today.
+TODAY_FORMATS = {"llama31": "%d %b %Y", "mistral_v7_tekken": "%Y-%m-%d"}
+
+FAMILY_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "City name, e.g. Zürich"},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                },
+                "required": ["city"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "convert_currency",
+            "description": "Convert an amount between currencies",
+            "parameters": {
+                "type": "object",
+                "properties": {"amount": {"type": "number"}, "from": {"type": "string"}, "to": {"type": "string"}},
+                "required": ["amount", "from", "to"],
+            },
+            "return": {"type": "number", "description": "the converted amount"},
+        },
+    },
+]
+
+
+def tool_call(call_id, name, arguments):
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+FAMILY_CONVERSATIONS = {
+    # One call, its result, the answer, and a follow-up question.
+    "tool_round_trip": [
+        {"role": "system", "content": "You are a travel assistant."},
+        {"role": "user", "content": "What's the weather in Paris, in celsius?"},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("call0Pari", "get_weather", {"city": "Paris", "unit": "celsius"})]},
+        {"role": "tool", "tool_call_id": "call0Pari", "name": "get_weather", "content": "{\"temp\": 21, \"sky\": \"clear\"}"},
+        {"role": "assistant", "content": "It is 21 °C and clear in Paris."},
+        {"role": "user", "content": "And 30 EUR in USD?"},
+    ],
+    # Two calls in one turn (content None, as OpenAI clients send it), two results.
+    "parallel_tool_calls": [
+        {"role": "user", "content": "Weather in Paris and Rome?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            tool_call("callParis", "get_weather", {"city": "Paris"}),
+            tool_call("call0Rome", "get_weather", {"city": "Rome"})]},
+        {"role": "tool", "tool_call_id": "callParis", "content": "21 °C"},
+        {"role": "tool", "tool_call_id": "call0Rome", "content": "24 °C"},
+        {"role": "assistant", "content": "Paris: 21 °C, Rome: 24 °C."},
+    ],
+    # Arguments as a JSON string (the OpenAI wire form) and text before the call.
+    "string_arguments": [
+        {"role": "user", "content": "Convert 30 EUR to USD."},
+        {"role": "assistant", "content": "Let me convert that.", "tool_calls": [
+            tool_call("conv12345", "convert_currency", "{\"amount\": 30, \"from\": \"EUR\", \"to\": \"USD\"}")]},
+        {"role": "tool", "tool_call_id": "conv12345", "content": "32.7"},
+    ],
+    # Reasoning: in the content as <think>...</think> and as reasoning_content.
+    "reasoning_turns": [
+        {"role": "system", "content": "Think before answering."},
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "<think>\nTwo and two.\n</think>\n\n4"},
+        {"role": "user", "content": "And 3+3?"},
+        {"role": "assistant", "content": "6", "reasoning_content": "\nThree and three.\n"},
+    ],
+    # A tool loop after the last query: every turn after it keeps its reasoning.
+    "reasoning_tool_loop": [
+        {"role": "user", "content": "Is it warm in Rome?"},
+        {"role": "assistant", "content": "", "reasoning_content": "I need the weather first.",
+         "tool_calls": [tool_call("call0Rome", "get_weather", {"city": "Rome"})]},
+        {"role": "tool", "tool_call_id": "call0Rome", "content": "24 °C"},
+        {"role": "assistant", "content": "<think>\n24 °C is warm.\n</think>\n\nYes, 24 °C."},
+    ],
+    # A user turn that is only a wrapped tool response does not count as the query.
+    "tool_response_as_user": [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": "<think>\nCall the tool.\n</think>\n\n", "tool_calls": [tool_call("call0Oslo", "get_weather", {"city": "Oslo"})]},
+        {"role": "user", "content": "<tool_response>\n-3 °C\n</tool_response>"},
+        {"role": "assistant", "content": "<think>\nCold.\n</think>\n\nIt is -3 °C."},
+    ],
+    # Llama's ipython role, with a structured result.
+    "ipython_result": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("call0Pari", "get_weather", {"city": "Paris"})]},
+        {"role": "ipython", "content": {"temp": 21, "sky": "clear"}},
+        {"role": "assistant", "content": "21 °C, clear."},
+    ],
+    # Llama's built-in tools (brave_search) are called in Python syntax.
+    "builtin_tool_call": [
+        {"role": "system", "content": "Answer with sources."},
+        {"role": "user", "content": "Who won the 2022 World Cup?"},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("search001", "brave_search", {"query": "2022 World Cup winner"})]},
+        {"role": "ipython", "content": "Argentina beat France on penalties."},
+        {"role": "assistant", "content": "Argentina."},
+    ],
+    # Content as a list of parts (multimodal).
+    "image_parts": [
+        {"role": "system", "content": [{"type": "text", "text": "Describe images briefly."}]},
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": " What is this? "}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A cat."}]},
+        {"role": "user", "content": "Thanks"},
+    ],
+    # Results as objects (Mistral prints them with |string: Python's repr) and numeric arguments.
+    "structured_results": [
+        {"role": "user", "content": "Convert 30 EUR to USD and CHF."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            tool_call("convUSD01", "convert_currency", {"amount": 30.0, "from": "EUR", "to": "USD", "fee": 0.015, "max": 9007199254740993}),
+            tool_call("convCHF01", "convert_currency", {"amount": 30, "from": "EUR", "to": "CHF", "fee": 1e-07, "round": True})]},
+        {"role": "tool", "tool_call_id": "convUSD01", "content": {"content": "32.7 USD"}},
+        {"role": "tool", "tool_call_id": "convCHF01", "content": {"amount": 28.2, "ok": True, "note": None, "it's": "quoted \"both\""}},
+        {"role": "assistant", "content": "32.7 USD or 28.2 CHF."},
+    ],
+    # OpenAI clients send "tool_calls": null on plain replies.
+    "null_tool_calls": [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello!", "tool_calls": None},
+        {"role": "user", "content": "Bye"},
+    ],
+    "empty_system": [
+        {"role": "system", "content": ""},
+        {"role": "user", "content": "Hi"},
+    ],
+    "user_after_user": [
+        {"role": "user", "content": "Hi"},
+        {"role": "user", "content": "Hello?"},
+    ],
+    "bad_call_id": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("call_1", "get_weather", {"city": "Paris"})]},
+    ],
+}
+
+
+def add_family_cases(add):
+    """The family templates on the common conversations and on their own features."""
+    for fam in FAMILIES:
+        for conv in CHAT_CONVERSATIONS:
+            error = None
+            if fam == "gemma2" and CONVERSATIONS[conv][0]["role"] == "system":
+                error = "System role not supported"
+            for agp in (True, False):
+                add(f"{fam}/{conv}/{'gen' if agp else 'nogen'}", fam, conv, agp, expect_error=error, same_error=True)
+    # Every family but Phi-3 reads messages[0] unguarded, as the real templates do.
+    for fam in FAMILIES:
+        add(f"{fam}/empty/gen", fam, "empty", True, expect_error=None if fam.startswith("phi3") else "no element 0",
+            same_error=True)
+
+    def fam_case(name, fam, conv, agp=True, variables=None, expect_error=None):
+        add(f"{fam}/{name}", fam, None, agp, variables, expect_error=expect_error, messages=FAMILY_CONVERSATIONS[conv],
+            same_error=True)
+
+    tools = {"tools": FAMILY_TOOLS}
+    # Llama 3.1: tools in the first user turn (the default) or in the system turn, a fixed
+    # date, the built-in tools, the ipython role, and its one-call-per-turn rule.
+    fam_case("tool_round_trip", "llama31", "tool_round_trip", True, tools)
+    fam_case("tool_round_trip/dated", "llama31", "tool_round_trip", False, {**tools, "date_string": "26 Jul 2024"})
+    fam_case("tools_in_system", "llama31", "tool_round_trip", True, {**tools, "tools_in_user_message": False})
+    fam_case("custom_tools", "llama31", "string_arguments", True, {"custom_tools": FAMILY_TOOLS[1:]})
+    fam_case("ipython_result", "llama31", "ipython_result", True, tools)
+    fam_case("builtin_tools", "llama31", "builtin_tool_call", True, {"builtin_tools": ["brave_search", "wolfram_alpha", "code_interpreter"]})
+    fam_case("builtin_tools_with_custom", "llama31", "builtin_tool_call", False,
+             {**tools, "builtin_tools": ["brave_search"], "tools_in_user_message": False})
+    fam_case("structured_results", "llama31", "structured_results", True, {**tools, "tools_in_user_message": False},
+             expect_error="only supports single tool-calls")
+    # 'tool_calls' in message holds for a null list too; its length is then a TypeError.
+    fam_case("null_tool_calls", "llama31", "null_tool_calls", True, expect_error="has no len()")
+    fam_case("parallel_rejected", "llama31", "parallel_tool_calls", True, tools, expect_error="only supports single tool-calls")
+    add("llama31/tools_without_user", "llama31", None, True, tools, messages=[{"role": "system", "content": "Use tools."}],
+        expect_error="no first user message", same_error=True)
+    # Qwen3: reasoning kept only after the last query, enable_thinking, tools and grouped results.
+    fam_case("tool_round_trip", "qwen3", "tool_round_trip", True, tools)
+    fam_case("parallel_tool_calls", "qwen3", "parallel_tool_calls", False, tools)
+    fam_case("string_arguments", "qwen3", "string_arguments", True, tools)
+    fam_case("structured_results", "qwen3", "structured_results", True, tools)
+    fam_case("null_tool_calls", "qwen3", "null_tool_calls", True)
+    fam_case("reasoning_turns", "qwen3", "reasoning_turns", False)
+    fam_case("reasoning_turns/gen", "qwen3", "reasoning_turns", True)
+    fam_case("reasoning_tool_loop", "qwen3", "reasoning_tool_loop", False, tools)
+    fam_case("tool_response_as_user", "qwen3", "tool_response_as_user", False)
+    fam_case("no_thinking", "qwen3", "reasoning_turns", True, {"enable_thinking": False})
+    fam_case("no_thinking/tools", "qwen3", "tool_round_trip", True, {**tools, "enable_thinking": False})
+    fam_case("thinking_on", "qwen3", "reasoning_turns", True, {"enable_thinking": True})
+    fam_case("list_system_rejected", "qwen3", "image_parts", True, expect_error="can only concatenate str (not \"list\") to str")
+    # Phi-3: a system turn only when it has text.
+    fam_case("empty_system", "phi3", "empty_system", True)
+    fam_case("empty_system", "phi3_medium", "empty_system", True)
+    # Mistral v3-tekken: tools before the last user turn, calls with ids, results by id.
+    fam_case("tool_round_trip", "mistral_v3_tekken", "tool_round_trip", True, tools)
+    fam_case("parallel_tool_calls", "mistral_v3_tekken", "parallel_tool_calls", True, tools)
+    fam_case("string_arguments", "mistral_v3_tekken", "string_arguments", True, tools)
+    fam_case("bad_call_id", "mistral_v3_tekken", "bad_call_id", True, tools, expect_error="length 9")
+    fam_case("structured_results", "mistral_v3_tekken", "structured_results", True, tools)
+    fam_case("null_tool_calls", "mistral_v3_tekken", "null_tool_calls", True)
+    fam_case("user_after_user", "mistral_v3_tekken", "user_after_user", True, expect_error="must alternate")
+    # Mistral v7-tekken: [SYSTEM_PROMPT], tools as one JSON list, [TOOL_CONTENT] results, image parts.
+    fam_case("tool_round_trip", "mistral_v7_tekken", "tool_round_trip", True, tools)
+    fam_case("parallel_tool_calls", "mistral_v7_tekken", "parallel_tool_calls", True, tools)
+    fam_case("string_arguments", "mistral_v7_tekken", "string_arguments", True, tools)
+    fam_case("image_parts", "mistral_v7_tekken", "image_parts", True)
+    fam_case("structured_results", "mistral_v7_tekken", "structured_results", False, tools)
+    fam_case("null_tool_calls", "mistral_v7_tekken", "null_tool_calls", True)
+    fam_case("bad_call_id", "mistral_v7_tekken", "bad_call_id", True, tools, expect_error="length 9")
+    # Gemma: 'model' turns, alternation enforced; Gemma 3 folds the system message in.
+    fam_case("user_after_user", "gemma2", "user_after_user", True, expect_error="must alternate")
+    fam_case("user_after_user", "gemma3", "user_after_user", True, expect_error="must alternate")
+    fam_case("image_parts", "gemma3", "image_parts", True)
+
+
 # ---- one feature per template ---------------------------------------------
 
 FEATURES = {
@@ -530,7 +774,9 @@ ERRORS = {
     "undefined_attribute_chain": ("{{ nothing.at.all }}", "'nothing' is undefined"),
     "division_by_zero": ("{{ 1 / 0 }}", "division by zero"),
     "type_error_compare": ("{{ 1 < 'a' }}", "not supported"),
-    "type_error_add": ("{{ 'a' + 1 }}", "unsupported operand"),
+    "type_error_add": ("{{ 'a' + 1 }}", "can only concatenate str (not \"int\") to str"),
+    "type_error_add_list": ("{{ [1] + (2,) }}", "can only concatenate list (not \"tuple\") to list"),
+    "type_error_add_number_first": ("{{ 1 + 'a' }}", "unsupported operand type(s) for +: 'int' and 'str'"),
     "call_non_callable": ("{{ messages() }}", "not callable"),
     "sandbox_no_list_append": ("{% set l = [] %}{{ l.append(1) }}", "line 1"),
     "range_too_big": ("{{ range(1000000)|length }}", "Range too big"),
@@ -546,6 +792,11 @@ RUNAWAY = {
     "runaway_output": ("{% set s = 'xxxxxxxxxx' %}{% for i in range(100000) %}{{ s * 1000 }}{% endfor %}", "output too large"),
     "runaway_string_growth": ("{% set ns = namespace(s='ab') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}", "too large"),
 }
+
+
+def today_placeholder(fmt):
+    """Stands for strftime_now(fmt) of the day the test runs."""
+    return f"<<strftime_now {fmt}>>"
 
 
 def render(source, messages, add_generation_prompt, bos, eos, variables):
@@ -590,16 +841,21 @@ def main():
         "llama31_tools_style": LLAMA31_TOOLS_STYLE,
         "multimodal_style": MULTIMODAL_STYLE,
     }
+    for fam in FAMILIES:
+        templates[fam] = (FAMILY_DIR / f"{fam}.jinja").read_text(encoding="utf-8")
     special_tokens = {
         "smollm2": ("<|im_start|>", "<|im_end|>"),
         "gemma_builtin": ("<bos>", "<eos>"),
         "llama3_style": ("<|begin_of_text|>", "<|eot_id|>"),
         "mistral_style": ("<s>", "</s>"),
         "reasoning_style": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+        **FAMILIES,
     }
     cases = []
 
-    def add(name, template, conversation, agp=True, variables=None, expect_error=None, run_python=True, messages=None):
+    # same_error: jinja2's own message must hold expect_error too (Folio words the error as Python does).
+    def add(name, template, conversation, agp=True, variables=None, expect_error=None, run_python=True, messages=None,
+            same_error=False):
         bos, eos = special_tokens.get(template, ("<s>", "</s>"))
         variables = variables or {}
         msgs = messages if messages is not None else CONVERSATIONS[conversation]
@@ -608,15 +864,24 @@ def main():
         if messages is not None:
             case["messages"] = msgs
         if run_python:
+            fmt = TODAY_FORMATS.get(template)
+            today = datetime.now().strftime(fmt) if fmt else None
             try:
                 case["expected"] = render(templates[template], msgs, agp, bos, eos, variables)
             except Exception as e:  # jinja2 errors of every kind
                 case["python_error"] = f"{type(e).__name__}: {e}"
+            if fmt and "expected" in case and today in case["expected"]:
+                if datetime.now().strftime(fmt) != today:
+                    sys.exit(f"{name}: the date changed while rendering; run again")
+                case["expected"] = case["expected"].replace(today, today_placeholder(fmt))
+                case["today_format"] = fmt
         else:
             case["python_error"] = "not run: would not terminate in reasonable time or memory"
         if expect_error is not None:
             if "expected" in case:
                 sys.exit(f"{name}: expected an error but jinja2 rendered {case['expected']!r}")
+            if same_error and expect_error not in case["python_error"]:
+                sys.exit(f"{name}: jinja2's error {case['python_error']!r} lacks {expect_error!r}")
             case["error_contains"] = expect_error
         elif "expected" not in case:
             sys.exit(f"{name}: jinja2 failed: {case['python_error']}")
@@ -653,13 +918,14 @@ def main():
     for conv in ["user_only", "multi_turn_no_system"]:
         add(f"mistral_style/{conv}", "mistral_style", conv, True)
     add("mistral_style/system_rejected", "mistral_style", "system_user", True, expect_error="Conversation roles must alternate")
+    add_family_cases(add)
 
     for name, (source, variables) in FEATURES.items():
         templates[f"feature_{name}"] = source
         add(f"feature/{name}", f"feature_{name}", "multi_turn", True, variables)
     for name, (source, needle) in ERRORS.items():
         templates[f"error_{name}"] = source
-        add(f"error/{name}", f"error_{name}", "multi_turn", True, expect_error=needle)
+        add(f"error/{name}", f"error_{name}", "multi_turn", True, expect_error=needle, same_error=name.startswith("type_error"))
     for name, (source, needle) in RUNAWAY.items():
         templates[f"error_{name}"] = source
         add(f"error/{name}", f"error_{name}", "multi_turn", True, expect_error=needle, run_python=False)

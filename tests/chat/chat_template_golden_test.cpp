@@ -1,7 +1,11 @@
 // Renders every case in tests/data/chat/goldens.json (made by
 // tools/make_template_goldens.py with Python jinja2 configured as
 // transformers configures it) and compares byte for byte; error cases must
-// fail with a message containing the expected words.
+// fail with a message containing the expected words. A golden that prints
+// strftime_now(fmt) holds "<<strftime_now FMT>>" where the date was; the
+// test puts today's date there (in local time, as transformers does).
+#include <chrono>
+#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -18,6 +22,30 @@ Json load_goldens() {
     std::stringstream text;
     text << in.rdbuf();
     return Json::parse(text.str(), nullptr, false);
+}
+
+std::string today(const std::string& format) {
+    const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm local{};
+#ifdef _WIN32
+    localtime_s(&local, &now);
+#else
+    localtime_r(&now, &local);
+#endif
+    char buf[128];
+    return std::string(buf, std::strftime(buf, sizeof buf, format.c_str(), &local));
+}
+
+// The golden's expected text with its date placeholders filled in.
+std::string expected_text(const Json& c) {
+    std::string expected = c["expected"].get<std::string>();
+    if (!c.contains("today_format")) return expected;
+    const std::string format = c["today_format"].get<std::string>();
+    const std::string placeholder = "<<strftime_now " + format + ">>";
+    const std::string date = today(format);
+    for (size_t at = expected.find(placeholder); at != std::string::npos; at = expected.find(placeholder, at + date.size()))
+        expected.replace(at, placeholder.size(), date);
+    return expected;
 }
 
 folio::ChatTemplateInputs inputs_for(const Json& goldens, const Json& c) {
@@ -54,7 +82,7 @@ std::string check_case(const Json& goldens, const Json& c) {
         return "";
     }
     if (!rendered.ok()) return "failed: " + rendered.error().message;
-    const std::string expected = c["expected"].get<std::string>();
+    const std::string expected = expected_text(c);
     if (rendered.value() != expected)
         return "output differs\n     got:      " + Json(rendered.value()).dump() + "\n     expected: " + Json(expected).dump();
     return "";
@@ -80,6 +108,33 @@ private slots:
         std::printf("  %d rendering cases, %d error cases, %d failures\n", renders, errors, failures);
         QVERIFY(renders >= 100);
         QVERIFY(errors >= 20);
+        QCOMPARE(failures, 0);
+    }
+
+    // The fallbacks stand in for these families when a file has no template: on plain
+    // conversations they must give the family's own prompt wherever its template renders one.
+    void builtinFallbacksRenderTheirFamiliesPlainConversations() {
+        const Json goldens = load_goldens();
+        const std::pair<const char*, folio::BuiltinChatTemplate> families[] = {
+            {"gemma2", folio::BuiltinChatTemplate::Gemma},
+            {"gemma3", folio::BuiltinChatTemplate::Gemma},
+            {"qwen3", folio::BuiltinChatTemplate::ChatML}};
+        int compared = 0, failures = 0;
+        for (const auto& [family, which] : families) {
+            folio::Result<folio::ChatTemplate> builtin = folio::ChatTemplate::parse(folio::builtin_chat_template_source(which));
+            QVERIFY(builtin.ok());
+            for (const Json& c : goldens["cases"]) {
+                if (c["template"] != family || !c.contains("expected") || c.contains("messages")) continue;
+                ++compared;
+                folio::Result<std::string> rendered = builtin->render(inputs_for(goldens, c));
+                if (rendered.ok() && rendered.value() == expected_text(c)) continue;
+                ++failures;
+                std::fprintf(stderr, "  built-in %s on case %s: %s\n", std::string(folio::builtin_chat_template_name(which)).c_str(),
+                             c["name"].get<std::string>().c_str(),
+                             rendered.ok() ? Json(rendered.value()).dump().c_str() : rendered.error().message.c_str());
+            }
+        }
+        QVERIFY(compared >= 30);
         QCOMPARE(failures, 0);
     }
 

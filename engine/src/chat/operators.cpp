@@ -13,6 +13,9 @@ namespace {
 [[noreturn]] void unsupported(std::string_view op, const Value& a, const Value& b) {
     if (a.is_undefined()) fail(a.undefined_hint().empty() ? "operand is undefined" : a.undefined_hint());
     if (b.is_undefined()) fail(b.undefined_hint().empty() ? "operand is undefined" : b.undefined_hint());
+    // A str, list or tuple on the left concatenates only with its own kind, and says so (Python's words).
+    if (op == "+" && (a.is_string() || a.is_array()))
+        fail("can only concatenate " + a.type_name() + " (not \"" + b.type_name() + "\") to " + a.type_name());
     fail("unsupported operand type(s) for " + std::string(op) + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
 }
 
