@@ -29,6 +29,31 @@ Families:
            layer count llama.cpp knows as Gemma 2 2B (its attention scale rule
            depends on the model size)
 
+  phi3     `phi3`, Phi-3 128k style: fused attn_qkv and ffn_up (gate rows, then
+           up: 2 * n_ff), split-half RoPE, LongRoPE (rope_factors_long /
+           rope_factors_short, rope.scaling.original_context_length 256 and
+           rope.scaling.attn_factor as convert_hf_to_gguf computes it for a
+           2048 context: sqrt(1 + ln 8 / ln 256)), so llama.cpp at n_ctx 512
+           takes the long factors and at 256 the short ones; both sets move the
+           prompts' angles by radians (long 1 -> 8, short 1 -> 1.5 over the
+           32 pairs); attention.sliding_window 16, which llama.cpp ignores for
+           phi3 (so must we); 2 heads of 64 on 128-wide embeddings, GQA 2/1,
+           tied embeddings (an output.weight would double the file past what
+           the GPU machine's carry takes)
+
+  qwen3moe `qwen3moe`: the qwen3 block with a mixture of experts in every
+           layer: 8 experts of expert_feed_forward_length 128, 2 used per
+           token (expert_count, expert_used_count), ffn_gate_inp router and
+           3-D ffn_{gate,up,down}_exps tensors; feed_forward_length 192 is
+           written as the real files carry it (their dense width, unused)
+  mixtral  `llama` with experts, Mixtral style: 8 experts of
+           feed_forward_length 128 (Mixtral has no expert_feed_forward_length),
+           2 used; 4 heads of 16 on 64-wide embeddings, GQA 4/2, an untied
+           output.weight as Mixtral has (N(0, 1), as the tied families' head)
+           Both routers are drawn with std 4/sqrt(n_embd) (router logits of
+           std ~4), so the second and third experts of a token are rarely
+           near a tie that rounding could flip.
+
 llama31 and qwen3 are 4 layers, all GQA 4/2, ~16 MB (the 49152 x 64
 embedding is most of it; gemma2 ~23 MB).
 
@@ -56,12 +81,23 @@ FAMILIES = {
     "llama31": ("llama", 64, 4, 4, 2, 64, 192, 500000.0, 1e-5, 31),
     "qwen3": ("qwen3", 64, 4, 4, 2, 64, 192, 1000000.0, 1e-6, 3),
     "gemma2": ("gemma2", 64, 26, 4, 2, 64, 192, 10000.0, 1e-6, 2),
+    "phi3": ("phi3", 128, 4, 2, 1, 64, 192, 10000.0, 1e-5, 35),
 }
 GEMMA2_WINDOW = 16
 GEMMA2_ATTN_SOFTCAP, GEMMA2_FINAL_SOFTCAP = 2.0, 15.0  # Gemma 2's are 50 and 30: never reached by these weights
 LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 512}
 CONTEXT = 2048
+PHI3_ORIG_CONTEXT, PHI3_WINDOW = 256, 16
+
+
+def phi3_longrope_factors(n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """LongRoPE-shaped divisors: near 1 for the fast pairs, growing towards the slow ones."""
+    ramp = np.arange(n_pairs, dtype=np.float64) / (n_pairs - 1)
+    long = 1.0 + 7.0 * ramp ** 1.5
+    short = 1.0 + 0.5 * ramp
+    return long.astype(np.float32), short.astype(np.float32)
+
 
 
 def llama3_rope_factors(theta: float, dim: int, rope: dict) -> np.ndarray:
@@ -144,7 +180,9 @@ def main() -> int:
     arch, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, theta, eps, seed = FAMILIES[a.family]
 
     w = gguf.GGUFWriter(a.out, arch)
-    w.add_name(f"folio-random-{a.family}")
+    # Not "...phi3": llama.cpp gives a model whose name says phi-3/phi3 Phi-3's token attributes,
+    # which SmolLM2's vocabulary lacks (its loader throws).
+    w.add_name("folio-random-longrope" if a.family == "phi3" else f"folio-random-{a.family}")
     w.add_context_length(CONTEXT)
     w.add_embedding_length(n_embd)
     w.add_block_count(n_layer)
@@ -159,6 +197,11 @@ def main() -> int:
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     n_vocab = copy_vocabulary(w, a.vocab_from)
     w.add_vocab_size(n_vocab)
+    if arch == "phi3":
+        scale = CONTEXT / PHI3_ORIG_CONTEXT
+        w.add_rope_scaling_orig_ctx_len(PHI3_ORIG_CONTEXT)
+        w.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(PHI3_ORIG_CONTEXT)))
+        w.add_sliding_window(PHI3_WINDOW)
     if arch == "gemma2":
         w.add_sliding_window(GEMMA2_WINDOW)
         w.add_attn_logit_softcapping(GEMMA2_ATTN_SOFTCAP)
@@ -177,9 +220,20 @@ def main() -> int:
     w.add_tensor("token_embd.weight", matrix(n_vocab, n_embd, 1.0))
     if a.family == "llama31":
         w.add_tensor("rope_freqs.weight", llama3_rope_factors(theta, head_dim, LLAMA3_ROPE))
+    if arch == "phi3":
+        long, short = phi3_longrope_factors(head_dim // 2)
+        w.add_tensor("rope_factors_long.weight", long)
+        w.add_tensor("rope_factors_short.weight", short)
     for i in range(n_layer):
         b = f"blk.{i}."
         w.add_tensor(b + "attn_norm.weight", norm(n_embd))
+        if arch == "phi3":
+            w.add_tensor(b + "attn_qkv.weight", matrix((n_head + 2 * n_head_kv) * head_dim, n_embd))
+            w.add_tensor(b + "attn_output.weight", matrix(n_embd, n_head * head_dim))
+            w.add_tensor(b + "ffn_norm.weight", norm(n_embd))
+            w.add_tensor(b + "ffn_up.weight", matrix(2 * n_ff, n_embd))  # gate rows, then up rows
+            w.add_tensor(b + "ffn_down.weight", matrix(n_embd, n_ff))
+            continue
         w.add_tensor(b + "attn_q.weight", matrix(n_head * head_dim, n_embd))
         w.add_tensor(b + "attn_k.weight", matrix(n_head_kv * head_dim, n_embd))
         w.add_tensor(b + "attn_v.weight", matrix(n_head_kv * head_dim, n_embd))

@@ -98,8 +98,8 @@ def chat_text(family: str, llm: Llama, user: str) -> str:
                                             add_generation_prompt=True)
 
 
-def open_model(path: str) -> Llama:
-    return Llama(model_path=path, n_ctx=N_CTX, n_batch=N_CTX, n_ubatch=N_CTX, n_threads=N_THREADS,
+def open_model(path: str, n_ctx: int = N_CTX) -> Llama:
+    return Llama(model_path=path, n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx, n_threads=N_THREADS,
                  n_threads_batch=N_THREADS, logits_all=True, seed=0, verbose=False)
 
 
@@ -162,8 +162,8 @@ def one_batch_deviation(llm: Llama, ids: list[int], rows: np.ndarray) -> dict:
             "same_argmax": same_argmax}
 
 
-def make_goldens(path: str, family: str, prompt_ids_from: dict | None) -> dict:
-    llm = open_model(path)
+def make_goldens(path: str, family: str, prompt_ids_from: dict | None, n_ctx: int = N_CTX) -> dict:
+    llm = open_model(path, n_ctx)
     entries = []
     for index, (name, kind, text) in enumerate(PROMPTS):
         source = chat_text(family, llm, text) if kind == "chat" else text
@@ -204,7 +204,7 @@ def make_goldens(path: str, family: str, prompt_ids_from: dict | None) -> dict:
         "model_file": os.path.basename(path),
         "model_sha256": sha256_of(path),
         "n_vocab": llm.n_vocab(),
-        "n_ctx": N_CTX,
+        "n_ctx": n_ctx,
         "n_threads": N_THREADS,
         "kv_cache_type": "f16",
         "flash_attention": False,
@@ -221,9 +221,11 @@ def main(argv: list[str]) -> int:
         return 2
     reference_ids: dict[str, dict[str, list[int]]] = {}
     for spec in argv[1:]:
-        path, family, out = spec.split(":")
-        print(f"{path} ({family})", file=sys.stderr)
-        golden = make_goldens(path, family, reference_ids.get(family))
+        # PATH:FAMILY:OUT[:N_CTX] (a context other than 512: Phi-3's LongRoPE factors depend on it)
+        path, family, out, *rest = spec.split(":")
+        n_ctx = int(rest[0]) if rest else N_CTX
+        print(f"{path} ({family}, n_ctx {n_ctx})", file=sys.stderr)
+        golden = make_goldens(path, family, reference_ids.get(family), n_ctx)
         reference_ids.setdefault(family, {p["name"]: p["prompt_ids"] for p in golden["prompts"]})
         os.makedirs(os.path.dirname(out), exist_ok=True)
         with open(out, "w", encoding="utf-8") as f:

@@ -80,6 +80,17 @@ nlohmann::json to_json(const ModelDescription& m, uint32_t ctx, bool with_tensor
         j["hparams"]["rope_freq_factors"] = {{"count", h.rope_freq_factors.size()}, {"min", *lo}, {"max", *hi},
                                              {"values", h.rope_freq_factors}};
     }
+    // Phi-3's LongRoPE: which set a context uses (long past rope_orig_context), each as above.
+    if (!h.rope_factors_long.empty()) {
+        for (const auto& [key, factors] : {std::pair{"rope_factors_long", &h.rope_factors_long},
+                                           std::pair{"rope_factors_short", &h.rope_factors_short}}) {
+            const auto [lo, hi] = std::minmax_element(factors->begin(), factors->end());
+            j["hparams"][key] = {{"count", factors->size()}, {"min", *lo}, {"max", *hi}, {"values", *factors}};
+        }
+        j["hparams"]["rope_orig_context"] = h.rope_orig_context;
+        j["hparams"]["rope_factors_at_context"] = ctx > h.rope_orig_context ? "long" : "short";
+    }
+    if (h.rope_attn_factor != 1.0f) j["hparams"]["rope_attn_factor"] = h.rope_attn_factor;
     int64_t params = 0;
     std::map<std::string, TypeUsage> usage;
     for (const auto& t : m.tensors) {
@@ -118,7 +129,7 @@ void print_text(const nlohmann::json& j, const ModelDescription& m) {
     std::printf("\nhyper-parameters\n");
     for (auto it = h.begin(); it != h.end(); ++it) {
         nlohmann::json value = it.value();
-        if (it.key() == "rope_freq_factors" && value.is_object()) value.erase("values");
+        if (it.key().rfind("rope_f", 0) == 0 && value.is_object()) value.erase("values");
         std::printf("  %-24s %s\n", it.key().c_str(), value.dump().c_str());
     }
     std::printf("\nquantization mix\n");

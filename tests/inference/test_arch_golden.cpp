@@ -6,6 +6,9 @@
 //   - qwen3:   per-head Q/K RMSNorm before RoPE
 //   - gemma2:  pre/post norms, GeGLU, alternating 16-token sliding windows,
 //              attention and final soft-capping (at 2 and 15)
+//   - phi3:    fused QKV and gate/up, split-half RoPE, LongRoPE: the long
+//              factors at n_ctx 512 (arch_phi3.json), the short ones at 256
+//              (arch_phi3_short.json), both with the attention factor
 // Every greedy continuation (10 prompts x 64 tokens) must be llama.cpp's token
 // for token, and at every position the reference's top-16 log-probabilities
 // (logit - logsumexp) within kLogprobTolerance of ours. The weights are F32, so
@@ -79,6 +82,14 @@ private slots:
     // The llama31 file run as if its rope_freqs were not there (what Folio did
     // before): it must be far from llama.cpp, or the goldens could not tell.
     void ropeFactorsAreNeeded() { check_family("llama31", true); }
+    // Phi-3's LongRoPE: llama.cpp takes the long factors when the context is
+    // longer than the original one (256 in this file), else the short ones.
+    void phi3MatchesLlamaCpp() { check_family("phi3", false); }
+    void phi3ShortFactorsMatchLlamaCpp() { check_family("phi3", false, false, "phi3_short"); }
+    // Without its factors, or without the attention factor (q·k x 1.375
+    // here), the phi3 file must be far from llama.cpp.
+    void longRopeFactorsAreNeeded() { check_family("phi3", true); }
+    void longRopeAttnFactorIsNeeded() { check_family("phi3", false, true); }
 
 private:
     // Writes the family's file with tools/make_arch_gguf.py into a temporary path.
@@ -104,10 +115,13 @@ private:
         return output.substr(0, output.find(' '));
     }
 
-    void check_family(const std::string& family, bool drop_factors) {
+    // golden: the golden's name when not the family's (the same file run at another n_ctx).
+    void check_family(const std::string& family, bool drop_factors, bool drop_attn_factor = false,
+                      const std::string& golden_name = "") {
         nlohmann::json golden;
         {
-            std::ifstream in(folio_test::data_path("inference/arch_" + family + ".json"));
+            std::ifstream in(
+                folio_test::data_path("inference/arch_" + (golden_name.empty() ? family : golden_name) + ".json"));
             QVERIFY2(in.is_open(), "golden file missing");
             golden = nlohmann::json::parse(in);
         }
@@ -131,7 +145,20 @@ private:
                      .c_str());
         QVERIFY2(model, model ? "" : model.error().message.c_str());
         if (family == "llama31") QCOMPARE(model->hparams.rope_freq_factors.size(), size_t(model->hparams.head_dim / 2));
-        if (drop_factors) model->hparams.rope_freq_factors.clear();
+        if (family == "phi3") {
+            QCOMPARE(model->hparams.rope_factors_long.size(), size_t(model->hparams.head_dim / 2));
+            QCOMPARE(model->hparams.rope_factors_short.size(), size_t(model->hparams.head_dim / 2));
+            QCOMPARE(model->hparams.rope_orig_context, 256u);
+            QVERIFY(model->hparams.rope_attn_factor > 1.1f);
+            QCOMPARE(model->hparams.sliding_window, 0u);  // llama.cpp runs phi3 without its window
+        }
+        if (drop_factors) {
+            model->hparams.rope_freq_factors.clear();
+            model->hparams.rope_factors_long.clear();
+            model->hparams.rope_factors_short.clear();
+        }
+        if (drop_attn_factor) model->hparams.rope_attn_factor = 1.0f;
+        const bool ablated = drop_factors || drop_attn_factor;
 
         folio::BackendOptions options;
         options.device = kOnGpu ? "cuda" : "cpu";
@@ -147,12 +174,15 @@ private:
         std::fprintf(stderr,
                      "%s%s on %s: |logprob diff| over top-16 worst %.5f, mean %.6f (tolerance %.3f); greedy %lld/%lld "
                      "steps equal (%d differing at near-ties)\n  %s\n",
-                     family.c_str(), drop_factors ? " without rope_freqs" : "", options.device.c_str(), c.worst,
+                     (golden_name.empty() ? family : golden_name).c_str(),
+                     drop_factors ? " without its RoPE factors" : drop_attn_factor ? " without its attention factor" : "",
+                     options.device.c_str(), c.worst,
                      c.mean, tolerance, static_cast<long long>(c.steps - c.mismatches),
                      static_cast<long long>(c.steps), c.near_tie_mismatches, c.report.c_str());
-        if (drop_factors) {
+        if (ablated) {
             QVERIFY2(c.worst > kIgnoredFactorsMargin * tolerance || c.mismatches > c.near_tie_mismatches,
-                     "the llama31 file without its RoPE factors still matches llama.cpp: the goldens do not test them");
+                     ("the " + family + " file without its RoPE factors (or attention factor) still matches "
+                      "llama.cpp: the goldens do not test them").c_str());
             return;
         }
         QVERIFY2(c.worst <= tolerance, "logits differ from llama.cpp beyond the tolerance");

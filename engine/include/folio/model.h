@@ -42,6 +42,16 @@ struct HParams {
     // carry them as the tensor rope_freqs.weight; Hugging Face folders as
     // rope_scaling {"rope_type": "llama3", ...}, from which they are computed.
     std::vector<float> rope_freq_factors;
+    // Phi-3's LongRoPE (its 128k variants): two sets of such divisors, the
+    // long ones for a context longer than rope_orig_context (the one the
+    // model was trained at before its extension), the short ones otherwise,
+    // as llama.cpp chooses; GGUF rope_factors_long.weight /
+    // rope_factors_short.weight. Empty = none.
+    std::vector<float> rope_factors_long, rope_factors_short;
+    uint32_t rope_orig_context = 0;       // rope.scaling.original_context_length; 0 = n_ctx_train
+    // Multiplies RoPE's cos and sin, so q·k by its square (GGUF
+    // rope.scaling.attn_factor; LongRoPE: sqrt(1 + ln(n_ctx_train / orig) / ln(orig))).
+    float rope_attn_factor = 1.0f;
     RopeStyle rope_style = RopeStyle::Interleaved;
     uint32_t sliding_window = 0;          // 0 = no sliding-window layers
     uint32_t sliding_window_pattern = 0;  // every Nth layer is global (gemma3: 6); 0 = none

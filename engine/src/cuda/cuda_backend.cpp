@@ -227,6 +227,7 @@ Status CudaBackend::init(const ModelDescription& model, std::unique_ptr<model::A
     if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS) return make_error("cuda: cannot create a cuBLAS handle");
     max_context_ = options.max_context ? options.max_context : 4096;
     if (model.hparams.n_ctx_train > 0) max_context_ = std::min(max_context_, model.hparams.n_ctx_train);
+    arch_->set_context_length(max_context_);
 
     const model::KvShape kv = arch_->kv_shape();
     cache_.n_layer = kv.n_layer;

@@ -21,15 +21,16 @@ bool uses_split_half_rope(const std::string& arch) {
 
 // Architectures whose keys we read and for which a missing required key is an error.
 bool is_known_architecture(const std::string& arch) {
-    static constexpr std::array<std::string_view, 8> kKnown = {
-        "llama", "mistral", "gemma", "gemma2", "gemma3", "qwen2", "qwen3", "granite"};
+    static constexpr std::array<std::string_view, 9> kKnown = {
+        "llama", "mistral", "gemma", "gemma2", "gemma3", "qwen2", "qwen3", "granite", "phi3"};
     return std::find(kKnown.begin(), kKnown.end(), arch) != kKnown.end();
 }
 
-// rope_freqs.weight (llama.cpp's LLM_TENSOR_ROPE_FREQS): one F32 divisor per
-// rotated pair, shared by every layer.
+// rope_freqs.weight (llama.cpp's LLM_TENSOR_ROPE_FREQS), and Phi-3's
+// rope_factors_long / rope_factors_short: one F32 divisor per rotated pair,
+// shared by every layer.
 Result<std::vector<float>> rope_freq_factors(const GgufFile& file, const GgufTensorInfo& t, uint32_t head_dim) {
-    const std::string what = "gguf: " + file.name() + ": tensor 'rope_freqs.weight'";
+    const std::string what = "gguf: " + file.name() + ": tensor '" + t.name + "'";
     if (t.type() != TensorType::F32 || t.shape.size() != 1 || t.shape[0] != int64_t{head_dim} / 2 || head_dim == 0)
         return make_error(what + " should be F32 of " + std::to_string(head_dim / 2) +
                           " values (one per rotated pair of a head)");
@@ -110,6 +111,34 @@ Result<HParams> hparams_from_gguf(const GgufFile& file) {
         auto factors = rope_freq_factors(file, *freqs, hp.head_dim);
         if (!factors) return factors.error();
         hp.rope_freq_factors = std::move(*factors);
+    }
+    if (hp.architecture == "phi3") {
+        // LongRoPE (Phi-3 128k): both sets or neither; the original context
+        // decides which one a run uses (model/phi3.cpp).
+        const GgufTensorInfo* long_factors = file.find_tensor("rope_factors_long.weight");
+        const GgufTensorInfo* short_factors = file.find_tensor("rope_factors_short.weight");
+        if (!long_factors != !short_factors)
+            return make_error("gguf: " + file.name() + ": LongRoPE needs both rope_factors_long.weight and "
+                              "rope_factors_short.weight; the file has only one");
+        if (long_factors) {
+            auto lf = rope_freq_factors(file, *long_factors, hp.head_dim);
+            if (!lf) return lf.error();
+            auto sf = rope_freq_factors(file, *short_factors, hp.head_dim);
+            if (!sf) return sf.error();
+            hp.rope_factors_long = std::move(*lf);
+            hp.rope_factors_short = std::move(*sf);
+        }
+        auto orig = file.get_u32_or(p + "rope.scaling.original_context_length", hp.n_ctx_train);
+        auto attn_factor = file.get_f32_or(p + "rope.scaling.attn_factor", 1.0f);
+        if (!orig) return orig.error();
+        if (!attn_factor) return attn_factor.error();
+        if (!(*attn_factor > 0.0f) || !std::isfinite(*attn_factor))
+            return make_error("gguf: " + file.name() + ": " + p + "rope.scaling.attn_factor " +
+                              std::to_string(*attn_factor) + " must be positive");
+        hp.rope_orig_context = *orig;
+        hp.rope_attn_factor = *attn_factor;
+        // Its attention.sliding_window (Phi-3 mini: 2047) is not kept: llama.cpp
+        // runs phi3 without a window too (its converters do not say which layers slide).
     }
     hp.final_logit_softcap = *final_softcap;
     hp.attn_logit_softcap = *attn_softcap;

@@ -22,6 +22,7 @@ constexpr ArchitectureEntry kArchitectures[] = {
     {"qwen3", create_qwen3},
     {"gemma2", create_gemma2},
     {"gemma3", create_gemma3},
+    {"phi3", create_phi3},
 };
 
 }  // namespace

@@ -67,6 +67,10 @@ public:
     virtual std::vector<std::vector<Weight>> matrix_groups() const { return {}; }
     // The token embedding table (Ops::embed reads rows of it).
     virtual Weight embedding() const = 0;
+    // The longest sequence the backend will run (its max_context), told once
+    // before the first forward and before vectors() is read; an architecture
+    // whose RoPE depends on it (Phi-3's LongRoPE factors) chooses here.
+    virtual void set_context_length(uint32_t) {}
     // Every vector (norm weights, biases) it hands to Ops, for a backend that
     // keeps its own copies.
     virtual std::vector<std::span<const float>> vectors() const = 0;
@@ -109,6 +113,7 @@ Result<std::unique_ptr<Architecture>> create_llama(const ModelDescription& model
 Result<std::unique_ptr<Architecture>> create_qwen3(const ModelDescription& model);  // llama.cpp: the Qwen3 block
 Result<std::unique_ptr<Architecture>> create_gemma3(const ModelDescription& model);
 Result<std::unique_ptr<Architecture>> create_gemma2(const ModelDescription& model);  // gemma3.cpp, no QK-norm
+Result<std::unique_ptr<Architecture>> create_phi3(const ModelDescription& model);
 
 }  // namespace folio::model
 

@@ -86,6 +86,7 @@ Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& mode
         return make_error("KV block size must be between 1 and 1024 tokens");
     uint32_t max_context = options.max_context ? options.max_context : 4096;
     if (model.hparams.n_ctx_train > 0) max_context = std::min(max_context, model.hparams.n_ctx_train);
+    (*arch)->set_context_length(max_context);
     uint32_t n_blocks = options.n_blocks;
     uint64_t budget = options.kv_budget_bytes;
     if (n_blocks == 0 && budget == 0 && options.kv_memory_fraction > 0) {
