@@ -89,6 +89,8 @@ BlockOwner BlockMapWidget::owner(qint64 engine_id) const {
 }
 
 QVector<BlockMapWidget::Legend> BlockMapWidget::legend() const {
+    const bool pool = snapshot_.event && !snapshot_.event->blocks.empty();
+    if (!pool && !notice_.isEmpty()) return {};  // nothing drawn that a key would explain
     QVector<Legend> items{{tr("free"), kFree, 0},
                           {tr("free, prefix-cached"), kCachedFree, 0},
                           {tr("held, no running owner"), kHeld, 0},
@@ -107,12 +109,27 @@ QStringList BlockMapWidget::summaryLines() const {
     // Wrapped at its " · " separators, so that a narrow panel shows all of it.
     const QFontMetrics fm(font());
     const QString sep = QStringLiteral(" · ");
+    const int room = width() - 8;
     QStringList lines;
     for (const QString& part : summary().split(sep)) {
-        if (!lines.isEmpty() && fm.horizontalAdvance(lines.back() + sep + part) <= width() - 8) lines.back() += sep + part;
-        else lines << part;
+        if (!lines.isEmpty() && fm.horizontalAdvance(lines.back() + sep + part) <= room) {
+            lines.back() += sep + part;
+            continue;
+        }
+        lines << QString();
+        for (const QString& word : part.split(' ')) {
+            if (lines.back().isEmpty()) lines.back() = word;
+            else if (fm.horizontalAdvance(lines.back() + ' ' + word) <= room) lines.back() += ' ' + word;
+            else lines << word;
+        }
     }
     return lines;
+}
+
+void BlockMapWidget::setNotice(const QString& notice) {
+    notice_ = notice;
+    updateGeometry();
+    update();
 }
 
 int BlockMapWidget::legendHeight() const {
@@ -236,7 +253,7 @@ QRgb BlockMapWidget::cellColor(int first, int count) const {
 QString BlockMapWidget::summary() const {
     const std::shared_ptr<const folio::StepEvent>& e = snapshot_.event;
     const int n = e ? static_cast<int>(e->blocks.size()) : 0;
-    if (n == 0) return tr("No model loaded");
+    if (n == 0) return notice_.isEmpty() ? tr("No model loaded") : notice_;
     // The pool of a model just loaded, before its first step.
     if (e->step == 0) return tr("%1 blocks × %2 tokens · all free · idle").arg(n).arg(e->block_size);
     QString summary = tr("%1 blocks × %2 tokens · %3% in use · %4 running, %5 waiting · step %6").arg(n).arg(e->block_size)

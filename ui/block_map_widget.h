@@ -39,6 +39,9 @@ public:
     void setOwnerResolver(OwnerResolver resolver);
 
     void setSnapshot(const BlockMapSnapshot& snapshot);
+    // Shown instead of "No model loaded" while there is no pool to draw
+    // (a remote engine's blocks are the server's); "" for none.
+    void setNotice(const QString& notice);
     const BlockMapSnapshot& snapshot() const { return snapshot_; }
 
     // The distinct owners in the current map (engine request ids).
@@ -49,7 +52,8 @@ public:
     // The line above the map: pool, usage, requests (running, waiting,
     // preempted and swapped this step), step number.
     QString summary() const;
-    // The summary as drawn: wrapped to the widget's width.
+    // The summary as drawn: wrapped to the widget's width (at its " · "
+    // separators, then at spaces where a part is wider than the widget).
     QStringList summaryLines() const;
     // The block under a widget position, -1 for none (the first of the cell when aggregated).
     int blockAt(QPoint pos) const;
@@ -93,6 +97,7 @@ private:
     QVector<Legend> legend() const;
 
     BlockMapSnapshot snapshot_;
+    QString notice_;
     // When each block last changed (owner, references or cache state), for a
     // fading outline: the map shows blocks being allocated, shared and freed.
     QVector<qint64> changed_ms_;

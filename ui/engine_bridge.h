@@ -14,6 +14,8 @@
 namespace folio::ui {
 
 class EngineHost;
+class RemoteEngine;
+struct RemoteProfile;
 
 class EngineBridge : public QObject {
     Q_OBJECT
@@ -39,6 +41,15 @@ public:
     bool isServing() const { return serving_; }
     const QString& serverUrl() const { return server_url_; }
 
+    // An OpenAI-compatible server in place of the engine here (RemoteEngine):
+    // the local model is unloaded, chats stream from the server until
+    // disconnectRemote() or a load; answered by modelLoaded (status().remote_url
+    // set) or remoteFailed.
+    void connectRemote(const RemoteProfile& profile);
+    void disconnectRemote();
+    bool isRemote() const { return remote_ != nullptr; }
+    RemoteEngine* remote() const { return remote_; }
+
     bool isLoaded() const { return loaded_; }
     bool isLoading() const { return loading_; }
     const ModelSummary& model() const { return model_; }
@@ -53,6 +64,8 @@ signals:
     void loadingChanged(bool loading, const QString& path);
     void modelLoaded(const folio::ui::ModelSummary& summary, const folio::ui::EngineStatus& status);
     void modelLoadFailed(const QString& path, const QString& message);
+    // connectRemote() could not attach: the server is not there, refused, or not OpenAI's.
+    void remoteFailed(const QString& url, const QString& message);
     void modelUnloaded();
     void requestUpdated(const folio::ui::RequestUpdate& update);
     void blockMapUpdated(const folio::ui::BlockMapSnapshot& snapshot);
@@ -72,6 +85,7 @@ private:
     EngineSettings settings_;
     EngineSample last_sample_;
     BlockMapSnapshot last_block_map_;
+    RemoteEngine* remote_ = nullptr;  // while attached to a server
     bool serving_ = false;
     QString server_url_;
 };

@@ -23,6 +23,8 @@
 #include <QTimer>
 #include <QUrl>
 
+#include <cmath>
+
 #include "ui/block_map_widget.h"
 #include "ui/chat_controller.h"
 #include "ui/chat_export.h"
@@ -39,6 +41,7 @@
 #include "ui/quantize_dialog.h"
 #include "ui/quantize_jobs_panel.h"
 #include "ui/quantize_queue.h"
+#include "ui/remote_dialog.h"
 #include "ui/session_list_panel.h"
 #include "ui/session_settings_panel.h"
 #include "ui/session_store.h"
@@ -51,6 +54,7 @@ const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 }  // namespace
 
 QString model_display_name(const ModelSummary& summary) {
+    if (!summary.remote_url.isEmpty()) return summary.name;  // the served model's id
     const QString file = QFileInfo(summary.path).fileName();
     return file.isEmpty() ? summary.name : file;
 }
@@ -267,14 +271,21 @@ void MainWindow::connectBridge() {
     });
     connect(bridge_, &EngineBridge::loadingChanged, this, [this](bool loading, const QString& path) {
         load_progress_->setVisible(loading);
-        if (loading) {
+        if (loading && bridge_->isRemote()) {
+            model_panel_->setState(tr("Connecting to %1…").arg(path));
+            statusBar()->showMessage(tr("Connecting to %1…").arg(path));
+        } else if (loading) {
             model_panel_->setState(tr("Loading %1…").arg(QFileInfo(path).fileName()));
             statusBar()->showMessage(tr("Loading %1…").arg(path));
         }
     });
     connect(bridge_, &EngineBridge::modelLoaded, this, [this](const ModelSummary& s, const EngineStatus& st) {
+        const bool remote = !st.remote_url.isEmpty();
         model_panel_->showSummary(s, st.settings, true);
-        quantize_action_->setEnabled(true);
+        // A model elsewhere: no file to quantize, no engine here to serve, its blocks are the server's.
+        quantize_action_->setEnabled(!remote);
+        serve_action_->setEnabled(!remote);
+        disconnect_action_->setEnabled(remote);
         showModelState();
         const QString name = model_display_name(s);
         device_label_->setText(st.device);
@@ -286,6 +297,15 @@ void MainWindow::connectBridge() {
         model_label_->setToolTip(tr("Loaded model: %1 (%2)").arg(s.name, s.path));
         setWindowTitle(tr("Folio Studio — %1").arg(name));
         statusBar()->showMessage(tr("Loaded %1").arg(name), 4000);
+        plots_->clear();
+        if (remote) {
+            block_map_->setSnapshot({});
+            block_map_->setNotice(tr("%1 is a remote engine: its KV-cache blocks are the server's, and the OpenAI "
+                                     "API does not show them. The plots read its /metrics.").arg(st.remote_url));
+            setWindowTitle(tr("Folio Studio — %1 at %2").arg(name, st.remote_url));
+            return;
+        }
+        block_map_->setNotice({});
         // The pool as it is before the first step: every block free.
         auto idle = std::make_shared<folio::StepEvent>();
         idle->blocks.resize(st.n_blocks);
@@ -302,7 +322,15 @@ void MainWindow::connectBridge() {
         device_label_->setText(tr("no engine"));
         showError(tr("Cannot load model"), tr("%1\n\n%2").arg(path, message));
     });
+    connect(bridge_, &EngineBridge::remoteFailed, this, [this](const QString& url, const QString& message) {
+        model_panel_->setState(tr("Not connected: %1").arg(message));
+        device_label_->setText(tr("no engine"));
+        showError(tr("Cannot connect to the server"), tr("%1\n\n%2").arg(url, message));
+    });
     connect(bridge_, &EngineBridge::modelUnloaded, this, [this] {
+        serve_action_->setEnabled(true);
+        disconnect_action_->setEnabled(false);
+        block_map_->setNotice({});
         session_settings_->setEngineSpeculation({});
         quantize_action_->setEnabled(false);
         model_panel_->showSummary(model_panel_->summary(), bridge_->settings(), false);
@@ -345,6 +373,11 @@ void MainWindow::showModelState() {
     }
     const ModelSummary& s = bridge_->model();
     const EngineStatus& st = bridge_->status();
+    if (!st.remote_url.isEmpty()) {
+        model_panel_->setState(tr("Connected: %1 at %2 (OpenAI API; Engine > Disconnect to use a model here). "
+                                  "Replies are timed on this side.").arg(s.name, st.remote_url));
+        return;
+    }
     QString state = tr("Loaded: %1 on %2, %3 KV blocks of %4 tokens (%5)")
                         .arg(model_display_name(s), st.device).arg(st.n_blocks).arg(st.block_size)
                         .arg(format_bytes(st.kv_cache_bytes));
@@ -440,7 +473,7 @@ void MainWindow::showSpecPanel() {
 void MainWindow::onSample(const EngineSample& s) {
     plots_->addSample(s);
     spec_->addSample(s);
-    kv_label_->setText(tr("KV %1%").arg(s.kv_usage * 100.0, 0, 'f', 1));
+    kv_label_->setText(std::isnan(s.kv_usage) ? tr("KV —") : tr("KV %1%").arg(s.kv_usage * 100.0, 0, 'f', 1));
     speed_label_->setText(tr("prompt %1 · gen %2 tok/s").arg(s.prompt_tokens_per_s, 0, 'f', 0).arg(s.generation_tokens_per_s, 0, 'f', 1));
 }
 

@@ -36,6 +36,8 @@ class SpecPanel;
 class QuantizeDialog;
 class QuantizeJobsPanel;
 class QuantizeQueue;
+class RemoteDialog;
+struct RemoteProfile;
 class SessionListPanel;
 class SessionSettingsPanel;
 
@@ -99,6 +101,13 @@ public slots:
     void openModel(const QString& path);
     void openModelDialog();
     void showEngineSettings();
+    // Engine > Connect to Server…: the dialog (window-modal, open()); Connect attaches the studio.
+    void showConnectDialog();
+    // The studio's chats on an OpenAI-compatible server instead of its own
+    // engine (EngineBridge::connectRemote); the profile is remembered.
+    void connectToServer(const RemoteProfile& profile);
+    // The dialog while it is open (null when none is).
+    RemoteDialog* connectDialog() const;
     // Model > Quantize to INT4…: the dialog on the loaded model (window-modal, open()); OK queues the job.
     void showQuantizeDialog();
     // Model > Library: the panel shown and raised, tall enough for a dozen rows.
@@ -127,6 +136,7 @@ private:
     void connectBridge();
     void rememberRecent(const QString& path);
     void rebuildRecentMenu();
+    void rebuildServersMenu();
     void selectSession(const QString& id);
     void onSample(const EngineSample& sample);
     // The model panel's state line: the loaded model, or that none is.
@@ -153,11 +163,14 @@ private:
     ModelLibrary* library_ = nullptr;
     LibraryPanel* library_panel_ = nullptr;
     QPointer<QuantizeDialog> quantize_dialog_;
+    QPointer<RemoteDialog> connect_dialog_;
     QPointer<QMessageBox> quit_box_;
     QPointer<QMessageBox> memory_box_;
     bool quit_confirmed_ = false;  // the user chose to cancel the running job and quit
     QAction* quantize_action_ = nullptr;
     QAction* serve_action_ = nullptr;
+    QAction* disconnect_action_ = nullptr;
+    QMenu* servers_menu_ = nullptr;  // saved remote profiles
     QLabel* serve_label_ = nullptr;
     QMenu* recent_menu_ = nullptr;
     QMenu* view_menu_ = nullptr;

@@ -1,5 +1,5 @@
-// MainWindow's menus and toolbar, the recent-models list and the shortcuts
-// overview (the window's assembly is in main_window.cpp).
+// MainWindow's menus and toolbar, the recent-models list, the saved remote
+// servers and the shortcuts overview (the window's assembly is in main_window.cpp).
 #include "ui/main_window.h"
 #include "ui/resources.h"
 
@@ -22,6 +22,7 @@
 #include "ui/chat_view.h"
 #include "ui/engine_bridge.h"
 #include "ui/metrics_dialog.h"
+#include "ui/remote_dialog.h"
 #include "ui/plots_panel.h"
 #include "ui/quantize_jobs_panel.h"
 #include "ui/session_list_panel.h"
@@ -133,6 +134,17 @@ void MainWindow::createMenus() {
         bridge_->serve(stored->value("serve/host", "127.0.0.1").toString(), stored->value("serve/port", 8080).toInt(),
                        stored->value("serve/api_key").toString());
     });
+
+    // A model served elsewhere (ui/remote_engine.h): the chats stream from it while connected.
+    engine->addSeparator();
+    QAction* remote = engine->addAction(tr("&Connect to Server…"), this, &MainWindow::showConnectDialog);
+    remote->setObjectName("connectAction");
+    remote->setToolTip(tr("Chat with a model served over the OpenAI API: folio serve, llama-server, vLLM, SGLang"));
+    servers_menu_ = engine->addMenu(tr("Saved Ser&vers"));
+    rebuildServersMenu();
+    disconnect_action_ = engine->addAction(tr("&Disconnect"), this, [this] { bridge_->disconnectRemote(); });
+    disconnect_action_->setObjectName("disconnectAction");
+    disconnect_action_->setEnabled(false);
 
     view_menu_ = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* dock : findChildren<QDockWidget*>()) view_menu_->addAction(dock->toggleViewAction());
@@ -255,6 +267,39 @@ void MainWindow::rebuildRecentMenu() {
         a->setEnabled(QFileInfo::exists(path));
     }
     recent_menu_->setEnabled(!entries.isEmpty());
+}
+
+void MainWindow::rebuildServersMenu() {
+    servers_menu_->clear();
+    const QVector<RemoteProfile> profiles = RemoteProfile::load_all(*studio_settings());
+    for (const RemoteProfile& p : profiles) {
+        QAction* a = servers_menu_->addAction(p.display_name(), this, [this, p] { connectToServer(p); });
+        a->setToolTip(p.base().toString() + (p.model.isEmpty() ? QString() : " · " + p.model));
+    }
+    servers_menu_->setEnabled(!profiles.isEmpty());
+}
+
+RemoteDialog* MainWindow::connectDialog() const { return connect_dialog_; }
+
+void MainWindow::showConnectDialog() {
+    if (connect_dialog_) {
+        connect_dialog_->raise();
+        return;
+    }
+    connect_dialog_ = new RemoteDialog(RemoteProfile::load_all(*studio_settings()), this);
+    connect_dialog_->setAttribute(Qt::WA_DeleteOnClose);
+    connect(connect_dialog_, &QDialog::accepted, this, [this, dialog = connect_dialog_.data()] {
+        connectToServer(dialog->profile());
+    });
+    connect_dialog_->open();
+}
+
+void MainWindow::connectToServer(const RemoteProfile& profile) {
+    auto stored = studio_settings();
+    RemoteProfile::save_all(*stored, RemoteProfile::remember(RemoteProfile::load_all(*stored), profile));
+    rebuildServersMenu();
+    pending_load_.clear();
+    bridge_->connectRemote(profile);
 }
 
 }  // namespace folio::ui

@@ -95,6 +95,19 @@ void ModelPanel::showSummary(const ModelSummary& s, const EngineSettings& settin
         it->setToolTip(1, value);
         return it;
     };
+    if (!s.remote_url.isEmpty()) {
+        quantize_->setEnabled(false);  // no file here
+        add(tr("Name"), s.name);
+        add(tr("Server"), s.remote_url);
+        add(tr("Format"), s.format);
+        QTreeWidgetItem* served = add(tr("Models served"), QString::number(s.remote_models.size()));
+        for (const QString& m : s.remote_models) add(m, m == s.name ? tr("in use") : QString(), served);
+        served->setExpanded(true);
+        add(tr("Tokenizer, chat template"), tr("the server's"));
+        estimate_->setText(tr("Memory: the server's"));
+        template_->clear();
+        return;
+    }
     add(tr("Name"), s.name);
     add(tr("File"), s.path);
     add(tr("Format"), s.format);

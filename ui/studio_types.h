@@ -9,6 +9,7 @@
 #include <QMetaType>
 #include <QPair>
 #include <QString>
+#include <QStringList>
 #include <QVector>
 
 #include <algorithm>
@@ -74,6 +75,9 @@ struct ModelSummary {
     QString tokenizer;                   // "byte-level BPE (smollm), 49152 tokens"
     QString chat_template;               // the Jinja source in use
     QString chat_template_notice;        // non-empty when a built-in fallback is used
+    // A model served elsewhere (RemoteEngine): the server and what it lists; nothing else is known here.
+    QString remote_url;
+    QStringList remote_models;
     bool valid() const { return !path.isEmpty(); }
 };
 
@@ -85,6 +89,7 @@ struct EngineStatus {
     uint32_t max_context = 0;
     uint64_t kv_cache_bytes = 0;
     QString speculation;   // "int4-self, K <= 4 (adaptive)", or empty when off
+    QString remote_url;    // an engine elsewhere (RemoteEngine): the server's URL; no blocks, no context known
     EngineSettings settings;
     // The longest conversation the engine runs: its context, or the KV pool when that is smaller.
     uint32_t effective_context() const { return std::min(max_context, n_blocks * block_size); }

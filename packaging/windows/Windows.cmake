@@ -63,8 +63,8 @@ endif()
 
 if(FOLIO_WITH_QT)
   # windeployqt does not exist in a cross build: the studio's Qt, named.
-  find_package(Qt6 6.4 REQUIRED COMPONENTS Core Gui Widgets PrintSupport)
-  foreach(module Core Gui Widgets PrintSupport)
+  find_package(Qt6 6.4 REQUIRED COMPONENTS Core Gui Widgets PrintSupport Network)
+  foreach(module Core Gui Widgets PrintSupport Network)
     install(FILES "$<TARGET_FILE:Qt6::${module}>" DESTINATION bin)
   endforeach()
   install(FILES "$<TARGET_FILE:Qt6::QWindowsIntegrationPlugin>" DESTINATION bin/platforms)
