@@ -135,6 +135,24 @@ private:
     QByteArray answer_;
 };
 
+// A studio window that loads no model at start.
+std::unique_ptr<MainWindow> window_without_model() {
+    MainWindowOptions options;
+    options.load_model = false;
+    auto window = std::make_unique<MainWindow>(options);
+    window->resize(1280, 860);
+    window->show();
+    return window;
+}
+
+// "" when a reply finished normally with some words, else what went wrong.
+QString reply_problem(const ChatMessageRecord& reply) {
+    if (reply.finish_reason != "length" && reply.finish_reason != "stop")
+        return reply.finish_reason + ": " + reply.error;
+    if (reply.content.split(' ', Qt::SkipEmptyParts).size() < 3) return "too few words: " + reply.content;
+    return {};
+}
+
 bool generation_seen(const QSignalSpy& samples) {
     for (const QList<QVariant>& args : samples)
         if (args.at(0).value<EngineSample>().generation_tokens_per_s > 0) return true;
@@ -369,11 +387,8 @@ private slots:
                               QRegularExpression("on http://127\\.0\\.0\\.1:(\\d+)/v1"), 60000, output),
                  qPrintable(output));
         DataDir data;
-        MainWindowOptions options;
-        options.load_model = false;
-        MainWindow window(options);
-        window.resize(1280, 860);
-        window.show();
+        const auto shown = window_without_model();
+        MainWindow& window = *shown;
 
         // The dialog lists the server's models, asynchronously; without the key, it says why.
         window.showConnectDialog();
@@ -398,9 +413,7 @@ private slots:
                  qPrintable(window.windowTitle()));
 
         const ChatMessageRecord reply = chat_once(window, "Name three colours of the rainbow.", 24);
-        QVERIFY2(reply.finish_reason == "length" || reply.finish_reason == "stop",
-                 qPrintable(reply.finish_reason + ": " + reply.error));
-        QVERIFY2(reply.content.split(' ', Qt::SkipEmptyParts).size() >= 3, qPrintable(reply.content));
+        QVERIFY2(reply_problem(reply).isEmpty(), qPrintable(reply_problem(reply)));
         // Timed on this side; the token counts from the server's usage.
         QVERIFY(reply.stats.ttft_s > 0 && reply.stats.e2e_s >= reply.stats.ttft_s);
         QVERIFY2(reply.stats.prompt_tokens > 5, qPrintable(QString::number(reply.stats.prompt_tokens)));
@@ -458,17 +471,12 @@ private slots:
                               QRegularExpression("model loaded"), 120000, output),
                  qPrintable(output.right(2000)));
         DataDir data;
-        MainWindowOptions options;
-        options.load_model = false;
-        MainWindow window(options);
-        window.resize(1280, 860);
-        window.show();
+        const auto shown = window_without_model();
+        MainWindow& window = *shown;
         const QString error = connect_window(window, profile_for(server.port));
         QVERIFY2(error.isEmpty(), qPrintable(error));
         const ChatMessageRecord reply = chat_once(window, "Name three colours of the rainbow.", 24);
-        QVERIFY2(reply.finish_reason == "length" || reply.finish_reason == "stop",
-                 qPrintable(reply.finish_reason + ": " + reply.error));
-        QVERIFY2(reply.content.split(' ', Qt::SkipEmptyParts).size() >= 3, qPrintable(reply.content));
+        QVERIFY2(reply_problem(reply).isEmpty(), qPrintable(reply_problem(reply)));
         QVERIFY(reply.stats.ttft_s > 0);
         QVERIFY(reply.stats.generated_tokens > 0);
         // llama-server's /metrics (--metrics): generation counted once the reply is done; no KV ratio.
