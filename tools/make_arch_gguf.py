@@ -59,7 +59,8 @@ embedding is most of it; gemma2 ~23 MB).
 
 --hf-config also writes the Hugging Face config.json of the same model
 (LlamaForCausalLM with rope_scaling llama3; Qwen3ForCausalLM; Gemma2ForCausalLM
-in transformers 4's form, whose HF norms would be stored as w - 1), for the test
+in transformers 4's form, whose HF norms would be stored as w - 1; Phi3ForCausalLM
+with rope_scaling longrope), for the test
 that both forms map to the same description.
 
 Weights: N(0, 1/in_features) matrices (activations stay O(1) through the
@@ -82,12 +83,17 @@ FAMILIES = {
     "qwen3": ("qwen3", 64, 4, 4, 2, 64, 192, 1000000.0, 1e-6, 3),
     "gemma2": ("gemma2", 64, 26, 4, 2, 64, 192, 10000.0, 1e-6, 2),
     "phi3": ("phi3", 128, 4, 2, 1, 64, 192, 10000.0, 1e-5, 35),
+    "qwen3moe": ("qwen3moe", 64, 4, 4, 2, 64, 192, 1000000.0, 1e-6, 30),
+    "mixtral": ("llama", 64, 4, 4, 2, 16, 128, 1000000.0, 1e-5, 8),
 }
 GEMMA2_WINDOW = 16
 GEMMA2_ATTN_SOFTCAP, GEMMA2_FINAL_SOFTCAP = 2.0, 15.0  # Gemma 2's are 50 and 30: never reached by these weights
 LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 512}
 CONTEXT = 2048
+# Mixture-of-experts families: (expert_count, expert_used_count, expert width or None = feed_forward_length)
+MOE = {"qwen3moe": (8, 2, 128), "mixtral": (8, 2, None)}
+ROUTER_STD = 4.0
 PHI3_ORIG_CONTEXT, PHI3_WINDOW = 256, 16
 
 
@@ -97,7 +103,6 @@ def phi3_longrope_factors(n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
     long = 1.0 + 7.0 * ramp ** 1.5
     short = 1.0 + 0.5 * ramp
     return long.astype(np.float32), short.astype(np.float32)
-
 
 
 def llama3_rope_factors(theta: float, dim: int, rope: dict) -> np.ndarray:
@@ -165,6 +170,13 @@ def hf_config(family: str, n_vocab: int) -> dict:
                        "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": head_dim,
                        "sliding_window": GEMMA2_WINDOW, "attn_logit_softcapping": GEMMA2_ATTN_SOFTCAP,
                        "final_logit_softcapping": GEMMA2_FINAL_SOFTCAP})
+    elif family == "phi3":
+        long, short = phi3_longrope_factors(head_dim // 2)
+        config.update({"architectures": ["Phi3ForCausalLM"], "attention_bias": False,
+                       "original_max_position_embeddings": PHI3_ORIG_CONTEXT, "sliding_window": PHI3_WINDOW,
+                       "partial_rotary_factor": 1.0,
+                       "rope_scaling": {"type": "longrope", "long_factor": [float(f) for f in long],
+                                        "short_factor": [float(f) for f in short]}})
     else:
         config.update({"attention_bias": False, "use_sliding_window": False, "rope_scaling": None})
     return config
@@ -177,6 +189,8 @@ def main() -> int:
     ap.add_argument("--vocab-from", default="models/SmolLM2-135M-Instruct.Q4_1.gguf")
     ap.add_argument("--hf-config")
     a = ap.parse_args()
+    if a.hf_config and a.family in MOE:
+        ap.error("--hf-config: no Hugging Face form is written for the mixture-of-experts families")
     arch, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, theta, eps, seed = FAMILIES[a.family]
 
     w = gguf.GGUFWriter(a.out, arch)
@@ -197,6 +211,12 @@ def main() -> int:
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     n_vocab = copy_vocabulary(w, a.vocab_from)
     w.add_vocab_size(n_vocab)
+    if a.family in MOE:
+        n_expert, n_expert_used, expert_ff = MOE[a.family]
+        w.add_expert_count(n_expert)
+        w.add_expert_used_count(n_expert_used)
+        if expert_ff is not None:
+            w.add_expert_feed_forward_length(expert_ff)
     if arch == "phi3":
         scale = CONTEXT / PHI3_ORIG_CONTEXT
         w.add_rope_scaling_orig_ctx_len(PHI3_ORIG_CONTEXT)
@@ -237,19 +257,31 @@ def main() -> int:
         w.add_tensor(b + "attn_q.weight", matrix(n_head * head_dim, n_embd))
         w.add_tensor(b + "attn_k.weight", matrix(n_head_kv * head_dim, n_embd))
         w.add_tensor(b + "attn_v.weight", matrix(n_head_kv * head_dim, n_embd))
-        if arch == "qwen3":
+        if arch in ("qwen3", "qwen3moe"):
             w.add_tensor(b + "attn_q_norm.weight", norm(head_dim))
             w.add_tensor(b + "attn_k_norm.weight", norm(head_dim))
         w.add_tensor(b + "attn_output.weight", matrix(n_embd, n_head * head_dim))
         if arch == "gemma2":
             w.add_tensor(b + "post_attention_norm.weight", norm(n_embd))
         w.add_tensor(b + "ffn_norm.weight", norm(n_embd))
+        if a.family in MOE:
+            n_expert, _, expert_ff = MOE[a.family]
+            ff = expert_ff or n_ff
+            # numpy (n_expert, out, in): GGML [in, out, n_expert], as convert_hf_to_gguf stacks them.
+            w.add_tensor(b + "ffn_gate_inp.weight", matrix(n_expert, n_embd, ROUTER_STD / math.sqrt(n_embd)))
+            w.add_tensor(b + "ffn_gate_exps.weight", np.stack([matrix(ff, n_embd) for _ in range(n_expert)]))
+            w.add_tensor(b + "ffn_up_exps.weight", np.stack([matrix(ff, n_embd) for _ in range(n_expert)]))
+            w.add_tensor(b + "ffn_down_exps.weight", np.stack([matrix(n_embd, ff) for _ in range(n_expert)]))
+            continue
         w.add_tensor(b + "ffn_gate.weight", matrix(n_ff, n_embd))
         w.add_tensor(b + "ffn_up.weight", matrix(n_ff, n_embd))
         w.add_tensor(b + "ffn_down.weight", matrix(n_embd, n_ff))
         if arch == "gemma2":
             w.add_tensor(b + "post_ffw_norm.weight", norm(n_embd))
     w.add_tensor("output_norm.weight", norm(n_embd))
+    if a.family == "mixtral":
+        # N(0, 1) as the tied families' head (the embedding): logits of std ~8, greedy far from ties.
+        w.add_tensor("output.weight", matrix(n_vocab, n_embd, 1.0))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -72,6 +72,9 @@ nlohmann::json to_json(const ModelDescription& m, uint32_t ctx, bool with_tensor
         {"attn_logit_softcap", h.attn_logit_softcap}, {"final_logit_softcap", h.final_logit_softcap},
         {"query_pre_attn_scalar", h.query_pre_attn_scalar},
         {"tied_embeddings", h.tied_embeddings}};
+    if (h.n_expert > 0)
+        j["hparams"]["experts"] = {{"count", h.n_expert}, {"used", h.n_expert_used}, {"n_ff", h.n_ff_expert},
+                                   {"weights_norm", h.expert_weights_norm}};
     // Llama 3.1's per-pair divisors: how many, and their range (the list itself is in --json).
     if (h.rope_freq_factors.empty()) {
         j["hparams"]["rope_freq_factors"] = nullptr;
@@ -113,6 +116,8 @@ nlohmann::json to_json(const ModelDescription& m, uint32_t ctx, bool with_tensor
     const uint64_t kv_token = m.kv_bytes_per_token(2);
     j["memory"] = {{"weights_bytes", m.weight_bytes()}, {"kv_type", "F16"}, {"kv_bytes_per_token", kv_token},
                    {"context", ctx}, {"kv_bytes", kv_token * ctx}, {"total_bytes", m.weight_bytes() + kv_token * ctx}};
+    // A mixture of experts keeps every expert in memory but reads only the chosen ones per token.
+    j["memory"]["weights_read_per_token_bytes"] = m.active_weight_bytes();
     if (with_tensors)
         for (const auto& tv : m.tensors)
             j["tensors"].push_back({{"name", tv.name}, {"type", std::string(traits(tv.type).name)},
@@ -153,6 +158,10 @@ void print_text(const nlohmann::json& j, const ModelDescription& m) {
                 human_bytes(mem["kv_bytes_per_token"].get<uint64_t>()).c_str(), mem["context"].get<uint32_t>(),
                 human_bytes(mem["kv_bytes"].get<uint64_t>()).c_str(),
                 human_bytes(mem["total_bytes"].get<uint64_t>()).c_str());
+    if (m.hparams.n_expert > 0)
+        std::printf("  weights read per token   %s (%u of %u experts)\n",
+                    human_bytes(mem["weights_read_per_token_bytes"].get<uint64_t>()).c_str(), m.hparams.n_expert_used,
+                    m.hparams.n_expert);
     if (j.contains("tensors")) {
         std::printf("\ntensors (%zu)\n", m.tensors.size());
         for (const auto& tv : m.tensors)

@@ -62,6 +62,13 @@ struct HParams {
     // Hugging Face Gemma checkpoints store RMSNorm weights as w - 1 (the layer
     // scales by 1 + w); GGUF converters add the 1. Added to every *_norm weight.
     float norm_weight_offset = 0.0f;
+    // Mixture of experts (Mixtral's `llama` files, qwen3moe): every layer's
+    // FFN is n_expert experts of hidden width n_ff_expert, of which a router
+    // picks n_expert_used per token; n_expert 0 = a dense FFN of n_ff.
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;
+    uint32_t n_ff_expert = 0;
+    bool expert_weights_norm = true;      // the chosen experts' probabilities renormalised to sum to 1
 };
 
 // A tensor as stored: GGML dimension order (shape[0] is the contiguous one,
@@ -99,6 +106,10 @@ struct ModelDescription {
 
     const TensorView* find_tensor(std::string_view tensor_name) const;
     uint64_t weight_bytes() const;
+    // The weight bytes one decode token reads: weight_bytes(), save that of
+    // each layer's stacked experts (ffn_*_exps) only n_expert_used of
+    // n_expert count, and of an untied embedding table one row.
+    uint64_t active_weight_bytes() const;
     // KV cache bytes for one token across all layers, at `element_bytes` per value (F16: 2).
     uint64_t kv_bytes_per_token(uint32_t element_bytes = 2) const;
 };

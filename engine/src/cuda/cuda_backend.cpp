@@ -601,6 +601,11 @@ Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& mod
         return make_error("KV block size must be between 1 and 1024 tokens");
     auto arch = model::create_architecture(model);
     if (!arch) return arch.error();
+    // CudaOps has no moe_ffn yet (a grouped kernel per expert matrix, model/moe.h).
+    if (!(*arch)->expert_matrices().empty())
+        return make_error("model '" + model.name + "' is a mixture of experts (" +
+                          std::to_string(model.hparams.n_expert_used) + " of " + std::to_string(model.hparams.n_expert) +
+                          " experts per token), which the CUDA backend does not run yet; use --device cpu");
     auto backend = std::make_unique<CudaBackend>();
     if (Status s = backend->init(model, std::move(*arch), options, *device, scan_devices().usable[*device]); !s)
         return s.error();

@@ -13,16 +13,16 @@ namespace {
 // of the llama family uses interleaved pairs, matching how convert_hf_to_gguf
 // permutes their Q/K rows.
 bool uses_split_half_rope(const std::string& arch) {
-    static constexpr std::array<std::string_view, 13> kSplitHalf = {
-        "gemma", "gemma2", "gemma3", "qwen2", "qwen2moe", "qwen3", "phi2", "phi3",
+    static constexpr std::array<std::string_view, 14> kSplitHalf = {
+        "gemma", "gemma2", "gemma3", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "phi2", "phi3",
         "stablelm", "gptneox", "falcon", "starcoder2", "olmo2"};
     return std::find(kSplitHalf.begin(), kSplitHalf.end(), arch) != kSplitHalf.end();
 }
 
 // Architectures whose keys we read and for which a missing required key is an error.
 bool is_known_architecture(const std::string& arch) {
-    static constexpr std::array<std::string_view, 9> kKnown = {
-        "llama", "mistral", "gemma", "gemma2", "gemma3", "qwen2", "qwen3", "granite", "phi3"};
+    static constexpr std::array<std::string_view, 10> kKnown = {
+        "llama", "mistral", "gemma", "gemma2", "gemma3", "qwen2", "qwen3", "granite", "phi3", "qwen3moe"};
     return std::find(kKnown.begin(), kKnown.end(), arch) != kKnown.end();
 }
 
@@ -40,6 +40,35 @@ Result<std::vector<float>> rope_freq_factors(const GgufFile& file, const GgufTen
     for (float f : factors)
         if (!(f > 0.0f) || !std::isfinite(f)) return make_error(what + " holds " + std::to_string(f) + "; factors must be positive");
     return factors;
+}
+
+// Mixture of experts (llama.cpp's LLM_KV_EXPERT_*): Mixtral's `llama` files
+// and qwen3moe. An expert of a `llama` file is as wide as feed_forward_length;
+// qwen3moe's is expert_feed_forward_length (llama.cpp: else n_ff / n_used).
+// llama.cpp normalises the chosen experts' weights for both families without
+// reading expert_weights_norm (no converter writes it for them); Folio reads
+// it where present, as Hugging Face's norm_topk_prob.
+Status read_expert_hparams(const GgufFile& file, const std::string& p, HParams& hp) {
+    auto count = file.get_u32_or(p + "expert_count", 0);
+    auto used = file.get_u32_or(p + "expert_used_count", 0);
+    auto width = file.get_u32_or(p + "expert_feed_forward_length", 0);
+    auto norm = file.get_bool_or(p + "expert_weights_norm", true);
+    for (const Result<uint32_t>* r : {&count, &used, &width})
+        if (!*r) return r->error();
+    if (!norm) return norm.error();
+    if (*count == 0) return {};
+    constexpr uint32_t kMaxExperts = 512;  // llama.cpp's LLAMA_MAX_EXPERTS
+    if (*count > kMaxExperts || *used == 0 || *used > *count)
+        return make_error("gguf: " + file.name() + ": " + p + "expert_used_count " + std::to_string(*used) + " of " +
+                          p + "expert_count " + std::to_string(*count) + " (at most " + std::to_string(kMaxExperts) +
+                          " experts, at least one used)");
+    hp.n_expert = *count;
+    hp.n_expert_used = *used;
+    hp.n_ff_expert = *width ? *width : hp.architecture == "qwen3moe" ? hp.n_ff / *used : hp.n_ff;
+    hp.expert_weights_norm = *norm;
+    if (hp.n_ff_expert == 0)
+        return make_error("gguf: " + file.name() + ": the experts' feed-forward length is 0");
+    return {};
 }
 
 }  // namespace
@@ -171,6 +200,8 @@ Result<HParams> hparams_from_gguf(const GgufFile& file) {
         hp.rope_freq_base_swa = 10000.0f;
         hp.query_pre_attn_scalar = float(hp.head_dim);
     }
+
+    if (Status experts = read_expert_hparams(file, p, hp); !experts) return experts.error();
 
     if (file.has(p + "vocab_size")) {
         auto v = file.get_u32(p + "vocab_size");

@@ -23,6 +23,20 @@ uint64_t ModelDescription::weight_bytes() const {
     return total;
 }
 
+uint64_t ModelDescription::active_weight_bytes() const {
+    uint64_t total = 0;
+    for (const TensorView& t : tensors) {
+        const bool experts = hparams.n_expert > 0 && t.shape.size() == 3 && t.shape[2] == hparams.n_expert &&
+                             t.name.find("_exps.") != std::string::npos;
+        // An untied embedding table is read one row a token.
+        const bool embedding_rows = !hparams.tied_embeddings && t.name == "token_embd.weight" && hparams.n_vocab > 0;
+        total += experts          ? t.nbytes / hparams.n_expert * hparams.n_expert_used
+                 : embedding_rows ? t.nbytes / hparams.n_vocab
+                                  : t.nbytes;
+    }
+    return total;
+}
+
 // An upper bound: every layer keeps K and V for every token. Gemma 3's
 // sliding-window layers could drop tokens older than the window (5 of every
 // 6 layers hold at most `sliding_window` tokens), but a paged cache sized by

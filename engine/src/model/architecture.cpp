@@ -20,6 +20,7 @@ constexpr ArchitectureEntry kArchitectures[] = {
     {"mistral", create_llama},
     {"qwen2", create_llama},
     {"qwen3", create_qwen3},
+    {"qwen3moe", create_qwen3moe},
     {"gemma2", create_gemma2},
     {"gemma3", create_gemma3},
     {"phi3", create_phi3},

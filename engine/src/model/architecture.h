@@ -65,6 +65,9 @@ public:
     // Ops::matmuls call (Q, K, V; gate, up), so a backend may store each
     // group as one matrix.
     virtual std::vector<std::vector<Weight>> matrix_groups() const { return {}; }
+    // The stacked expert matrices Ops::moe_ffn multiplies with (none in a
+    // dense model), for the same checks and copies as matrices().
+    virtual std::vector<ExpertMatrix> expert_matrices() const { return {}; }
     // The token embedding table (Ops::embed reads rows of it).
     virtual Weight embedding() const = 0;
     // The longest sequence the backend will run (its max_context), told once
@@ -111,6 +114,7 @@ Result<std::unique_ptr<Architecture>> create_architecture(const ModelDescription
 
 Result<std::unique_ptr<Architecture>> create_llama(const ModelDescription& model);
 Result<std::unique_ptr<Architecture>> create_qwen3(const ModelDescription& model);  // llama.cpp: the Qwen3 block
+Result<std::unique_ptr<Architecture>> create_qwen3moe(const ModelDescription& model);  // llama.cpp: Qwen3 + experts
 Result<std::unique_ptr<Architecture>> create_gemma3(const ModelDescription& model);
 Result<std::unique_ptr<Architecture>> create_gemma2(const ModelDescription& model);  // gemma3.cpp, no QK-norm
 Result<std::unique_ptr<Architecture>> create_phi3(const ModelDescription& model);

@@ -35,6 +35,9 @@ public:
     }
     // gated_matmuls() is not handed on: its default (matmuls, then silu_mul or
     // gelu_mul) runs here, so a decorator sees both steps.
+    Status moe_ffn(const MoeFfn& ffn, const float* x, int64_t n_rows, float* out) override {
+        return inner_.moe_ffn(ffn, x, n_rows, out);
+    }
     void silu_mul(float* gate, const float* up, int64_t n) override { inner_.silu_mul(gate, up, n); }
     void gelu_mul(float* gate, const float* up, int64_t n) override { inner_.gelu_mul(gate, up, n); }
     void add(float* x, const float* y, int64_t n) override { inner_.add(x, y, n); }

@@ -1,18 +1,22 @@
 // The llama family: Llama 2/3/3.1, Mistral, SmolLM/SmolLM2, TinyLlama,
 // Qwen2 (the same block with biases on Q, K and V) and Qwen3 (no biases; an
 // RMSNorm on every query and key head before RoPE). Llama 3.1+ turns each
-// RoPE pair at its base frequency divided by a factor (rope_freqs).
+// RoPE pair at its base frequency divided by a factor (rope_freqs). Mixtral
+// (`llama` with expert_count) and Qwen3-MoE (qwen3moe) replace every layer's
+// FFN by a mixture of experts (model/moe.h: a router picks n_used of them).
 //
 //   x = embed(tokens)
 //   per layer:  h = rmsnorm(x) ; q,k,v = h·Wq, h·Wk, h·Wv (+ bias)
 //               q,k = rmsnorm per head (Qwen3) ; rope(q, k) (/ freq factors)
 //               x += attention(q, k, v) · Wo
 //               h = rmsnorm(x) ; x += (silu(h·Wgate) * (h·Wup)) · Wdown
+//                                  (MoE: x += sum of the chosen experts' FFNs, weighted)
 //   logits = rmsnorm(x) · Wout   (Wout = the embedding table when tied)
 #include <algorithm>
 #include <cmath>
 
 #include "model/architecture.h"
+#include "model/moe.h"
 #include "model/tensors.h"
 
 namespace folio::model {
@@ -23,7 +27,8 @@ struct LlamaLayer {
     Weight wq, wk, wv, wo;
     std::vector<float> bq, bk, bv;  // Qwen2 only
     std::vector<float> q_norm, k_norm;  // Qwen3 only: per head, head_dim each
-    Weight ffn_gate, ffn_up, ffn_down;
+    Weight ffn_gate, ffn_up, ffn_down;  // dense FFN
+    MoeFfn moe;                         // mixture of experts, instead (Llama::moe_)
 };
 
 class Llama final : public Architecture {
@@ -33,14 +38,16 @@ public:
     Status forward(Ops& ops, const Batch& batch, const StepOutput& out) override;
     KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
     int32_t n_vocab() const override { return static_cast<int32_t>(output_.out_features); }
-    std::vector<Weight> matrices() const override { return layer_matrices(output_, layers_); }
+    std::vector<Weight> matrices() const override;
     Weight embedding() const override { return token_embd_; }
-    std::vector<std::vector<Weight>> matrix_groups() const override { return layer_matrix_groups(layers_); }
+    std::vector<std::vector<Weight>> matrix_groups() const override;
+    std::vector<ExpertMatrix> expert_matrices() const override;
     std::vector<std::span<const float>> vectors() const override;
 
 private:
     HParams hp_;  // owns rope_freq_factors, whose address RopeParams carries
     bool qk_norm_ = false;
+    bool moe_ = false;  // hparams.n_expert > 0: every layer's FFN is experts
     int n_layer_ = 0, n_head_ = 0, n_head_kv_ = 0, head_dim_ = 0;
     int64_t n_embd_ = 0, n_ff_ = 0;
     Weight token_embd_, output_;
@@ -53,6 +60,7 @@ private:
 Status Llama::bind(const ModelDescription& model, bool qk_norm) {
     hp_ = model.hparams;
     qk_norm_ = qk_norm;
+    moe_ = hp_.n_expert > 0;
     n_layer_ = static_cast<int>(hp_.n_layer);
     n_head_ = static_cast<int>(hp_.n_head);
     n_head_kv_ = static_cast<int>(hp_.n_head_kv);
@@ -111,11 +119,39 @@ Status Llama::bind(const ModelDescription& model, bool qk_norm) {
             FOLIO_RETURN_IF_ERROR(bind_vector(L.q_norm, "attn_q_norm.weight", head_dim_, true));
             FOLIO_RETURN_IF_ERROR(bind_vector(L.k_norm, "attn_k_norm.weight", head_dim_, true));
         }
+        if (moe_) {
+            auto moe = bind_moe_ffn(model, l);
+            if (!moe) return moe.error();
+            L.moe = *moe;
+            continue;
+        }
         FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_gate, "ffn_gate.weight", n_embd_, n_ff_));
         FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_up, "ffn_up.weight", n_embd_, n_ff_));
         FOLIO_RETURN_IF_ERROR(bind_matrix(L.ffn_down, "ffn_down.weight", n_ff_, n_embd_));
     }
     return {};
+}
+
+std::vector<Weight> Llama::matrices() const {
+    std::vector<Weight> all = layer_matrices(output_, layers_);
+    if (!moe_) return all;
+    // A MoE layer has a router where the dense FFN's matrices would be.
+    std::erase_if(all, [](const Weight& w) { return w.data == nullptr; });
+    for (const LlamaLayer& L : layers_) all.push_back(L.moe.router);
+    return all;
+}
+
+std::vector<std::vector<Weight>> Llama::matrix_groups() const {
+    std::vector<std::vector<Weight>> groups = layer_matrix_groups(layers_);
+    if (moe_) std::erase_if(groups, [](const std::vector<Weight>& g) { return g.front().data == nullptr; });
+    return groups;
+}
+
+std::vector<ExpertMatrix> Llama::expert_matrices() const {
+    std::vector<ExpertMatrix> all;
+    if (moe_)
+        for (const LlamaLayer& L : layers_) all.insert(all.end(), {L.moe.gate, L.moe.up, L.moe.down});
+    return all;
 }
 
 std::vector<std::span<const float>> Llama::vectors() const {
@@ -164,11 +200,15 @@ Status Llama::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
         FOLIO_RETURN_IF_ERROR(ops.attention(attn, batch, q, k, v, attn_out));
         FOLIO_RETURN_IF_ERROR(ops.matmul(L.wo, attn_out, n, h));
 
-        // Feed-forward block (SwiGLU).
+        // Feed-forward block (SwiGLU; or a mixture of SwiGLU experts).
         ops.add_rms_norm(x, h, L.ffn_norm.data(), eps, n, n_embd_, h);
-        const Weight gate_up[] = {L.ffn_gate, L.ffn_up};
-        FOLIO_RETURN_IF_ERROR(ops.gated_matmuls(gate_up, Ops::Glu::Silu, h, n, gate, up));
-        FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_down, gate, n, h));
+        if (moe_) {
+            FOLIO_RETURN_IF_ERROR(ops.moe_ffn(L.moe, h, n, h));
+        } else {
+            const Weight gate_up[] = {L.ffn_gate, L.ffn_up};
+            FOLIO_RETURN_IF_ERROR(ops.gated_matmuls(gate_up, Ops::Glu::Silu, h, n, gate, up));
+            FOLIO_RETURN_IF_ERROR(ops.matmul(L.ffn_down, gate, n, h));
+        }
         if (l + 1 < n_layer_) ops.add_rms_norm(x, h, layers_[static_cast<size_t>(l) + 1].attn_norm.data(), eps, n, n_embd_, h);
     }
     ops.add(x, h, n * n_embd_);
@@ -189,6 +229,12 @@ Result<std::unique_ptr<Architecture>> create_qwen3(const ModelDescription& model
     auto arch = std::make_unique<Llama>();
     if (Status s = arch->bind(model, true); !s) return s.error();
     return std::unique_ptr<Architecture>(std::move(arch));
+}
+
+Result<std::unique_ptr<Architecture>> create_qwen3moe(const ModelDescription& model) {
+    if (model.hparams.n_expert == 0)
+        return make_error("model '" + model.name + "': a qwen3moe file without qwen3moe.expert_count");
+    return create_qwen3(model);
 }
 
 }  // namespace folio::model

@@ -32,6 +32,33 @@ struct Weight {
     int64_t out_features = 0;
 };
 
+// The matrices of n_expert experts stored as one 3-D GGUF tensor
+// ([in_features, out_features, n_expert] in GGML order): expert e's matrix is
+// a Weight of its own, the e-th run of out_features rows.
+struct ExpertMatrix {
+    TensorType type = TensorType::F32;
+    const std::byte* data = nullptr;
+    int64_t in_features = 0;
+    int64_t out_features = 0;
+    int32_t n_expert = 0;
+    size_t expert_bytes = 0;  // bytes of one expert's matrix
+
+    Weight expert(int32_t e) const {
+        return {type, data + static_cast<size_t>(e) * expert_bytes, in_features, out_features};
+    }
+};
+
+// A mixture-of-experts feed-forward block (Mixtral, Qwen3-MoE): each row
+// goes to the n_used experts its router scores highest, and the block's
+// output is their SwiGLU FFNs' outputs weighted by the router's softmax
+// probabilities (renormalised over the chosen experts when norm_weights).
+struct MoeFfn {
+    Weight router;                  // ffn_gate_inp: [n_embd] -> [n_expert] logits
+    ExpertMatrix gate, up, down;    // ffn_gate_exps, ffn_up_exps, ffn_down_exps
+    int32_t n_used = 0;
+    bool norm_weights = true;
+};
+
 // Rotary position embedding: pair i of a head turns by
 // position * base^(-2i/head_dim) / freq_factors[i] / scale, in that order
 // (GGML's: the factors divide the unscaled angle, then 1/scale multiplies
@@ -149,6 +176,16 @@ public:
         if (act == Glu::Silu) silu_mul(gate, up, n);
         else gelu_mul(gate, up, n);
         return {};
+    }
+    // A mixture-of-experts FFN (model/moe.h says the rule; route_experts() is
+    // its routing): out [n_rows][n_embd] = sum over row r's chosen experts e
+    // of weight(r, e) * (silu(x·gate_eᵀ) * (x·up_eᵀ))·down_eᵀ, the chosen
+    // experts' terms added in the router's order (best first). Only the
+    // chosen experts' matrices are read: rows are grouped by expert, so each
+    // chosen expert's matrices are read once per step however many rows chose
+    // it. out may be x. Backends that do not run experts say so.
+    virtual Status moe_ffn(const MoeFfn&, const float*, int64_t, float*) {
+        return make_error("this backend does not run mixture-of-experts layers (Ops::moe_ffn)");
     }
     // x[i] += y[i]
     virtual void add(float* x, const float* y, int64_t n) = 0;

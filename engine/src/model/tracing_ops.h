@@ -62,6 +62,12 @@ public:
         trace("attention", out, n * p.n_head * p.head_dim);
         return s;
     }
+    Status moe_ffn(const MoeFfn& ffn, const float* x, int64_t n_rows, float* out) override {
+        Status s = inner_.moe_ffn(ffn, x, n_rows, out);
+        trace("moe_ffn " + std::to_string(ffn.n_used) + " of " + std::to_string(ffn.router.out_features), out,
+              n_rows * ffn.router.in_features);
+        return s;
+    }
     void silu_mul(float* gate, const float* up, int64_t n) override {
         inner_.silu_mul(gate, up, n);
         trace("silu_mul", gate, n);

@@ -82,6 +82,10 @@ Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& mode
         if (!cpu::dot_kernels(w.type, cpu::best_isa()))
             return make_error("model '" + model.name + "': no CPU kernels for " + std::string(traits(w.type).name) +
                               " weights (convert the model to a supported type)");
+    for (const model::ExpertMatrix& w : (*arch)->expert_matrices())
+        if (!cpu::dot_kernels(w.type, cpu::best_isa()))
+            return make_error("model '" + model.name + "': no CPU kernels for " + std::string(traits(w.type).name) +
+                              " expert weights (convert the model to a supported type)");
     if (options.block_size == 0 || options.block_size > 1024)
         return make_error("KV block size must be between 1 and 1024 tokens");
     uint32_t max_context = options.max_context ? options.max_context : 4096;

@@ -11,6 +11,7 @@
 #include "cpu/scratch_buffer.h"
 #include "cpu/thread_pool.h"
 #include "folio/sampling.h"
+#include "model/moe.h"
 #include "model/ops.h"
 
 namespace folio::cpu {
@@ -51,6 +52,9 @@ public:
                    std::span<float* const> y) override;
     Status attention(const model::AttentionParams& params, const Batch& batch, float* q, float* k, const float* v,
                      float* out) override;
+    // Rows grouped by expert, each chosen expert's products run once over its
+    // rows (backend/cpu/moe_ffn.cpp).
+    Status moe_ffn(const model::MoeFfn& ffn, const float* x, int64_t n_rows, float* out) override;
     void silu_mul(float* gate, const float* up, int64_t n) override;
     void gelu_mul(float* gate, const float* up, int64_t n) override;
     void add(float* x, const float* y, int64_t n) override;
@@ -98,6 +102,11 @@ private:
         int32_t sequence, first_row, n_rows;
     };
     std::vector<QueryBlock> query_blocks_;
+    struct MoeScratch {  // moe_ffn's, kept across steps
+        std::vector<float> logits, weights, rows, gate, up, down, expert_out;
+        std::vector<int32_t> ids;
+        model::ExpertGroups groups;
+    } moe_;
 };
 
 }  // namespace folio::cpu
