@@ -13,6 +13,7 @@
 #include "folio/batch.h"
 #include "folio/error.h"
 #include "folio/host_memory.h"
+#include "folio/kv_type.h"
 #include "folio/model.h"
 
 namespace folio {
@@ -39,6 +40,7 @@ struct BackendOptions {
     bool f32_activations = false;            // CPU: quantized weights meet F32 activations (each block
                                              // dequantized), as in an F32 copy of the model, not Q8
                                              // ones: the reference precision of a quantized file
+    KvType kv_type = KvType::F16;            // how K and V are stored (folio/kv_type.h); Q8_0 on the CPU only
 };
 
 // What a GPU reports about itself now (NVML); valid = false on the CPU or
@@ -150,6 +152,7 @@ public:
     virtual uint32_t max_context() const = 0;
     virtual uint64_t kv_cache_bytes() const = 0;
     virtual uint64_t kv_bytes_per_block() const = 0;
+    virtual KvType kv_type() const { return KvType::F16; }
     virtual int n_threads() const = 0;
     virtual std::string name() const = 0;  // "cpu (AVX2, 2 threads)"
     // The device's own readings; any thread may ask.

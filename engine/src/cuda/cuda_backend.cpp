@@ -592,6 +592,9 @@ Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& mod
     auto device = parse_device(options.device);
     if (!device) return device.error();
     if (options.f32_activations) return make_error("F32 activations (--f32-activations) are a CPU backend option");
+    if (options.kv_type != KvType::F16)
+        return make_error("--kv-type " + std::string(kv_type_name(options.kv_type)) +
+                          " runs on the CPU backend; the CUDA backend stores F16 KV");
     const int count = cuda_device_count();
     if (count == 0) return make_error(describe_cuda_devices());
     if (*device >= count)

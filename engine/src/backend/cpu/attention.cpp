@@ -1,7 +1,9 @@
 // Paged attention on the CPU. A row's keys are the tokens 0..position of its
 // sequence (causal, prefix included), or the last `window` of them on
 // sliding-window layers; token j lives in slot
-// block_table[j / block_size] * block_size + j % block_size.
+// block_table[j / block_size] * block_size + j % block_size. An F16 cache
+// meets half-rounded queries; a Q8_0 cache Q8_0 queries (integer dots with
+// the blocks' scales) and F32 probabilities over values dequantized on the fly.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,18 +18,29 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
     if (p.layer < 0 || p.layer >= cache_.n_layer || p.n_head_kv != cache_.n_head_kv || p.head_dim != cache_.head_dim)
         return make_error("attention: layer shape does not match the KV cache");
     if (!row_sequence_) return make_error("attention: no row-to-sequence map for this batch");
+    if (!kv_type_fits(cache_.type, static_cast<uint64_t>(p.head_dim)))
+        return make_error("attention: a Q8_0 KV cache needs heads of a multiple of 32 values");
     const int64_t n_tokens = batch.n_tokens();
     rope(q, n_tokens, p.n_head, p.head_dim, batch.positions, p.rope);
     rope(k, n_tokens, p.n_head_kv, p.head_dim, batch.positions, p.rope);
     const int64_t kv_dim = cache_.slot_values();
     const int64_t q_dim = int64_t{p.n_head} * p.head_dim;
-    uint16_t* k_cache = cache_.k[static_cast<size_t>(p.layer)].get();
-    uint16_t* v_cache = cache_.v[static_cast<size_t>(p.layer)].get();
+    const bool q8 = cache_.type == KvType::Q8_0;
+    uint8_t* k_bytes = cache_.k[static_cast<size_t>(p.layer)].get();
+    uint8_t* v_bytes = cache_.v[static_cast<size_t>(p.layer)].get();
+    auto* k_cache = reinterpret_cast<uint16_t*>(k_bytes);
+    auto* v_cache = reinterpret_cast<uint16_t*>(v_bytes);
+    const int64_t slot_bytes = cache_.slot_bytes(), row_bytes = cache_.row_bytes();
 
     // This step's keys and values go into their slots first: rows of a
     // prefill chunk attend to each other through the cache.
     for (int64_t r = 0; r < n_tokens; ++r) {
         const int64_t slot = batch.slot_mapping[static_cast<size_t>(r)];
+        if (q8) {  // heads are whole Q8_0 blocks: the slot's row quantizes as one
+            vec::quantize_q8_0(k + r * kv_dim, k_bytes + slot * slot_bytes, kv_dim);
+            vec::quantize_q8_0(v + r * kv_dim, v_bytes + slot * slot_bytes, kv_dim);
+            continue;
+        }
         vec::to_f16(k + r * kv_dim, k_cache + slot * kv_dim, kv_dim);
         vec::to_f16(v + r * kv_dim, v_cache + slot * kv_dim, kv_dim);
     }
@@ -45,6 +58,10 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
     for (auto& buf : q_scratch_)
         if (buf.size() < static_cast<size_t>(vec::kMaxQueries * p.head_dim))
             buf.resize(static_cast<size_t>(vec::kMaxQueries * p.head_dim));
+    if (q8)
+        for (auto& buf : q8_scratch_)
+            if (buf.size() < static_cast<size_t>(vec::kMaxQueries * row_bytes))
+                buf.resize(static_cast<size_t>(vec::kMaxQueries * row_bytes));
     const int64_t block = cache_.block_size;
     const int64_t stride = static_cast<int64_t>(scores_[0].size()) / vec::kMaxQueries;
     auto attend = [&](int64_t task, int thread) {
@@ -52,7 +69,8 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
         const int head = static_cast<int>(task % p.n_head);
         const int64_t kv_offset = int64_t{head / group} * p.head_dim;
         const BatchSequence& seq = batch.sequences[static_cast<size_t>(qb.sequence)];
-        const float* q_rows[vec::kMaxQueries];
+        const float* q_rows[vec::kMaxQueries] = {};
+        const uint8_t* q8_rows[vec::kMaxQueries] = {};
         float* o_rows[vec::kMaxQueries];
         float* scores[vec::kMaxQueries];
         int64_t first[vec::kMaxQueries], last[vec::kMaxQueries];
@@ -64,10 +82,16 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
             // llama.cpp's F16-cache attention does (its matmuls with an F16
             // operand convert the other one): the same rounding keeps the two
             // engines' logits within their own batch-to-batch noise.
-            float* q_half = q_scratch_[static_cast<size_t>(thread)].data() + int64_t{i} * p.head_dim;
             const float* q_row = q + row * q_dim + int64_t{head} * p.head_dim;
-            vec::round_to_f16(q_row, q_half, p.head_dim);
-            q_rows[i] = q_half;
+            if (q8) {  // llama.cpp's CPU path: the query in the keys' dot type
+                uint8_t* q_blocks = q8_scratch_[static_cast<size_t>(thread)].data() + int64_t{i} * row_bytes;
+                vec::quantize_q8_0(q_row, q_blocks, p.head_dim);
+                q8_rows[i] = q_blocks;
+            } else {
+                float* q_half = q_scratch_[static_cast<size_t>(thread)].data() + int64_t{i} * p.head_dim;
+                vec::round_to_f16(q_row, q_half, p.head_dim);
+                q_rows[i] = q_half;
+            }
             o_rows[i] = out + row * q_dim + int64_t{head} * p.head_dim;
             scores[i] = scores_[static_cast<size_t>(thread)].data() + i * stride;
         }
@@ -77,18 +101,25 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
             return int64_t{seq.block_table[static_cast<size_t>(j / block)]} * block + j % block;
         };
 
-        // Keys go in runs that stay inside one KV block (consecutive slots).
+        // Keys go in runs that stay inside one KV block (consecutive slots);
+        // fn gets the run's first slot.
         auto for_each_run = [&](auto&& fn) {
             for (int64_t j = k_first; j <= k_last;) {
                 const int64_t run = std::min(k_last + 1, (j / block + 1) * block) - j;
-                fn(j, run, slot_of(j) * kv_dim + kv_offset);
+                fn(j, run, slot_of(j));
                 j += run;
             }
         };
-        for_each_run([&](int64_t j, int64_t run, int64_t offset) {
+        const int64_t kv_head = head / group;
+        for_each_run([&](int64_t j, int64_t run, int64_t slot) {
             float* out_rows[vec::kMaxQueries];
             for (int i = 0; i < qb.n_rows; ++i) out_rows[i] = scores[i] + (j - k_first);
-            vec::scores_f16_multi(q_rows, qb.n_rows, k_cache + offset, kv_dim, run, p.head_dim, p.scale, out_rows);
+            if (q8)
+                vec::scores_q8_0_multi(q8_rows, qb.n_rows, k_bytes + slot * slot_bytes + kv_head * row_bytes,
+                                       slot_bytes, run, p.head_dim, p.scale, out_rows);
+            else
+                vec::scores_f16_multi(q_rows, qb.n_rows, k_cache + slot * kv_dim + kv_offset, kv_dim, run,
+                                      p.head_dim, p.scale, out_rows);
         });
         for (int i = 0; i < qb.n_rows; ++i) {
             // Softmax over this row's own keys; the block's other keys get weight 0.
@@ -99,15 +130,20 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
             const float max_score = *std::max_element(s + a, s + b);
             const float inv_sum = 1.0f / vec::exp_sum(s + a, b - a, max_score);
             for (int64_t j = a; j < b; ++j) s[j] *= inv_sum;
-            vec::round_to_f16(s + a, s + a, b - a);
+            if (!q8) vec::round_to_f16(s + a, s + a, b - a);
             std::fill(s, s + a, 0.0f);
             std::fill(s + b, s + (k_last - k_first + 1), 0.0f);
             std::memset(o_rows[i], 0, sizeof(float) * static_cast<size_t>(p.head_dim));
         }
-        for_each_run([&](int64_t j, int64_t run, int64_t offset) {
+        for_each_run([&](int64_t j, int64_t run, int64_t slot) {
             const float* weights[vec::kMaxQueries];
             for (int i = 0; i < qb.n_rows; ++i) weights[i] = scores[i] + (j - k_first);
-            vec::weighted_sum_f16_multi(o_rows, weights, qb.n_rows, v_cache + offset, kv_dim, run, p.head_dim);
+            if (q8)
+                vec::weighted_sum_q8_0_multi(o_rows, weights, qb.n_rows, v_bytes + slot * slot_bytes + kv_head * row_bytes,
+                                             slot_bytes, run, p.head_dim);
+            else
+                vec::weighted_sum_f16_multi(o_rows, weights, qb.n_rows, v_cache + slot * kv_dim + kv_offset, kv_dim,
+                                            run, p.head_dim);
         });
     };
     pool_.parallel_for(static_cast<int64_t>(query_blocks_.size()) * p.n_head, attend);

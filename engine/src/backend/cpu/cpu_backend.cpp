@@ -18,10 +18,10 @@ namespace {
 class CpuBackend final : public Backend {
 public:
     CpuBackend(std::unique_ptr<model::Architecture> arch, uint32_t block_size, uint32_t n_blocks,
-               uint32_t max_context, int n_threads, bool f32_activations)
+               uint32_t max_context, int n_threads, bool f32_activations, KvType kv_type)
         : arch_(std::move(arch)), max_context_(max_context) {
         const model::KvShape kv = arch_->kv_shape();
-        cache_.allocate(kv.n_layer, kv.n_head_kv, kv.head_dim, block_size, n_blocks);
+        cache_.allocate(kv.n_layer, kv.n_head_kv, kv.head_dim, block_size, n_blocks, kv_type);
         ops_ = std::make_unique<cpu::CpuOps>(n_threads, cache_, max_context, f32_activations);
     }
 
@@ -31,13 +31,14 @@ public:
     }
 
     Status copy_blocks(std::span<const BlockCopy> copies) override {
-        const size_t block_values = size_t{cache_.block_size} * static_cast<size_t>(cache_.slot_values());
+        // A block's bytes in the cache's type (F16 values or Q8_0 blocks, scales included).
+        const size_t block_bytes = size_t{cache_.block_size} * static_cast<size_t>(cache_.slot_bytes());
         FOLIO_RETURN_IF_ERROR(model::check_block_copies(copies, cache_.n_blocks));
         for (const BlockCopy& c : copies) {
             for (int layer = 0; layer < cache_.n_layer; ++layer)
                 for (auto* kv : {cache_.k[static_cast<size_t>(layer)].get(), cache_.v[static_cast<size_t>(layer)].get()})
-                    std::copy_n(kv + static_cast<size_t>(c.src) * block_values, block_values,
-                                kv + static_cast<size_t>(c.dst) * block_values);
+                    std::copy_n(kv + static_cast<size_t>(c.src) * block_bytes, block_bytes,
+                                kv + static_cast<size_t>(c.dst) * block_bytes);
         }
         return {};
     }
@@ -48,10 +49,12 @@ public:
     uint32_t max_context() const override { return max_context_; }
     uint64_t kv_cache_bytes() const override { return cache_.bytes(); }
     uint64_t kv_bytes_per_block() const override { return cache_.n_blocks ? cache_.bytes() / cache_.n_blocks : 0; }
+    KvType kv_type() const override { return cache_.type; }
     int n_threads() const override { return ops_->pool().size(); }
     std::string name() const override {
         return std::string("cpu (") + cpu::isa_name(cpu::best_isa()) + ", " + std::to_string(n_threads()) +
-               " threads" + (ops_->f32_activations() ? ", F32 activations)" : ")");
+               " threads" + (ops_->f32_activations() ? ", F32 activations" : "") +
+               (cache_.type == KvType::Q8_0 ? ", Q8_0 KV)" : ")");
     }
 
 private:
@@ -100,11 +103,16 @@ Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& mode
         if (available == 0) return make_error("cannot tell how much memory is available; give a KV budget in bytes");
         budget = static_cast<uint64_t>(static_cast<double>(available) * options.kv_memory_fraction);
     }
+    const model::KvShape kv = (*arch)->kv_shape();
+    if (!kv_type_fits(options.kv_type, static_cast<uint64_t>(kv.head_dim)))
+        return make_error("--kv-type q8_0 stores heads in blocks of 32 values; model '" + model.name +
+                          "' has heads of " + std::to_string(kv.head_dim) + " (use --kv-type f16)");
     if (n_blocks == 0 && budget > 0) {
-        // K and V, F16, every layer.
-        const model::KvShape kv = (*arch)->kv_shape();
-        const uint64_t per_block = 2ull * 2 * static_cast<uint64_t>(kv.n_layer) * static_cast<uint64_t>(kv.n_head_kv) *
-                                   static_cast<uint64_t>(kv.head_dim) * options.block_size;
+        // K and V, every layer, in the cache's type.
+        const uint64_t per_block = 2ull * static_cast<uint64_t>(kv.n_layer) *
+                                   kv_type_bytes(options.kv_type, static_cast<uint64_t>(kv.n_head_kv) *
+                                                                      static_cast<uint64_t>(kv.head_dim)) *
+                                   options.block_size;
         const uint64_t blocks = budget / per_block;
         if (blocks == 0)
             return make_error("a KV budget of " + std::to_string(budget) +
@@ -114,7 +122,7 @@ Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& mode
     if (n_blocks == 0) n_blocks = (max_context + options.block_size - 1) / options.block_size;
     return std::unique_ptr<Backend>(
         std::make_unique<CpuBackend>(std::move(*arch), options.block_size, n_blocks, max_context, options.n_threads,
-                                     options.f32_activations));
+                                     options.f32_activations, options.kv_type));
 }
 
 }  // namespace folio

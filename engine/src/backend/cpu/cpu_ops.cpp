@@ -10,31 +10,32 @@
 
 namespace folio::cpu {
 
-void KvCache::allocate(int layers, int heads_kv, int dim, uint32_t block, uint32_t blocks) {
+void KvCache::allocate(int layers, int heads_kv, int dim, uint32_t block, uint32_t blocks, KvType kv_type) {
     n_layer = layers;
     n_head_kv = heads_kv;
     head_dim = dim;
     block_size = block;
     n_blocks = blocks;
-    const size_t values = static_cast<size_t>(blocks) * block * static_cast<size_t>(slot_values());
+    type = kv_type;
+    const size_t layer_bytes = static_cast<size_t>(blocks) * block * static_cast<size_t>(slot_bytes());
     k.clear();
     v.clear();
     for (int l = 0; l < layers; ++l) {
         // new T[] leaves the pages untouched: they become resident when written.
-        k.emplace_back(new uint16_t[values]);
-        v.emplace_back(new uint16_t[values]);
+        k.emplace_back(new uint8_t[layer_bytes]);
+        v.emplace_back(new uint8_t[layer_bytes]);
     }
 }
 
 uint64_t KvCache::bytes() const {
-    return uint64_t{2} * static_cast<uint64_t>(n_layer) * n_blocks * block_size * static_cast<uint64_t>(slot_values()) *
-           sizeof(uint16_t);
+    return uint64_t{2} * static_cast<uint64_t>(n_layer) * n_blocks * block_size * static_cast<uint64_t>(slot_bytes());
 }
 
 CpuOps::CpuOps(int n_threads, KvCache& cache, uint32_t max_context, bool f32_activations)
     : pool_(n_threads), cache_(cache), f32_activations_(f32_activations) {
     scores_.resize(static_cast<size_t>(pool_.size()));
     q_scratch_.resize(static_cast<size_t>(pool_.size()));
+    q8_scratch_.resize(static_cast<size_t>(pool_.size()));
     for (auto& s : scores_) s.resize(static_cast<size_t>(vec::kMaxQueries) * max_context);
 }
 

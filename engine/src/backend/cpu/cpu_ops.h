@@ -1,6 +1,6 @@
 // The CPU implementation of the forward-pass operations: matmul on the
 // stored weight blocks (cpu/matmul.h), vectorized row operations
-// (backend/cpu/vec.h), and paged attention over an F16 KV cache, all spread
+// (backend/cpu/vec.h), and paged attention over an F16 or Q8_0 KV cache, all spread
 // over one thread pool.
 #pragma once
 
@@ -10,25 +10,30 @@
 
 #include "cpu/scratch_buffer.h"
 #include "cpu/thread_pool.h"
+#include "folio/kv_type.h"
 #include "folio/sampling.h"
 #include "model/moe.h"
 #include "model/ops.h"
 
 namespace folio::cpu {
 
-// K and V of every layer in blocks: [n_blocks][block_size][n_head_kv][head_dim]
-// IEEE half values per layer. Memory is reserved, not touched, up front, so
-// only the blocks a sequence writes become resident.
+// K and V of every layer in blocks: [n_blocks][block_size][n_head_kv] head
+// rows per layer, a row head_dim IEEE half values (F16) or head_dim / 32
+// GGML Q8_0 blocks (folio/kv_type.h). Memory is reserved, not touched, up
+// front, so only the blocks a sequence writes become resident.
 struct KvCache {
     int n_layer = 0;
     int n_head_kv = 0;
     int head_dim = 0;
     uint32_t block_size = 0;
     uint32_t n_blocks = 0;
-    std::vector<std::unique_ptr<uint16_t[]>> k, v;  // per layer
+    KvType type = KvType::F16;
+    std::vector<std::unique_ptr<uint8_t[]>> k, v;  // per layer
 
-    void allocate(int layers, int heads_kv, int dim, uint32_t block, uint32_t blocks);
+    void allocate(int layers, int heads_kv, int dim, uint32_t block, uint32_t blocks, KvType kv_type = KvType::F16);
     int64_t slot_values() const { return int64_t{n_head_kv} * head_dim; }  // values per token slot
+    int64_t row_bytes() const { return static_cast<int64_t>(kv_type_bytes(type, static_cast<uint64_t>(head_dim))); }
+    int64_t slot_bytes() const { return int64_t{n_head_kv} * row_bytes(); }
     uint64_t bytes() const;
 };
 
@@ -95,6 +100,7 @@ private:
     const std::vector<int32_t>* row_sequence_ = nullptr;
     std::vector<std::vector<float>> scores_;  // per thread: a query block's attention scores
     std::vector<std::vector<float>> q_scratch_;  // per thread: a query block rounded to half
+    std::vector<std::vector<uint8_t>> q8_scratch_;  // per thread: a query block as Q8_0 (a Q8_0 cache's)
     std::vector<float> rope_table_;
     std::vector<sampling_detail::Candidate> top_;  // one row's top-k
     std::vector<float> buffers_[static_cast<size_t>(model::Buffer::Count)];

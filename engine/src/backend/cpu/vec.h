@@ -1,6 +1,6 @@
 // Row-level vector primitives of the CPU forward pass (everything but the
-// matmul): RMSNorm, the GLU activations, softmax pieces and the F16 K/V
-// rows of the attention. AVX2/FMA/F16C bodies chosen at run time
+// matmul): RMSNorm, the GLU activations, softmax pieces and the F16 or
+// Q8_0 K/V rows of the attention. AVX2/FMA/F16C bodies chosen at run time
 // (cpu::best_isa()), with a portable scalar fallback.
 #pragma once
 
@@ -36,5 +36,23 @@ void weighted_sum_f16_multi(float* const* y, const float* const* s, int n_q, con
 void round_to_f16(const float* x, float* out, int64_t n);
 // Rounds a float row to IEEE half.
 void to_f16(const float* x, uint16_t* out, int64_t n);
+
+// Q8_0 K/V rows (backend/cpu/vec_q8_0.cpp): GGML block_q8_0, 34 bytes per 32
+// values (fp16 d, 32 int8 q, x = d * q); n is a multiple of 32.
+// x as Q8_0 with GGML's reference rounding (quantize_row_q8_0_ref):
+// d = amax / 127, q = roundf(x / d).
+void quantize_q8_0(const float* x, uint8_t* out, int64_t n);
+// out = d * q (exact in float).
+void dequantize_q8_0(const uint8_t* x, float* out, int64_t n);
+// Scores of Q8_0 queries against Q8_0 keys, as llama.cpp's CPU attention
+// takes them (the query quantized to the key's dot type): per block b an
+// integer dot sumi_b, then out[i][j] = scale * Σ_b sumi_b * (d_q,b * d_k,b),
+// summed over b in order in float.
+void scores_q8_0_multi(const uint8_t* const* q, int n_q, const uint8_t* k, int64_t k_stride, int64_t n_keys,
+                       int64_t n, float scale, float* const* out);
+// y[i][d] = fma(s[i][j], d_j * q_j[d], y[i][d])  for j = 0 .. n_keys-1 in order: the
+// values dequantized on the fly into the weighted sum.
+void weighted_sum_q8_0_multi(float* const* y, const float* const* s, int n_q, const uint8_t* x, int64_t x_stride,
+                             int64_t n_keys, int64_t n);
 
 }  // namespace folio::cpu::vec
