@@ -495,7 +495,7 @@ private slots:
             if (folio_test::models_required()) QFAIL("test model missing: run scripts/setup.sh");
             QSKIP("needs the SmolLM2 GGUF's vocabulary");
         }
-        for (const char* family : {"llama31", "qwen3", "gemma2"}) {
+        for (const char* family : {"llama31", "qwen3", "gemma2", "phi3"}) {
             const std::string gguf = (dir_ / (std::string(family) + ".gguf")).string();
             const std::string config = (dir_ / (std::string(family) + ".json")).string();
             std::string output;
@@ -540,6 +540,12 @@ private slots:
                          ("factor " + std::to_string(i) + ": config.json " + std::to_string(h.rope_freq_factors[i]) +
                           ", GGUF " + std::to_string(g.rope_freq_factors[i]))
                              .c_str());
+            // Phi-3's LongRoPE: both sets, the original context and the attention factor.
+            QCOMPARE(g.rope_factors_long.empty(), std::string(family) != "phi3");
+            QVERIFY(h.rope_factors_long == g.rope_factors_long);
+            QVERIFY(h.rope_factors_short == g.rope_factors_short);
+            QCOMPARE(h.rope_orig_context, g.rope_orig_context);
+            QCOMPARE(h.rope_attn_factor, g.rope_attn_factor);
             QVERIFY(h.rope_style == folio::RopeStyle::SplitHalf);
             QVERIFY(g.rope_style == (std::string(family) == "llama31" ? folio::RopeStyle::Interleaved
                                                                      : folio::RopeStyle::SplitHalf));

@@ -28,6 +28,7 @@ constexpr KnownType kKnownTypes[] = {
     {"qwen3", "qwen3", false, 10000.0f},
     {"gemma2", "gemma2", true, 10000.0f},
     {"gemma3_text", "gemma3", true, 1000000.0f},
+    {"phi3", "phi3", false, 10000.0f},
 };
 
 class ConfigReader {
@@ -180,6 +181,71 @@ Result<uint32_t> sliding_window_pattern(const ConfigReader& reader, uint32_t n_l
     return period;
 }
 
+// Phi-3: rope_scaling (transformers 5: rope_parameters) of type "longrope"
+// (its old name: "su") holds long_factor and short_factor, one divisor per
+// rotated pair; original_max_position_embeddings sits in it or at the top
+// level. The attention factor is convert_hf_to_gguf's, sqrt(1 + ln(s) /
+// ln(original)) for s = max_position_embeddings / original > 1, else 1. Other
+// rope types go to read_rope. Its sliding_window is not kept (llama.cpp runs
+// phi3 without one), and partial rotary embeddings (Phi-4-mini) are refused.
+Status read_phi3_rope(const ConfigReader& reader, HParams& hp) {
+    if (const json* partial = reader.find("partial_rotary_factor");
+        partial && !(partial->is_number() && partial->get<double>() == 1.0))
+        return make_error(reader.source() + ": partial_rotary_factor " + describe_json(*partial) +
+                          ": Folio rotates whole heads (partial rotary embeddings are not supported)");
+    RopeConfig rope{hp.rope_freq_base, hp.rope_scale_linear};
+    uint32_t original = 0;
+    if (reader.find("original_max_position_embeddings")) {
+        Result<uint32_t> v = reader.count("original_max_position_embeddings");
+        if (!v) return v.error();
+        original = *v;
+    }
+    for (const char* key : {"rope_scaling", "rope_parameters"}) {
+        const json* params = reader.find(key);
+        if (!params) continue;
+        std::string type;
+        for (const char* type_key : {"rope_type", "type"})
+            if (params->is_object() && params->contains(type_key) && params->at(type_key).is_string())
+                type = params->at(type_key).get<std::string>();
+        if (type != "longrope" && type != "su") {
+            Status r = read_rope(reader, *params, key, rope, false);
+            if (!r) return r;
+            continue;
+        }
+        Result<float> theta = reader.real(*params, "rope_theta", rope.theta);
+        if (!theta) return theta.error();
+        rope.theta = *theta;
+        for (auto [name, out] : {std::pair{"long_factor", &hp.rope_factors_long},
+                                 std::pair{"short_factor", &hp.rope_factors_short}}) {
+            const auto it = params->find(name);
+            if (it == params->end() || !it->is_array() || it->size() != hp.head_dim / 2)
+                return make_error(reader.source() + ": \"" + key + "\" (longrope) needs \"" + name + "\" with " +
+                                  std::to_string(hp.head_dim / 2) + " values (one per rotated pair)");
+            out->clear();
+            for (const json& v : *it) {
+                if (!v.is_number() || !(v.get<double>() > 0.0))
+                    return make_error(reader.source() + ": \"" + key + "\"." + name + " holds " + describe_json(v) +
+                                      "; factors must be positive numbers");
+                out->push_back(v.get<float>());
+            }
+        }
+        if (const auto it = params->find("original_max_position_embeddings"); it != params->end() && !it->is_null()) {
+            if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > INT32_MAX)
+                return make_error(reader.source() + ": \"" + key + "\".original_max_position_embeddings is not a positive count");
+            original = static_cast<uint32_t>(it->get<int64_t>());
+        }
+    }
+    hp.rope_freq_base = rope.theta;
+    hp.rope_scale_linear = rope.linear_scale;
+    hp.rope_orig_context = original ? original : hp.n_ctx_train;
+    if (!hp.rope_factors_long.empty()) {
+        if (!original) return make_error(reader.source() + ": longrope needs original_max_position_embeddings");
+        const double scale = double(hp.n_ctx_train) / double(original);
+        hp.rope_attn_factor = scale > 1.0 ? float(std::sqrt(1.0 + std::log(scale) / std::log(double(original)))) : 1.0f;
+    }
+    return {};
+}
+
 // Gemma 2: even layers slide (transformers 4 hard-codes the alternation, 5
 // writes layer_types); soft-capping at Gemma2Config's 50 / 30 when the keys
 // are absent, off when they are null.
@@ -273,7 +339,7 @@ Result<ModelConfig> parse_config(const std::string& json_text, const std::string
         if (!known)
             return make_error(source + ": model_type '" + config.model_type +
                               "' is not supported for Hugging Face folders (Folio maps llama, mistral, qwen2, qwen3, "
-                              "gemma2 and gemma3_text weights)");
+                              "gemma2, gemma3_text and phi3 weights)");
 
         HParams& hp = config.hparams;
         hp.architecture = known->architecture;
@@ -338,7 +404,7 @@ Result<ModelConfig> parse_config(const std::string& json_text, const std::string
             // llama3 factors are the llama graph's (llama.cpp reads rope_freqs for llama only).
             RopeConfig rope{hp.rope_freq_base, hp.rope_scale_linear};
             for (const char* key : {"rope_scaling", "rope_parameters"}) {
-                if (const json* params = reader.find(key)) {
+                if (const json* params = reader.find(key); params && hp.architecture != "phi3") {
                     Status r = read_rope(reader, *params, key, rope, hp.architecture == "llama");
                     if (!r) return r.error();
                 }
@@ -346,6 +412,10 @@ Result<ModelConfig> parse_config(const std::string& json_text, const std::string
             hp.rope_freq_base = rope.theta;
             hp.rope_scale_linear = rope.linear_scale;
             if (rope.llama3) hp.rope_freq_factors = llama3_rope_factors(rope, hp.head_dim);
+            if (hp.architecture == "phi3") {
+                Status s = read_phi3_rope(reader, hp);
+                if (!s) return s.error();
+            }
             if (hp.architecture == "gemma2") {
                 Status s = read_gemma2_extras(reader, hp);
                 if (!s) return s.error();

@@ -114,6 +114,12 @@ Status check_tensor_shapes(const ModelDescription& model) {
             expected[blk + "post_attention_norm.weight"] = {embd};
             expected[blk + "post_ffw_norm.weight"] = {embd};
         }
+        if (hp.architecture == "phi3") {  // fused: qkv_proj, gate_up_proj
+            for (const char* separate : {"attn_q.weight", "attn_k.weight", "attn_v.weight", "ffn_gate.weight"})
+                expected.erase(blk + separate);
+            expected[blk + "attn_qkv.weight"] = {embd, q_out + 2 * kv_out};
+            expected[blk + "ffn_up.weight"] = {embd, 2 * ff};
+        }
     }
     // Optional tensors: their shape is checked when present.
     std::map<std::string, std::vector<int64_t>> optional;

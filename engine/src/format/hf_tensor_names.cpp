@@ -46,6 +46,13 @@ constexpr NamePair kGemma3LayerNames[] = {
     {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
 };
 
+// Phi-3: Q, K and V in one matrix, gate and up in another (gate's rows first),
+// as GGUF keeps them.
+constexpr NamePair kPhi3LayerNames[] = {
+    {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
+    {"mlp.gate_up_proj.weight", "ffn_up.weight"},
+};
+
 constexpr NamePair kModelNames[] = {
     {"model.embed_tokens.weight", "token_embd.weight"},
     {"model.norm.weight", "output_norm.weight"},
@@ -82,6 +89,7 @@ std::optional<std::string> gguf_tensor_name(std::string_view hf_name, std::strin
     const bool gemma = architecture == "gemma3" || architecture == "gemma2";  // Gemma 2: the same names, no Q/K norms
     if (!suffix) suffix = gemma ? lookup(kGemma3LayerNames, rest) : lookup(kPreNormLayerNames, rest);
     if (!suffix && architecture == "qwen3") suffix = lookup(kQkNormLayerNames, rest);
+    if (!suffix && architecture == "phi3") suffix = lookup(kPhi3LayerNames, rest);
     if (!suffix) return std::nullopt;
     return "blk." + std::string(index) + "." + std::string(*suffix);
 }
