@@ -94,6 +94,7 @@ void EngineHost::load(const QString& path, const EngineSettings& settings) {
     options.n_threads = settings.threads;
     options.block_size = settings.block_size;
     options.kv_budget_bytes = settings.kv_budget_mib << 20;
+    options.kv_type = folio::parse_kv_type(settings.kv_type.toStdString()).value_or(folio::KvType::F16);
     options.max_context = settings.max_context;
     // The backend refers to the description inside `fresh`, which never moves.
     auto backend = folio::create_backend(fresh->model, options);

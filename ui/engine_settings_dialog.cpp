@@ -4,6 +4,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QStandardItemModel>
 #include <QDialogButtonBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -63,8 +64,19 @@ EngineSettingsDialog::EngineSettingsDialog(const EngineSettings& s, const ModelS
     device_->setToolTip(gpus ? tr("CPU, or a CUDA GPU") : QString::fromStdString(folio::describe_cuda_devices()));
     const int current = device_->findData(s.device);
     if (current >= 0) device_->setCurrentIndex(current);
+    kv_type_ = new QComboBox(this);
+    kv_type_->setObjectName("kvType");
+    kv_type_->addItem(tr("F16"), "f16");
+    kv_type_->addItem(tr("Q8_0 (CPU, about half the memory)"), "q8_0");
+    kv_type_->setToolTip(tr("How the KV cache stores keys and values: half-precision values, or 8-bit blocks of 32 "
+                            "with a scale each (34 bytes per 32 values) that hold almost twice the tokens in the same "
+                            "budget. Q8_0 runs on the CPU backend."));
+    if (const int i = kv_type_->findData(s.kv_type); i >= 0) kv_type_->setCurrentIndex(i);
+    if (model.valid() && model.kv_bytes_per_token_q8_0 == 0)  // heads that are not whole blocks of 32
+        qobject_cast<QStandardItemModel*>(kv_type_->model())->item(1)->setEnabled(false);
     form->addRow(tr("KV block size"), block_size_);
     form->addRow(tr("KV cache budget"), kv_budget_);
+    form->addRow(tr("KV cache type"), kv_type_);
     form->addRow(tr("Context length"), max_context_);
     form->addRow(tr("Max sequences per step"), max_seqs_);
     form->addRow(tr("Max tokens per step"), max_batched_);
@@ -135,6 +147,7 @@ EngineSettingsDialog::EngineSettingsDialog(const EngineSettings& s, const ModelS
         max_batched_->setValue(static_cast<int>(d.max_num_batched_tokens));
         prefix_caching_->setChecked(d.prefix_caching);
         threads_->setValue(d.threads);
+        kv_type_->setCurrentIndex(kv_type_->findData(d.kv_type));
         spec_method_->setCurrentIndex(spec_method_->findData(d.spec_method));
         draft_max_->setValue(d.draft_max);
         draft_adaptive_->setChecked(d.draft_adaptive);
@@ -150,6 +163,7 @@ EngineSettingsDialog::EngineSettingsDialog(const EngineSettings& s, const ModelS
     updateSpeculation();
     for (QSpinBox* b : {block_size_, kv_budget_, max_context_})
         connect(b, &QSpinBox::valueChanged, this, &EngineSettingsDialog::updateEstimate);
+    connect(kv_type_, &QComboBox::currentIndexChanged, this, &EngineSettingsDialog::updateEstimate);
     updateEstimate();
 }
 
@@ -163,6 +177,7 @@ EngineSettings EngineSettingsDialog::settings() const {
     s.prefix_caching = prefix_caching_->isChecked();
     s.threads = threads_->value();
     s.device = device_->currentData().toString();
+    s.kv_type = kv_type_->currentData().toString();
     s.spec_method = spec_method_->currentData().toString();
     s.draft_model = draft_model_->text().trimmed();
     s.draft_max = draft_max_->value();
@@ -233,14 +248,14 @@ void EngineSettingsDialog::updateEstimate() {
 }
 
 QString EngineSettingsDialog::contextWarning() const {
-    if (!model_.valid() || model_.kv_bytes_per_token == 0) return {};
+    if (!model_.valid() || model_.kv_bytes_per_token_as(settings().kv_type) == 0) return {};
     const EngineSettings s = settings();
     const MemoryEstimate e = estimate_memory(model_, s);
     // The context the engine will run: the setting, capped at the model's trained context (as the backend does).
     uint64_t context = s.max_context;
     if (model_.n_ctx_train > 0) context = std::min<uint64_t>(context, model_.n_ctx_train);
     if (!e.known || e.kv_tokens >= context) return {};
-    const uint64_t block_bytes = model_.kv_bytes_per_token * s.block_size;
+    const uint64_t block_bytes = model_.kv_bytes_per_token_as(s.kv_type) * s.block_size;
     const uint64_t needed = (context + s.block_size - 1) / s.block_size * block_bytes;
     const uint64_t needed_mib = (needed + (uint64_t{1} << 20) - 1) >> 20;
     return tr("⚠ The KV cache budget holds %1 tokens, less than one full context (%2 tokens): a chat longer than that "

@@ -49,6 +49,7 @@ private:
     QCheckBox* prefix_caching_ = nullptr;
     QSpinBox* threads_ = nullptr;
     QComboBox* device_ = nullptr;
+    QComboBox* kv_type_ = nullptr;
     QComboBox* spec_method_ = nullptr;
     QLineEdit* draft_model_ = nullptr;
     QPushButton* draft_browse_ = nullptr;

@@ -1,3 +1,4 @@
+#include "folio/kv_type.h"
 #include "ui/model_summary.h"
 
 #include <QObject>
@@ -48,6 +49,8 @@ ModelSummary summarize_model(const folio::ModelDescription& model) {
     s.n_vocab = hp.n_vocab;
     s.weight_bytes = model.weight_bytes();
     s.kv_bytes_per_token = model.kv_bytes_per_token(2);
+    if (folio::kv_type_fits(folio::KvType::Q8_0, hp.head_dim))
+        s.kv_bytes_per_token_q8_0 = folio::kv_bytes_per_token(model, folio::KvType::Q8_0);
 
     std::map<QString, TensorTypeShare> mix;
     for (const folio::TensorView& t : model.tensors) {
@@ -78,7 +81,7 @@ MemoryEstimate estimate_memory(const ModelSummary& model, const EngineSettings& 
     MemoryEstimate e;
     e.weight_bytes = model.weight_bytes;
     e.available_bytes = available_memory_bytes();
-    const uint64_t per_block = model.kv_bytes_per_token * settings.block_size;
+    const uint64_t per_block = model.kv_bytes_per_token_as(settings.kv_type) * settings.block_size;
     e.known = per_block > 0;
     if (e.known) {
         const uint64_t blocks = (settings.kv_budget_mib << 20) / per_block;

@@ -1,3 +1,4 @@
+#include "folio/kv_type.h"
 #include "ui/studio_types.h"
 
 #include "folio/spec.h"
@@ -18,6 +19,7 @@ void EngineSettings::save(QSettings& settings) const {
     settings.setValue("prefix_caching", prefix_caching);
     settings.setValue("threads", threads);
     settings.setValue("device", device);
+    settings.setValue("kv_type", kv_type);
     settings.setValue("spec_method", spec_method);
     settings.setValue("draft_model", draft_model);
     settings.setValue("draft_max", draft_max);
@@ -36,6 +38,7 @@ EngineSettings EngineSettings::load(QSettings& settings) {
     s.prefix_caching = settings.value("prefix_caching", s.prefix_caching).toBool();
     s.threads = settings.value("threads", s.threads).toInt();
     s.device = settings.value("device", s.device).toString();
+    s.kv_type = settings.value("kv_type", s.kv_type).toString();
     s.spec_method = settings.value("spec_method", s.spec_method).toString();
     s.draft_model = settings.value("draft_model", s.draft_model).toString();
     s.draft_max = settings.value("draft_max", s.draft_max).toInt();
@@ -44,6 +47,7 @@ EngineSettings EngineSettings::load(QSettings& settings) {
     // Values a hand-edited file could break the engine with fall back to defaults.
     const EngineSettings d;
     if (s.block_size == 0 || s.block_size > 1024) s.block_size = d.block_size;
+    if (!folio::parse_kv_type(s.kv_type.toStdString())) s.kv_type = d.kv_type;
     if (s.kv_budget_mib == 0) s.kv_budget_mib = d.kv_budget_mib;
     if (s.max_context < 64) s.max_context = d.max_context;
     if (s.max_num_seqs == 0) s.max_num_seqs = d.max_num_seqs;

@@ -86,68 +86,94 @@ int run_bench(int argc, char** argv) {
     // load line then names a context a user would choose, not the test's own 514 tokens.
     int64_t default_context = 4096;
     while (default_context < context) default_context *= 2;
-    auto loaded = load_for_inference(*args, static_cast<uint32_t>(std::min<int64_t>(default_context, 1 << 24)));
-    if (!loaded) return fail("bench", loaded.error().message);
-    LoadedModel& m = **loaded;
-    if (context > m.backend->max_context())
-        return fail("bench", "the test needs a context of " + std::to_string(context) + " tokens; the model allows " +
-                                 std::to_string(m.backend->max_context()));
-    EngineConfig config;
-    config.scheduler.max_num_batched_tokens = static_cast<uint32_t>(std::max<int64_t>(*n_prompt, 1));
-    config.enable_prefix_caching = false;
-    auto engine = Engine::start(m.model, m.tokenizer, *m.backend, config);
-    if (!engine) return fail("bench", engine.error().message);
-    m.engine = std::move(*engine);
-
-    std::mt19937 rng(1234);
-    std::uniform_int_distribution<int32_t> any_token(0, m.backend->n_vocab() - 1);
-    const int32_t bos = m.tokenizer.bos_id() >= 0 && m.tokenizer.add_bos() ? m.tokenizer.bos_id() : -1;
-    auto run = [&](std::vector<int32_t> prompt, int32_t max_tokens) -> Result<RequestTimings> {
-        GenerationRequest r;
-        r.prompt_tokens = std::move(prompt);
-        r.sampling.temperature = 0;
-        r.max_tokens = max_tokens;
-        r.ignore_eos = true;
-        const Completion c = complete(*m.engine, std::move(r), /*stream=*/false);
-        if (c.last.reason == FinishReason::Error) return make_error(c.last.error);
-        return c.last.timings;
+    // --kv-type f16,q8_0: each KV type in turn, one model load each, the rows side by side.
+    auto kv_types = read_kv_types(*args, /*list=*/true);
+    if (!kv_types) return fail("bench", kv_types.error().message);
+    struct Row {
+        KvType kv_type = KvType::F16;
+        uint64_t kv_bytes_per_token = 0;
+        std::string model, backend;
+        int threads = 0;
+        Throughput pp, tg;
     };
+    std::vector<Row> rows;
+    for (const KvType kv_type : *kv_types) {
+        auto loaded = load_for_inference(*args, static_cast<uint32_t>(std::min<int64_t>(default_context, 1 << 24)), 1, kv_type);
+        if (!loaded) return fail("bench", loaded.error().message);
+        LoadedModel& m = **loaded;
+        if (context > m.backend->max_context())
+            return fail("bench", "the test needs a context of " + std::to_string(context) + " tokens; the model allows " +
+                                     std::to_string(m.backend->max_context()));
+        EngineConfig config;
+        config.scheduler.max_num_batched_tokens = static_cast<uint32_t>(std::max<int64_t>(*n_prompt, 1));
+        config.enable_prefix_caching = false;
+        auto engine = Engine::start(m.model, m.tokenizer, *m.backend, config);
+        if (!engine) return fail("bench", engine.error().message);
+        m.engine = std::move(*engine);
 
-    std::vector<double> pp_seconds, tg_seconds;
-    auto random_prompt = [&](int64_t n) {
-        std::vector<int32_t> prompt(static_cast<size_t>(std::max<int64_t>(n, 1)));
-        for (auto& t : prompt) t = any_token(rng);
-        if (bos >= 0) prompt[0] = bos;
-        return prompt;
-    };
-    for (int64_t rep = 0; rep <= *reps && *n_prompt > 0; ++rep) {
-        auto t = run(random_prompt(*n_prompt), 1);
-        if (!t) return fail("bench", t.error().message);
-        if (rep > 0) pp_seconds.push_back(t->ttft_s - t->queue_s);  // rep 0 warms up
+        std::mt19937 rng(1234);
+        std::uniform_int_distribution<int32_t> any_token(0, m.backend->n_vocab() - 1);
+        const int32_t bos = m.tokenizer.bos_id() >= 0 && m.tokenizer.add_bos() ? m.tokenizer.bos_id() : -1;
+        auto run = [&](std::vector<int32_t> prompt, int32_t max_tokens) -> Result<RequestTimings> {
+            GenerationRequest r;
+            r.prompt_tokens = std::move(prompt);
+            r.sampling.temperature = 0;
+            r.max_tokens = max_tokens;
+            r.ignore_eos = true;
+            const Completion c = complete(*m.engine, std::move(r), /*stream=*/false);
+            if (c.last.reason == FinishReason::Error) return make_error(c.last.error);
+            return c.last.timings;
+        };
+
+        std::vector<double> pp_seconds, tg_seconds;
+        auto random_prompt = [&](int64_t n) {
+            std::vector<int32_t> prompt(static_cast<size_t>(std::max<int64_t>(n, 1)));
+            for (auto& t : prompt) t = any_token(rng);
+            if (bos >= 0) prompt[0] = bos;
+            return prompt;
+        };
+        for (int64_t rep = 0; rep <= *reps && *n_prompt > 0; ++rep) {
+            auto t = run(random_prompt(*n_prompt), 1);
+            if (!t) return fail("bench", t.error().message);
+            if (rep > 0) pp_seconds.push_back(t->ttft_s - t->queue_s);  // rep 0 warms up
+        }
+        for (int64_t rep = 0; rep <= *reps && *n_gen > 0; ++rep) {
+            auto t = run(random_prompt(*depth), static_cast<int32_t>(*n_gen) + 1);
+            if (!t) return fail("bench", t.error().message);
+            if (rep > 0) tg_seconds.push_back(t->e2e_s - t->ttft_s);
+        }
+        rows.push_back({kv_type, m.backend->kv_bytes_per_block() / m.backend->block_size(), m.model.name,
+                        m.backend->name(), m.backend->n_threads(), summarize(*n_prompt, pp_seconds),
+                        summarize(*n_gen, tg_seconds)});
     }
-    for (int64_t rep = 0; rep <= *reps && *n_gen > 0; ++rep) {
-        auto t = run(random_prompt(*depth), static_cast<int32_t>(*n_gen) + 1);
-        if (!t) return fail("bench", t.error().message);
-        if (rep > 0) tg_seconds.push_back(t->e2e_s - t->ttft_s);
-    }
-    const Throughput pp = summarize(*n_prompt, pp_seconds), tg = summarize(*n_gen, tg_seconds);
-    const int threads = m.backend->n_threads();
+    const bool kv_column = kv_types->size() > 1 || args->has("--kv-type");
     if (args->has("--json")) {
-        std::printf("{\"model\": \"%s\", \"threads\": %d, \"backend\": \"%s\", "
-                    "\"pp\": {\"n_tokens\": %lld, \"mean_tps\": %.3f, \"sd_tps\": %.3f}, "
-                    "\"tg\": {\"n_tokens\": %lld, \"depth\": %lld, \"mean_tps\": %.3f, \"sd_tps\": %.3f}}\n",
-                    json_escape(*args->get("--model")).c_str(), threads, json_escape(m.backend->name()).c_str(),
-                    static_cast<long long>(pp.n_tokens), pp.mean, pp.sd, static_cast<long long>(tg.n_tokens),
-                    static_cast<long long>(*depth), tg.mean, tg.sd);
+        for (const Row& r : rows)
+            std::printf("{\"model\": \"%s\", \"threads\": %d, \"backend\": \"%s\", \"kv_type\": \"%s\", "
+                        "\"kv_bytes_per_token\": %llu, "
+                        "\"pp\": {\"n_tokens\": %lld, \"mean_tps\": %.3f, \"sd_tps\": %.3f}, "
+                        "\"tg\": {\"n_tokens\": %lld, \"depth\": %lld, \"mean_tps\": %.3f, \"sd_tps\": %.3f}}\n",
+                        json_escape(*args->get("--model")).c_str(), r.threads, json_escape(r.backend).c_str(),
+                        std::string(kv_type_name(r.kv_type)).c_str(), static_cast<unsigned long long>(r.kv_bytes_per_token),
+                        static_cast<long long>(r.pp.n_tokens), r.pp.mean, r.pp.sd, static_cast<long long>(r.tg.n_tokens),
+                        static_cast<long long>(*depth), r.tg.mean, r.tg.sd);
     } else {
-        std::printf("| model | threads | test | t/s |\n|---|---|---|---|\n");
-        if (*n_prompt > 0)
-            std::printf("| %s | %d | pp%lld | %.2f ± %.2f |\n", m.model.name.c_str(), threads,
-                        static_cast<long long>(pp.n_tokens), pp.mean, pp.sd);
-        if (*n_gen > 0)
-            std::printf("| %s | %d | tg%lld%s | %.2f ± %.2f |\n", m.model.name.c_str(), threads,
-                        static_cast<long long>(tg.n_tokens),
-                        *depth ? (" @ d" + std::to_string(*depth)).c_str() : "", tg.mean, tg.sd);
+        if (kv_column)
+            std::printf("| model | threads | kv type | KV/token | test | t/s |\n|---|---|---|---|---|---|\n");
+        else
+            std::printf("| model | threads | test | t/s |\n|---|---|---|---|\n");
+        for (const Row& r : rows) {
+            const std::string kv = kv_column ? std::string(kv_type_name(r.kv_type)) + " | " +
+                                                   std::to_string(r.kv_bytes_per_token) + " B | "
+                                             : std::string();
+            if (*n_prompt > 0)
+                std::printf("| %s | %d | %spp%lld | %.2f ± %.2f |\n", r.model.c_str(), r.threads, kv.c_str(),
+                            static_cast<long long>(r.pp.n_tokens), r.pp.mean, r.pp.sd);
+            if (*n_gen > 0)
+                std::printf("| %s | %d | %stg%lld%s | %.2f ± %.2f |\n", r.model.c_str(), r.threads, kv.c_str(),
+                            static_cast<long long>(r.tg.n_tokens),
+                            *depth ? (" @ d" + std::to_string(*depth)).c_str() : "", r.tg.mean, r.tg.sd);
+        }
     }
     return 0;
 }

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "folio/kv_type.h"
 #include "args.h"
 #include "commands.h"
 #include "folio/model.h"
@@ -118,6 +119,10 @@ nlohmann::json to_json(const ModelDescription& m, uint32_t ctx, bool with_tensor
                    {"context", ctx}, {"kv_bytes", kv_token * ctx}, {"total_bytes", m.weight_bytes() + kv_token * ctx}};
     // A mixture of experts keeps every expert in memory but reads only the chosen ones per token.
     j["memory"]["weights_read_per_token_bytes"] = m.active_weight_bytes();
+    // Each --kv-type's bytes per token (null where the heads do not fit the type's blocks).
+    for (const KvType type : {KvType::F16, KvType::Q8_0})
+        j["memory"]["kv_bytes_per_token_by_type"][std::string(kv_type_name(type))] =
+            kv_type_fits(type, m.hparams.head_dim) ? nlohmann::json(kv_bytes_per_token(m, type)) : nlohmann::json();
     if (with_tensors)
         for (const auto& tv : m.tensors)
             j["tensors"].push_back({{"name", tv.name}, {"type", std::string(traits(tv.type).name)},
@@ -158,6 +163,8 @@ void print_text(const nlohmann::json& j, const ModelDescription& m) {
                 human_bytes(mem["kv_bytes_per_token"].get<uint64_t>()).c_str(), mem["context"].get<uint32_t>(),
                 human_bytes(mem["kv_bytes"].get<uint64_t>()).c_str(),
                 human_bytes(mem["total_bytes"].get<uint64_t>()).c_str());
+    if (const auto& q8 = mem["kv_bytes_per_token_by_type"]["q8_0"]; !q8.is_null())
+        std::printf("  KV cache (Q8_0)          %s per token (--kv-type q8_0)\n", human_bytes(q8.get<uint64_t>()).c_str());
     if (m.hparams.n_expert > 0)
         std::printf("  weights read per token   %s (%u of %u experts)\n",
                     human_bytes(mem["weights_read_per_token_bytes"].get<uint64_t>()).c_str(), m.hparams.n_expert_used,

@@ -20,6 +20,8 @@ std::vector<FlagSpec> model_flags() {
         {"-m", "--model", "PATH", "GGUF file or Hugging Face folder"},
         {"-t", "--threads", "N", "CPU threads (default: physical cores)"},
         {"-c", "--ctx-size", "N", "context length in tokens (capped at the model's trained context)"},
+        {"", "--kv-type", "T", "KV cache storage: f16 (default) or q8_0 (CPU: 34 bytes per 32 values, about "
+                               "half of f16's; bench takes a list, f16,q8_0)"},
         {"", "--device", "DEV", "cpu, cuda or cuda:N (default cpu; cuda without a usable GPU falls back to cpu)"},
         {"", "--load-format", "F", "auto (a file or folder) or dummy: -m names a shape, weights are random"},
         {"", "--dummy-type", "T", "weight type of a dummy model: f16, bf16, f32, q4_0, q8_0, q4_k, ... (default f16)"},
@@ -134,8 +136,23 @@ std::string chosen_device(const Args& args) {
     return device;
 }
 
+Result<std::vector<KvType>> read_kv_types(const Args& args, bool list) {
+    const std::string text = args.get("--kv-type").value_or("f16");
+    std::vector<KvType> types;
+    for (size_t begin = 0; begin <= text.size();) {
+        const size_t end = std::min(text.find(',', begin), text.size());
+        const auto type = parse_kv_type(std::string_view(text).substr(begin, end - begin));
+        if (!type) return make_error("--kv-type wants f16 or q8_0" + std::string(list ? " (or a list: f16,q8_0)" : "") +
+                                     ", got '" + text + "'");
+        types.push_back(*type);
+        begin = end + 1;
+    }
+    if (!list && types.size() != 1) return make_error("--kv-type takes one type here, got '" + text + "'");
+    return types;
+}
+
 Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32_t default_context,
-                                                        uint32_t kv_sequences) {
+                                                        uint32_t kv_sequences, std::optional<KvType> kv_type) {
     auto path = args.get("--model");
     if (!path) return make_error("no model given (-m PATH)");
     auto threads = args.get_int("--threads", 0, 0, 1024);
@@ -151,6 +168,11 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     if (!swap_gib) return swap_gib.error();
     auto fraction = get_float(args, "--kv-fraction", 0.5f, 0.001f, 0.95f);
     if (!fraction) return fraction.error();
+    if (!kv_type) {
+        auto types = read_kv_types(args);
+        if (!types) return types.error();
+        kv_type = types->front();
+    }
 
     BackendOptions options;
     options.device = chosen_device(args);
@@ -162,6 +184,7 @@ Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32
     options.n_threads = static_cast<int>(*threads);
     options.cuda_graphs = !args.has("--no-cuda-graphs");
     options.f32_activations = args.has("--f32-activations");
+    options.kv_type = *kv_type;
     if (args.has("--swap-space")) {
         options.swap_space_bytes = static_cast<int64_t>(static_cast<double>(*swap_gib) * double(uint64_t{1} << 30));
     }

@@ -2,6 +2,8 @@
 // model onto the CPU backend with a tokenizer, and the sampling flags.
 #pragma once
 
+#include <optional>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,10 +40,14 @@ Result<ModelDescription> load_model(const Args& args, const std::string& path, b
 // the CPU, saying why on stderr.
 std::string chosen_device(const Args& args);
 
-// -m, -t, -c, --device, --block-size, --kv-budget from `args`; `default_context` when
+// -m, -t, -c, --device, --block-size, --kv-budget, --kv-type from `args`; `default_context` when
 // -c is absent. Without --kv-budget the KV cache holds `kv_sequences` full contexts.
+// `kv_type`, where given, replaces --kv-type (folio bench runs each of a list).
 Result<std::unique_ptr<LoadedModel>> load_for_inference(const Args& args, uint32_t default_context,
-                                                        uint32_t kv_sequences = 1);
+                                                        uint32_t kv_sequences = 1,
+                                                        std::optional<KvType> kv_type = std::nullopt);
+// --kv-type: one type, or with `list` a comma-separated list (f16 when absent).
+Result<std::vector<KvType>> read_kv_types(const Args& args, bool list = false);
 
 // -b, --max-seqs, --no-prefix-cache into an EngineConfig.
 Result<EngineConfig> read_engine_flags(const Args& args);
