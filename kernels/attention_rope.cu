@@ -28,14 +28,22 @@ __device__ __forceinline__ int64_t cache_index(int64_t slot, int head, int d, in
 // Pair i's angle, built by repeated multiplication in float, then divided by
 // the pair's factor and scaled, exactly as the CPU backend (and GGML) does, so
 // both round the same way (IEEE division: no fast-math reciprocal).
-__device__ __forceinline__ void rope_angle(int32_t position, float freq_scale, float theta_scale,
-                                           const float* freq_factors, int i, float& c, float& s) {
+// YaRN's blend (RopeParams::ext_factor) in the same float operations, none fused.
+__device__ __forceinline__ void rope_angle(int32_t position, float freq_scale, float theta_scale, const RopeParams& rope,
+                                           int i, float& c, float& s) {
     float theta = static_cast<float>(position);
     for (int j = 0; j < i; ++j) theta *= theta_scale;
-    if (freq_factors) theta = __fdiv_rn(theta, freq_factors[i]);
+    if (rope.freq_factors) theta = __fdiv_rn(theta, rope.freq_factors[i]);
+    const float extrapolated = theta;
     theta = __fmul_rn(theta, freq_scale);
-    c = cosf(theta);
-    s = sinf(theta);
+    if (rope.ext_factor != 0.0f) {
+        const float y = __fdiv_rn(__fsub_rn(static_cast<float>(i), rope.yarn_low),
+                                  fmaxf(0.001f, __fsub_rn(rope.yarn_high, rope.yarn_low)));
+        const float mix = __fmul_rn(__fsub_rn(1.0f, fminf(1.0f, fmaxf(0.0f, y))), rope.ext_factor);
+        theta = __fadd_rn(__fmul_rn(theta, __fsub_rn(1.0f, mix)), __fmul_rn(extrapolated, mix));
+    }
+    c = __fmul_rn(cosf(theta), rope.mscale);
+    s = __fmul_rn(sinf(theta), rope.mscale);
 }
 
 // Items of a row, in order: the query pairs (n_head * half), the key pairs
@@ -48,8 +56,7 @@ __device__ __forceinline__ void rope_angle(int32_t position, float freq_scale, f
 __global__ void __launch_bounds__(kRopeThreads)
     rope_store_kv_kernel(float* q, const float* k, const float* v, int n_head, int n_head_kv, int head_dim,
                          int block_size, __half* k_cache, __half* v_cache, const int32_t* positions,
-                         const int64_t* slot_mapping, float freq_scale, float theta_scale,
-                         const float* freq_factors, bool split_half) {
+                         const int64_t* slot_mapping, float freq_scale, float theta_scale, RopeParams rope) {
     __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2];
     detail::allow_later_grids();
     // The angles and the slot come from the step's batch, which no kernel writes: they are read
@@ -59,13 +66,13 @@ __global__ void __launch_bounds__(kRopeThreads)
     const int q_items = n_head * half, kv_items = n_head_kv * half;
     const int first = blockIdx.y * kRopeThreads, item = first + threadIdx.x;
     if (first < q_items + kv_items && static_cast<int>(threadIdx.x) < half)
-        rope_angle(positions[row], freq_scale, theta_scale, freq_factors, threadIdx.x, cos_s[threadIdx.x],
+        rope_angle(positions[row], freq_scale, theta_scale, rope, threadIdx.x, cos_s[threadIdx.x],
                    sin_s[threadIdx.x]);
     const int64_t slot = slot_mapping[row];
     __syncthreads();
     detail::wait_for_earlier_grids();
     if (item >= q_items + 2 * kv_items) return;
-    const int a_step = split_half ? 1 : 2, b_offset = split_half ? half : 1;
+    const int a_step = rope.split_half ? 1 : 2, b_offset = rope.split_half ? half : 1;
     if (item < q_items) {
         const int head = item / half, i = item % half;
         float* x = q + row * int64_t{n_head} * head_dim + head * head_dim;
@@ -110,7 +117,7 @@ cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, 
     return detail::launch_overlapped(detail::kPdlRope, rope_store_kv_kernel, grid, dim3(kRopeThreads), s, q, k, v,
                                      n_head, kv.n_head_kv, kv.head_dim, kv.block_size, static_cast<__half*>(kv.k),
                                      static_cast<__half*>(kv.v), b.positions, b.slot_mapping, freq_scale, theta_scale,
-                                     rope.freq_factors, rope.split_half);
+                                     rope);
 }
 
 }  // namespace folio::kernels

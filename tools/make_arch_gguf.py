@@ -20,6 +20,9 @@ Families:
            21 at 8; 4 heads of 64 on 64-wide embeddings)
   qwen3    `qwen3`: per-head Q/K RMSNorm weights, no biases, key_length 64 on
            64-wide embeddings (head_dim != n_embd / n_head, as in real Qwen3)
+  qwen3yarn  `qwen3` with YaRN (rope.scaling.type yarn, factor 4, original
+           context 256: the pairs below 10 blend extrapolation in, q.k scaled
+           by (1 + 0.1 ln 4)^2), other weights
 
   gemma2   `gemma2`: pre and post norms on both sub-blocks, GeGLU, even layers
            sliding over 16 tokens (so the prompts cross the window), attention
@@ -81,6 +84,7 @@ FAMILIES = {
     # arch, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, rope_theta, rms_eps, seed
     "llama31": ("llama", 64, 4, 4, 2, 64, 192, 500000.0, 1e-5, 31),
     "qwen3": ("qwen3", 64, 4, 4, 2, 64, 192, 1000000.0, 1e-6, 3),
+    "qwen3yarn": ("qwen3", 64, 4, 4, 2, 64, 192, 1000000.0, 1e-6, 37),
     "gemma2": ("gemma2", 64, 26, 4, 2, 64, 192, 10000.0, 1e-6, 2),
     "phi3": ("phi3", 128, 4, 2, 1, 64, 192, 10000.0, 1e-5, 35),
     "qwen3moe": ("qwen3moe", 64, 4, 4, 2, 64, 192, 1000000.0, 1e-6, 30),
@@ -95,6 +99,9 @@ CONTEXT = 2048
 MOE = {"qwen3moe": (8, 2, 128), "mixtral": (8, 2, None)}
 ROUTER_STD = 4.0
 PHI3_ORIG_CONTEXT, PHI3_WINDOW = 256, 16
+# YaRN as Qwen's long-context configs ask for it (theirs: factor 4 over 32768), over a 256-token original context:
+# pairs 0..9 of 32 blend extrapolation into the interpolation, and every q.k is scaled by (1 + 0.1 ln 4)^2.
+YARN_FACTOR, YARN_ORIG_CONTEXT = 4.0, 256
 
 
 def phi3_longrope_factors(n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -170,6 +177,10 @@ def hf_config(family: str, n_vocab: int) -> dict:
                        "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": head_dim,
                        "sliding_window": GEMMA2_WINDOW, "attn_logit_softcapping": GEMMA2_ATTN_SOFTCAP,
                        "final_logit_softcapping": GEMMA2_FINAL_SOFTCAP})
+    elif family == "qwen3yarn":
+        config.update({"attention_bias": False, "use_sliding_window": False,
+                       "rope_scaling": {"rope_type": "yarn", "factor": YARN_FACTOR,
+                                        "original_max_position_embeddings": YARN_ORIG_CONTEXT}})
     elif family == "phi3":
         long, short = phi3_longrope_factors(head_dim // 2)
         config.update({"architectures": ["Phi3ForCausalLM"], "attention_bias": False,
@@ -222,6 +233,10 @@ def main() -> int:
         w.add_rope_scaling_orig_ctx_len(PHI3_ORIG_CONTEXT)
         w.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(PHI3_ORIG_CONTEXT)))
         w.add_sliding_window(PHI3_WINDOW)
+    if a.family == "qwen3yarn":
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(YARN_FACTOR)
+        w.add_rope_scaling_orig_ctx_len(YARN_ORIG_CONTEXT)
     if arch == "gemma2":
         w.add_sliding_window(GEMMA2_WINDOW)
         w.add_attn_logit_softcapping(GEMMA2_ATTN_SOFTCAP)

@@ -95,6 +95,9 @@ nlohmann::json to_json(const ModelDescription& m, uint32_t ctx, bool with_tensor
         j["hparams"]["rope_factors_at_context"] = ctx > h.rope_orig_context ? "long" : "short";
     }
     if (h.rope_attn_factor != 1.0f) j["hparams"]["rope_attn_factor"] = h.rope_attn_factor;
+    if (h.rope_yarn_factor > 0.0f)
+        j["hparams"]["rope_yarn"] = {{"factor", h.rope_yarn_factor},
+                                     {"original_context", h.rope_orig_context ? h.rope_orig_context : h.n_ctx_train}};
     int64_t params = 0;
     std::map<std::string, TypeUsage> usage;
     for (const auto& t : m.tensors) {

@@ -106,14 +106,30 @@ private slots:
 
     // Scalings Folio does not run are load errors, never plain RoPE.
     void unsupportedRopeScalingIsAnError() {
-        for (const char* type : {"yarn", "longrope"}) {
+        {
             GgufWriter w = tiny_llama();
-            w.set("llama.rope.scaling.type", GgufValue::string(type));
+            w.set("llama.rope.scaling.type", GgufValue::string("longrope"));
             w.set("llama.rope.scaling.factor", GgufValue::f32(4.0f));
             auto model = load(w);
-            QVERIFY2(error_mentions(model, "rope.scaling.type is '" + std::string(type) + "'"),
+            QVERIFY2(error_mentions(model, "rope.scaling.type is 'longrope'"),
                      std::string(model.ok() ? "loaded" : model.error().message).c_str());
         }
+        // YaRN: read on the llama block, with its original context; DeepSeek's magnitude and factors below 1 refused.
+        GgufWriter yarn = tiny_llama();
+        yarn.set("llama.rope.scaling.type", GgufValue::string("yarn"));
+        yarn.set("llama.rope.scaling.factor", GgufValue::f32(4.0f));
+        yarn.set("llama.rope.scaling.original_context_length", GgufValue::u32(256));
+        auto yarn_model = load(yarn);
+        QVERIFY2(yarn_model, yarn_model ? "" : yarn_model.error().message.c_str());
+        QCOMPARE(yarn_model->hparams.rope_yarn_factor, 4.0f);
+        QCOMPARE(yarn_model->hparams.rope_orig_context, 256u);
+        QCOMPARE(yarn_model->hparams.rope_scale_linear, 1.0f);
+        GgufWriter log_mul = yarn;
+        log_mul.set("llama.rope.scaling.yarn_log_multiplier", GgufValue::f32(0.1f));
+        QVERIFY(error_mentions(load(log_mul), "yarn_log_multiplier"));
+        GgufWriter shrink = yarn;
+        shrink.set("llama.rope.scaling.factor", GgufValue::f32(0.5f));
+        QVERIFY(error_mentions(load(shrink), "YaRN needs rope.scaling.factor >= 1"));
         GgufWriter partial = tiny_llama();
         partial.set("llama.rope.dimension_count", GgufValue::u32(4));  // heads of 8
         QVERIFY(error_mentions(load(partial), "partial rotary"));

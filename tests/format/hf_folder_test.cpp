@@ -419,13 +419,28 @@ private slots:
         QVERIFY(!llama3.ok());  // llama3 without low/high_freq_factor and the original context
         QVERIFY2(contains(llama3.error().message, "llama3") && contains(llama3.error().message, "low_freq_factor"),
                  llama3.error().message.c_str());
-        // YaRN (and dynamic, longrope) are not run: a clear error, never plain RoPE.
+        // YaRN runs on the llama block (qwen3 here) with llama.cpp's betas; dynamic and
+        // longrope (outside phi3), other betas or DeepSeek's mscale are a clear error, never plain RoPE.
         auto yarn = folio::hf::parse_config("{\"model_type\": \"qwen3\", " + base +
                                                 R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
                                                 "original_max_position_embeddings": 32768}})",
                                             "config.json");
-        QVERIFY(!yarn.ok());
-        QVERIFY2(contains(yarn.error().message, "'yarn'"), yarn.error().message.c_str());
+        QVERIFY2(yarn.ok(), yarn.ok() ? "" : yarn.error().message.c_str());
+        QCOMPARE(yarn->hparams.rope_yarn_factor, 4.0f);
+        QCOMPARE(yarn->hparams.rope_orig_context, 32768u);
+        QCOMPARE(yarn->hparams.rope_attn_factor, 1.0f);
+        for (const char* extra : {R"("beta_fast": 16)", R"("mscale": 0.707)"}) {
+            auto odd = folio::hf::parse_config("{\"model_type\": \"qwen3\", " + base +
+                                                   R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                   "original_max_position_embeddings": 32768, )" + extra + "}}",
+                                               "config.json");
+            QVERIFY2(!odd.ok(), extra);
+        }
+        auto dynamic = folio::hf::parse_config("{\"model_type\": \"qwen3\", " + base +
+                                                   R"(, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0}})",
+                                               "config.json");
+        QVERIFY(!dynamic.ok());
+        QVERIFY2(contains(dynamic.error().message, "'dynamic'"), dynamic.error().message.c_str());
         // llama3 factors belong to the llama graph; a qwen2 config asking for them is refused.
         auto qwen_llama3 = folio::hf::parse_config(
             "{\"model_type\": \"qwen2\", " + base + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
@@ -495,7 +510,7 @@ private slots:
             if (folio_test::models_required()) QFAIL("test model missing: run scripts/setup.sh");
             QSKIP("needs the SmolLM2 GGUF's vocabulary");
         }
-        for (const char* family : {"llama31", "qwen3", "gemma2", "phi3"}) {
+        for (const char* family : {"llama31", "qwen3", "qwen3yarn", "gemma2", "phi3"}) {
             const std::string gguf = (dir_ / (std::string(family) + ".gguf")).string();
             const std::string config = (dir_ / (std::string(family) + ".json")).string();
             std::string output;
@@ -546,6 +561,8 @@ private slots:
             QVERIFY(h.rope_factors_short == g.rope_factors_short);
             QCOMPARE(h.rope_orig_context, g.rope_orig_context);
             QCOMPARE(h.rope_attn_factor, g.rope_attn_factor);
+            QCOMPARE(h.rope_yarn_factor, g.rope_yarn_factor);
+            QCOMPARE(g.rope_yarn_factor > 0.0f, std::string(family) == "qwen3yarn");
             QVERIFY(h.rope_style == folio::RopeStyle::SplitHalf);
             QVERIFY(g.rope_style == (std::string(family) == "llama31" ? folio::RopeStyle::Interleaved
                                                                      : folio::RopeStyle::SplitHalf));

@@ -4,6 +4,7 @@
 // tools/make_inference_goldens.py, tests/data/inference/README.md):
 //   - llama31: `llama` with Llama 3.1's RoPE frequency factors (rope_freqs)
 //   - qwen3:   per-head Q/K RMSNorm before RoPE
+//   - qwen3yarn: qwen3 with YaRN RoPE scaling (factor 4, original context 256)
 //   - gemma2:  pre/post norms, GeGLU, alternating 16-token sliding windows,
 //              attention and final soft-capping (at 2 and 15)
 //   - phi3:    fused QKV and gate/up, split-half RoPE, LongRoPE: the long
@@ -80,6 +81,9 @@ private slots:
     }
     void llama31MatchesLlamaCpp() { check_family("llama31", false); }
     void qwen3MatchesLlamaCpp() { check_family("qwen3", false); }
+    // YaRN (factor 4 over a 256-token original context); without it the file must be far off.
+    void qwen3YarnMatchesLlamaCpp() { check_family("qwen3yarn", false); }
+    void yarnIsNeeded() { check_family("qwen3yarn", true); }
     void gemma2MatchesLlamaCpp() { check_family("gemma2", false); }
     void qwen3moeMatchesLlamaCpp() { check_family("qwen3moe", false); }
     void mixtralMatchesLlamaCpp() { check_family("mixtral", false); }
@@ -159,6 +163,10 @@ private:
             QCOMPARE(model->hparams.n_expert, 8u);
             QCOMPARE(model->hparams.n_expert_used, 2u);
         }
+        if (family == "qwen3yarn") {
+            QCOMPARE(model->hparams.rope_yarn_factor, 4.0f);
+            QCOMPARE(model->hparams.rope_orig_context, 256u);
+        }
         if (family == "phi3") {
             QCOMPARE(model->hparams.rope_factors_long.size(), size_t(model->hparams.head_dim / 2));
             QCOMPARE(model->hparams.rope_factors_short.size(), size_t(model->hparams.head_dim / 2));
@@ -170,6 +178,7 @@ private:
             model->hparams.rope_freq_factors.clear();
             model->hparams.rope_factors_long.clear();
             model->hparams.rope_factors_short.clear();
+            model->hparams.rope_yarn_factor = 0.0f;  // plain RoPE: what Folio ran before YaRN
             model->hparams.expert_weights_norm = false;  // an MoE file's ablation (a no-op elsewhere)
         }
         if (drop_attn_factor) model->hparams.rope_attn_factor = 1.0f;

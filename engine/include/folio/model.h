@@ -37,6 +37,10 @@ struct HParams {
     float rope_freq_base = 10000.0f;
     float rope_freq_base_swa = 0.0f;      // sliding-window layers' own base (gemma3: 10000), 0 = same
     float rope_scale_linear = 1.0f;       // positions are divided by this
+    // YaRN (GGUF rope.scaling.type = yarn, HF rope_type "yarn"): the context
+    // extension factor; 0 = none. Trained at rope_orig_context, magnitude
+    // times rope_attn_factor (model::yarn_rope computes the rest).
+    float rope_yarn_factor = 0.0f;
     // Llama 3.1's RoPE frequency factors: pair i turns at base^(-2i/head_dim)
     // divided by factor i (head_dim / 2 values; empty = none). GGUF files
     // carry them as the tensor rope_freqs.weight; Hugging Face folders as

@@ -299,6 +299,10 @@ Status CudaOps::attention(const model::AttentionParams& p, const Batch&, float* 
         return make_error("attention: layer shape does not match the KV cache");
     const kernels::PagedKvLayer& kv = cache_.layers[static_cast<size_t>(p.layer)];
     kernels::RopeParams rope{p.rope.base, p.rope.scale, p.rope.style == RopeStyle::SplitHalf};
+    rope.ext_factor = p.rope.ext_factor;
+    rope.yarn_low = p.rope.yarn_low;
+    rope.yarn_high = p.rope.yarn_high;
+    rope.mscale = p.rope.mscale;
     if (p.rope.freq_factors && !(rope.freq_factors = vector(p.rope.freq_factors, "rope frequency factors")))
         return error_;
     if (!ok(kernels::rope_store_kv(q, k, v, p.n_head, kv, rope, meta_, stream_), "rope + KV write")) return error_;

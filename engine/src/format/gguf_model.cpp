@@ -122,12 +122,36 @@ Result<HParams> hparams_from_gguf(const GgufFile& file) {
     hp.rope_freq_base = *freq_base;
     // llama.cpp's scaling types are none, linear, yarn and longrope; the last
     // two change more than the positions, and running them as plain RoPE would
-    // compute wrong attention from the first token on.
-    if (*scaling_type != "none" && *scaling_type != "linear")
+    // compute wrong attention from the first token on. YaRN runs on the llama
+    // block (model/llama.cpp: llama, mistral, qwen2, qwen3, qwen3moe).
+    const bool yarn = *scaling_type == "yarn";
+    const bool llama_block = hp.architecture == "llama" || hp.architecture == "mistral" ||
+                             hp.architecture == "qwen2" || hp.architecture == "qwen3" || hp.architecture == "qwen3moe";
+    if (*scaling_type != "none" && *scaling_type != "linear" && !(yarn && llama_block))
         return make_error("gguf: " + file.name() + ": " + p + "rope.scaling.type is '" + *scaling_type +
-                          "'; Folio runs plain RoPE, linear scaling and Llama 3.1 frequency factors (rope_freqs), "
-                          "not " + *scaling_type);
+                          "'; Folio runs plain RoPE, linear scaling, Llama 3.1 frequency factors (rope_freqs) and "
+                          "YaRN (on llama, mistral, qwen2, qwen3, qwen3moe), not " + *scaling_type + " on " +
+                          hp.architecture);
     hp.rope_scale_linear = *scaling_type == "linear" ? *scaling_factor : *old_scale_linear;
+    if (yarn) {
+        auto orig = file.get_u32_or(p + "rope.scaling.original_context_length", hp.n_ctx_train);
+        auto attn_factor = file.get_f32_or(p + "rope.scaling.attn_factor", 1.0f);
+        auto log_mul = file.get_f32_or(p + "rope.scaling.yarn_log_multiplier", 0.0f);
+        for (const Result<float>* r : {&attn_factor, &log_mul})
+            if (!*r) return r->error();
+        if (!orig) return orig.error();
+        if (!(*scaling_factor >= 1.0f) || !std::isfinite(*scaling_factor) || *orig == 0 ||
+            !(*attn_factor > 0.0f) || !std::isfinite(*attn_factor))
+            return make_error("gguf: " + file.name() + ": YaRN needs rope.scaling.factor >= 1, a positive "
+                              "original_context_length and attn_factor (they are " + std::to_string(*scaling_factor) +
+                              ", " + std::to_string(*orig) + ", " + std::to_string(*attn_factor) + ")");
+        if (*log_mul != 0.0f)
+            return make_error("gguf: " + file.name() + ": " + p + "rope.scaling.yarn_log_multiplier (DeepSeek's "
+                              "YaRN magnitude) is not supported");
+        hp.rope_yarn_factor = *scaling_factor;
+        hp.rope_orig_context = *orig;
+        hp.rope_attn_factor = *attn_factor;
+    }
     if (!(hp.rope_scale_linear > 0.0f))
         return make_error("gguf: " + file.name() + ": rope scale factor " + std::to_string(hp.rope_scale_linear) + " must be positive");
     auto rope_dims = file.get_u32_or(p + "rope.dimension_count", hp.head_dim);

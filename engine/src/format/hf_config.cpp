@@ -75,6 +75,10 @@ struct RopeConfig {
     float linear_scale = 1.0f;
     bool llama3 = false;
     float factor = 1.0f, low_freq_factor = 1.0f, high_freq_factor = 1.0f, original_context = 0.0f;
+    // rope_type "yarn": factor and original_context as above; the magnitude
+    // beyond YaRN's own 1 + 0.1 ln(factor) (transformers' attention_factor over it).
+    bool yarn = false;
+    float yarn_attn_factor = 1.0f;
 };
 
 // Reads one RoPE parameter set: {"rope_type"|"type": ..., "factor": ..., "rope_theta": ...}.
@@ -82,7 +86,7 @@ struct RopeConfig {
 // HParams; anything else (yarn, longrope, dynamic) would be run with the wrong
 // frequencies, so it is refused.
 Status read_rope(const ConfigReader& reader, const json& params, const std::string& what, RopeConfig& rope,
-                 bool allow_llama3) {
+                 bool allow_llama3, bool allow_yarn = false) {
     if (params.is_null()) return {};
     if (!params.is_object()) return make_error(reader.source() + ": \"" + what + "\" is not an object");
     std::string type = "default";
@@ -95,12 +99,39 @@ Status read_rope(const ConfigReader& reader, const json& params, const std::stri
     rope.theta = *t;
     if (type == "default") return {};
     const bool llama3 = type == "llama3" && allow_llama3;
-    if (type != "linear" && !llama3)
+    const bool yarn = type == "yarn" && allow_yarn;
+    if (type != "linear" && !llama3 && !yarn)
         return make_error(reader.source() + ": \"" + what + "\" uses rope type '" + type + "'; Folio supports plain" +
-                          (allow_llama3 ? ", linear and llama3" : " and linear") + " RoPE scaling only");
+                          (allow_llama3 ? ", linear, llama3" : ", linear") + (allow_yarn ? " and yarn" : "") +
+                          " RoPE scaling only");
     Result<float> factor = reader.real(params, "factor", 1.0f);
     if (!factor) return factor.error();
     if (!(*factor > 0.0f)) return make_error(reader.source() + ": \"" + what + "\" has a non-positive factor");
+    if (yarn) {
+        // transformers' _compute_yarn_parameters; llama.cpp runs beta_fast 32, beta_slow 1 only.
+        Result<float> original = reader.real(params, "original_max_position_embeddings", 0.0f);
+        Result<float> attention = reader.real(params, "attention_factor", 0.0f);
+        Result<float> fast = reader.real(params, "beta_fast", 32.0f);
+        Result<float> slow = reader.real(params, "beta_slow", 1.0f);
+        for (const Result<float>* r : {&original, &attention, &fast, &slow})
+            if (!*r) return r->error();
+        if (!(*factor >= 1.0f) || !(*original > 0.0f))
+            return make_error(reader.source() + ": \"" + what + "\" (yarn) needs factor >= 1 and "
+                              "original_max_position_embeddings");
+        if (*fast != 32.0f || *slow != 1.0f)
+            return make_error(reader.source() + ": \"" + what + "\" (yarn) has beta_fast " + std::to_string(*fast) +
+                              ", beta_slow " + std::to_string(*slow) + "; Folio runs YaRN's 32 and 1 (as llama.cpp)");
+        for (const char* unsupported : {"mscale", "mscale_all_dim"})
+            if (params.contains(unsupported) && !params.at(unsupported).is_null())
+                return make_error(reader.source() + ": \"" + what + "\" (yarn) has \"" + unsupported +
+                                  "\" (DeepSeek's magnitude), which Folio does not run");
+        rope.yarn = true;
+        rope.factor = *factor;
+        rope.original_context = *original;
+        const float own = 0.1f * std::log(*factor) + 1.0f;
+        rope.yarn_attn_factor = *attention > 0.0f ? *attention / own : 1.0f;
+        return {};
+    }
     if (!llama3) {
         rope.linear_scale = *factor;
         return {};
@@ -405,13 +436,21 @@ Result<ModelConfig> parse_config(const std::string& json_text, const std::string
             RopeConfig rope{hp.rope_freq_base, hp.rope_scale_linear};
             for (const char* key : {"rope_scaling", "rope_parameters"}) {
                 if (const json* params = reader.find(key); params && hp.architecture != "phi3") {
-                    Status r = read_rope(reader, *params, key, rope, hp.architecture == "llama");
+                    const bool llama_block = hp.architecture == "llama" || hp.architecture == "mistral" ||
+                                             hp.architecture == "qwen2" || hp.architecture == "qwen3" ||
+                                             hp.architecture == "qwen3moe";
+                    Status r = read_rope(reader, *params, key, rope, hp.architecture == "llama", llama_block);
                     if (!r) return r.error();
                 }
             }
             hp.rope_freq_base = rope.theta;
             hp.rope_scale_linear = rope.linear_scale;
             if (rope.llama3) hp.rope_freq_factors = llama3_rope_factors(rope, hp.head_dim);
+            if (rope.yarn) {
+                hp.rope_yarn_factor = rope.factor;
+                hp.rope_orig_context = static_cast<uint32_t>(rope.original_context);
+                hp.rope_attn_factor = rope.yarn_attn_factor;
+            }
             if (hp.architecture == "phi3") {
                 Status s = read_phi3_rope(reader, hp);
                 if (!s) return s.error();

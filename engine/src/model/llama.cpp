@@ -181,6 +181,9 @@ Status Llama::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
     attn.scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
     attn.rope = {hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style,
                  hp_.rope_freq_factors.empty() ? nullptr : hp_.rope_freq_factors.data()};
+    if (hp_.rope_yarn_factor > 0.0f)
+        attn.rope = yarn_rope(attn.rope, head_dim_, hp_.rope_orig_context ? hp_.rope_orig_context : hp_.n_ctx_train,
+                              hp_.rope_yarn_factor, hp_.rope_attn_factor);
     // Each sub-block's output is added to x by the next norm (add_rms_norm).
     ops.rms_norm(x, layers_[0].attn_norm.data(), eps, n, n_embd_, h);
     for (int l = 0; l < n_layer_; ++l) {

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <numbers>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,12 +65,53 @@ struct MoeFfn {
 // (GGML's: the factors divide the unscaled angle, then 1/scale multiplies
 // it), pairs laid out by `style`. freq_factors (head_dim / 2 values, Llama
 // 3.1's rope_freqs) is a host address like a norm weight's; null = all 1.
+// YaRN (ext_factor > 0): pair i's angle is the interpolated one (times
+// 1/scale) blended with the unscaled one by ramp(i) * ext_factor, ramp(i) =
+// 1 - clamp((i - yarn_low) / max(0.001, yarn_high - yarn_low), 0, 1) (GGML's
+// rope_yarn); cos and sin are multiplied by mscale (YaRN's 1 + 0.1 ln scale).
 struct RopeParams {
     float base = 10000.0f;
     float scale = 1.0f;
     RopeStyle style = RopeStyle::Interleaved;
     const float* freq_factors = nullptr;
+    float ext_factor = 0.0f;
+    float yarn_low = 0.0f, yarn_high = 0.0f;  // the correction range, in pairs
+    float mscale = 1.0f;
+
+    // The angle of pair i at unscaled angle theta (position * base^(-2i/d)),
+    // in GGML's order of float operations.
+    float angle(float theta, int i) const {
+        const float extrapolated = freq_factors ? theta / freq_factors[i] : theta;
+        const float interpolated = extrapolated * (1.0f / scale);
+        if (ext_factor == 0.0f) return interpolated;
+        const float y = (static_cast<float>(i) - yarn_low) / std::max(0.001f, yarn_high - yarn_low);
+        const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * ext_factor;
+        return interpolated * (1.0f - mix) + extrapolated * mix;
+    }
 };
+
+// YaRN's RopeParams for a model trained at context n_ctx_orig and extended by
+// `factor` (GGML's ggml_rope_yarn_corr_dims, beta_fast 32 and beta_slow 1,
+// the magnitude 1 + 0.1 ln factor times attn_factor, as llama.cpp sets it).
+inline RopeParams yarn_rope(RopeParams rope, int head_dim, uint32_t n_ctx_orig, float factor, float attn_factor,
+                            float beta_fast = 32.0f, float beta_slow = 1.0f) {
+    auto corr_dim = [&](float n_rot) {
+        return static_cast<float>(head_dim) *
+               std::log(static_cast<float>(n_ctx_orig) / (n_rot * 2.0f * std::numbers::pi_v<float>)) /
+               (2.0f * std::log(rope.base));
+    };
+    rope.scale = factor;
+    rope.ext_factor = 1.0f;
+    rope.yarn_low = std::max(0.0f, std::floor(corr_dim(beta_fast)));
+    rope.yarn_high = std::min(static_cast<float>(head_dim - 1), std::ceil(corr_dim(beta_slow)));
+    // llama.cpp: attn_factor * get_mscale(factor) / (1 + 0.1 ln factor), then GGML's rope_yarn multiplies
+    // by 1 + 0.1 ln(1 / freq_scale) again: both in float, in that order.
+    const float mscale = factor <= 1.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f;
+    float m = mscale * (1.0f / (1.0f + 0.1f * std::log(factor))) * attn_factor;
+    m *= 1.0f + 0.1f * std::log(1.0f / (1.0f / factor));
+    rope.mscale = m;
+    return rope;
+}
 
 struct AttentionParams {
     int layer = 0;

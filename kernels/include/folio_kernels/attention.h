@@ -46,12 +46,18 @@ struct RopeParams {
     float scale = 1.f;
     bool split_half = false;  // pairs (i, i + d/2) (NeoX) instead of (2i, 2i + 1)
     const float* freq_factors = nullptr;  // device, head_dim / 2 divisors of the angles (Llama 3.1); null = none
+    // YaRN (ext_factor > 0): the interpolated angle blended per pair with the
+    // unscaled one over the correction range [yarn_low, yarn_high]; cos and
+    // sin times mscale (model::RopeParams says how, the CPU computes the same).
+    float ext_factor = 0.f;
+    float yarn_low = 0.f, yarn_high = 0.f;
+    float mscale = 1.f;
 };
 
 // RoPE on q (in place, [n_tokens][n_head*head_dim]) and k, then K (rotated) and V ([n_tokens][n_head_kv*head_dim],
 // F32) written as half into the cache at slot_mapping. One kernel (the fused RoPE + cache write). Angles as the
 // CPU backend computes them: position * base^(-2i/head_dim) (in float, by repeated multiplication), divided by
-// freq_factors[i], times 1/scale.
+// freq_factors[i], times 1/scale; with YaRN blended and scaled as model::RopeParams::angle says.
 // Rows whose slot is negative (padding) rotate q and write nothing.
 cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, const PagedKvLayer& kv,
                           const RopeParams& rope, const AttentionBatch& b, cudaStream_t s);

@@ -103,23 +103,22 @@ Status CpuOps::matmuls(std::span<const model::Weight> w, const float* x, int64_t
 
 void CpuOps::rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions,
                   const model::RopeParams& rope) {
-    const float base = rope.base, freq_scale = 1.0f / rope.scale;
-    const float* factors = rope.freq_factors;
+    const float base = rope.base;
     const RopeStyle style = rope.style;
     const int half = head_dim / 2;
     const float theta_scale = std::pow(base, -2.0f / static_cast<float>(head_dim));
     rope_table_.resize(static_cast<size_t>(n_rows) * head_dim);
     for_chunks(n_rows, 8, 1, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
-            // cos/sin of pair i: angle = position * base^(-2i/d) / factor_i * (1 / scale),
-            // the power built by repeated multiplication and the rest applied
-            // in that order, as GGML does, so that both round alike.
+            // cos/sin of pair i: RopeParams::angle of position * base^(-2i/d),
+            // the power built by repeated multiplication, as GGML does, so
+            // that both round alike.
             float* cs = rope_table_.data() + r * head_dim;
             float theta = static_cast<float>(positions[static_cast<size_t>(r)]);
             for (int i = 0; i < half; ++i) {
-                const float angle = (factors ? theta / factors[i] : theta) * freq_scale;
-                cs[2 * i] = std::cos(angle);
-                cs[2 * i + 1] = std::sin(angle);
+                const float angle = rope.angle(theta, i);
+                cs[2 * i] = std::cos(angle) * rope.mscale;
+                cs[2 * i + 1] = std::sin(angle) * rope.mscale;
                 theta *= theta_scale;
             }
             for (int h = 0; h < n_heads; ++h) {
