@@ -24,9 +24,12 @@ cmake --build --preset sanitize -j "$jobs" --target $engine_units
 ctest --preset sanitize -R "^(${engine_units// /|})\$"
 
 # llama.cpp's llama-server from the llama-cpp-python sdist the goldens come
-# from (built once, ~N min on 2 cores): the studio attaches to it in test_gui_remote.
-LLAMA_BUILD_SERVER=ON bash bench/quant/build_llamacpp.sh "$root/build-llamacpp" llama-server >/dev/null
-export FOLIO_LLAMA_SERVER="$root/build-llamacpp/build/bin/llama-server"
+# from: the studio attaches to it in test_gui_remote. Built once into
+# FOLIO_LLAMACPP_DIR (default ~/.cache/folio-llamacpp; ~12 min on 2 cores),
+# then only checked.
+llamacpp=${FOLIO_LLAMACPP_DIR:-$HOME/.cache/folio-llamacpp}
+LLAMA_BUILD_SERVER=ON bash bench/quant/build_llamacpp.sh "$llamacpp" llama-server >/dev/null
+export FOLIO_LLAMA_SERVER="$llamacpp/build/bin/llama-server"
 
 # 3. The main build, warnings as errors, and every suite: unit model gui gpu fuzz.
 cmake --preset ci >/dev/null
