@@ -55,4 +55,21 @@ void scores_q8_0_multi(const uint8_t* const* q, int n_q, const uint8_t* k, int64
 void weighted_sum_q8_0_multi(float* const* y, const float* const* s, int n_q, const uint8_t* x, int64_t x_stride,
                              int64_t n_keys, int64_t n);
 
+// Kernel<n_q>::run(args...) for n_q in 1..kMaxQueries: the multi-query
+// kernels are templates on their row count, so each count unrolls.
+template <template <int> class Kernel, typename... Args>
+void with_query_count(int n_q, Args... args) {
+    static_assert(kMaxQueries == 8);
+    switch (n_q) {
+        case 1: return Kernel<1>::run(args...);
+        case 2: return Kernel<2>::run(args...);
+        case 3: return Kernel<3>::run(args...);
+        case 4: return Kernel<4>::run(args...);
+        case 5: return Kernel<5>::run(args...);
+        case 6: return Kernel<6>::run(args...);
+        case 7: return Kernel<7>::run(args...);
+        default: return Kernel<8>::run(args...);
+    }
+}
+
 }  // namespace folio::cpu::vec

@@ -92,21 +92,6 @@ FOLIO_VEC_AVX2 void weighted_sum_q8_0_avx2(float* const* y, const float* const* 
     }
 }
 
-template <template <int> class Kernel, typename... Args>
-void with_query_count(int n_q, Args... args) {
-    static_assert(kMaxQueries == 8);
-    switch (n_q) {
-        case 1: return Kernel<1>::run(args...);
-        case 2: return Kernel<2>::run(args...);
-        case 3: return Kernel<3>::run(args...);
-        case 4: return Kernel<4>::run(args...);
-        case 5: return Kernel<5>::run(args...);
-        case 6: return Kernel<6>::run(args...);
-        case 7: return Kernel<7>::run(args...);
-        default: return Kernel<8>::run(args...);
-    }
-}
-
 template <int NQ>
 struct ScoresQ8Avx2 {
     static void run(const uint8_t* const* q, const uint8_t* k, int64_t k_stride, int64_t n_keys, int64_t n,
