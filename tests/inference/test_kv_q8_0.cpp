@@ -22,13 +22,7 @@ namespace {
 
 constexpr int kQ8 = 32;
 
-std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-scale, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
+using folio_test::random_vector;
 
 // GGML's quantize_row_q8_0_ref then dequantize_row_q8_0, written out here:
 // the values a Q8_0 cache holds for x.

@@ -19,13 +19,7 @@ using folio::RopeStyle;
 
 namespace {
 
-std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-scale, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
+using folio_test::random_vector;
 
 float round_f16(float x) { return folio::cpu::fp16_to_fp32(folio::cpu::fp32_to_fp16(x)); }
 

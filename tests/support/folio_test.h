@@ -9,9 +9,12 @@
 //   #include "file_name.moc"
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <string>
+#include <vector>
 
 #if FOLIO_TEST_WITH_QT
 
@@ -158,6 +161,15 @@ inline bool models_required() {
 inline const char* kSmolLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf";
 inline const char* kGemma3 = "gemma-3-270m-q4_k_m.gguf";
 inline const char* kSmolLM2Folder = "SmolLM2-135M-Instruct-hf";  // made by tools/gguf_to_hf.py
+
+// n floats uniform in [-scale, scale] from a fixed seed.
+inline std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-scale, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
 
 }  // namespace folio_test
 

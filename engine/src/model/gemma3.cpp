@@ -69,18 +69,11 @@ Status Gemma3::bind(const ModelDescription& model, bool qk_norm) {
                           "(rope_freqs) is not supported; llama.cpp's graph for it has none");
     const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
     TensorBinder t(model);
-    auto embd = t.matrix("token_embd.weight", n_embd_, hp_.n_vocab);
-    if (!embd) return embd.error();
-    token_embd_ = *embd;
-    output_ = token_embd_;
-    if (t.has("output.weight")) {
-        auto out = t.matrix("output.weight", n_embd_, hp_.n_vocab);
-        if (!out) return out.error();
-        output_ = *out;
-    }
-    auto onorm = t.norm("output_norm.weight", n_embd_);
-    if (!onorm) return onorm.error();
-    output_norm_ = std::move(*onorm);
+    auto ends = t.ends(n_embd_, hp_.n_vocab);
+    if (!ends) return ends.error();
+    token_embd_ = ends->token_embd;
+    output_ = ends->output;
+    output_norm_ = std::move(ends->output_norm);
 
     layers_.resize(static_cast<size_t>(n_layer_));
     for (int l = 0; l < n_layer_; ++l) {

@@ -77,19 +77,11 @@ Status Llama::bind(const ModelDescription& model, bool qk_norm) {
                           " RoPE frequency factors for heads of " + std::to_string(head_dim_) + " (one per pair)");
     const int64_t q_dim = int64_t{n_head_} * head_dim_, kv_dim = int64_t{n_head_kv_} * head_dim_;
     TensorBinder t(model);
-    auto embd = t.matrix("token_embd.weight", n_embd_, hp_.n_vocab);
-    if (!embd) return embd.error();
-    token_embd_ = *embd;
-    if (t.has("output.weight")) {
-        auto out = t.matrix("output.weight", n_embd_, hp_.n_vocab);
-        if (!out) return out.error();
-        output_ = *out;
-    } else {
-        output_ = token_embd_;  // tied embeddings
-    }
-    auto onorm = t.norm("output_norm.weight", n_embd_);
-    if (!onorm) return onorm.error();
-    output_norm_ = std::move(*onorm);
+    auto ends = t.ends(n_embd_, hp_.n_vocab);
+    if (!ends) return ends.error();
+    token_embd_ = ends->token_embd;
+    output_ = ends->output;
+    output_norm_ = std::move(ends->output_norm);
 
     layers_.resize(static_cast<size_t>(n_layer_));
     for (int l = 0; l < n_layer_; ++l) {

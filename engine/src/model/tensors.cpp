@@ -40,4 +40,20 @@ Result<std::vector<float>> TensorBinder::optional_vector(const std::string& name
     return floats(*t, n);
 }
 
+Result<TensorBinder::Ends> TensorBinder::ends(int64_t n_embd, int64_t n_vocab) const {
+    Ends e;
+    auto embd = matrix("token_embd.weight", n_embd, n_vocab);
+    if (!embd) return embd.error();
+    e.token_embd = e.output = *embd;
+    if (has("output.weight")) {
+        auto out = matrix("output.weight", n_embd, n_vocab);
+        if (!out) return out.error();
+        e.output = *out;
+    }
+    auto norm_w = norm("output_norm.weight", n_embd);
+    if (!norm_w) return norm_w.error();
+    e.output_norm = std::move(*norm_w);
+    return e;
+}
+
 }  // namespace folio::model

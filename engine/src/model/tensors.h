@@ -23,6 +23,15 @@ public:
     Result<std::vector<float>> optional_vector(const std::string& name, int64_t n) const;
     bool has(const std::string& name) const { return model_.find_tensor(name) != nullptr; }
 
+    // What every architecture binds around its layers: the token embedding,
+    // the output head (the embedding itself where the file has no
+    // output.weight: tied) and the final norm.
+    struct Ends {
+        Weight token_embd, output;
+        std::vector<float> output_norm;
+    };
+    Result<Ends> ends(int64_t n_embd, int64_t n_vocab) const;
+
 private:
     Result<std::vector<float>> floats(const TensorView& t, int64_t n) const;
     const ModelDescription& model_;
