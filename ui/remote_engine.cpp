@@ -212,7 +212,6 @@ void RemoteEngine::onModels(QNetworkReply* reply) {
     clock_.start();
     metrics_known_ = true;
     readings_.clear();
-    dialect_ = MetricsDialect::None;
     last_sample_s_ = 0;
     poll_.start();
 
@@ -392,10 +391,7 @@ void RemoteEngine::onChunk(quint64 ticket, Stream& s, const QByteArray& data) {
 
 void RemoteEngine::onStreamFinished(quint64 ticket) {
     auto it = streams_.find(ticket);
-    if (it == streams_.end()) {
-        if (QNetworkReply* r = qobject_cast<QNetworkReply*>(sender())) r->deleteLater();
-        return;
-    }
+    if (it == streams_.end()) return;  // finish() has let go of its reply
     Stream& s = it->second;
     QNetworkReply* reply = s.reply;
     if (!reply) return;
@@ -493,7 +489,6 @@ void RemoteEngine::onMetrics(QNetworkReply* reply) {
         emit sampled(clientSample(now));
         return;
     }
-    dialect_ = reading.dialect;
     // The oldest reading kept is at least a second old, when there is one.
     while (readings_.size() > 1 && readings_[1].time_s <= now - 1.0) readings_.pop_front();
     if (!readings_.empty()) {

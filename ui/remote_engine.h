@@ -129,7 +129,6 @@ private:
     QElapsedTimer clock_;
     QPointer<QNetworkReply> metrics_reply_;
     bool metrics_known_ = true;   // until a poll says otherwise
-    MetricsDialect dialect_ = MetricsDialect::None;
     // The readings of about the last second: rates over it, as the engine here gives them.
     std::deque<MetricsReading> readings_;
     // Client-side: tokens streamed and first tokens seen since the last sample.

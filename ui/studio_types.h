@@ -152,7 +152,7 @@ struct EngineSample {
     double time_s = 0;            // since the bridge started
     double prompt_tokens_per_s = 0;
     double generation_tokens_per_s = 0;
-    double kv_usage = 0;          // 0..1
+    double kv_usage = 0;          // 0..1; NAN where a remote engine does not report it
     int running = 0;
     int waiting = 0;
     double ttft_s = NAN;          // mean over requests whose first token came in the interval
