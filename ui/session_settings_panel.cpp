@@ -102,6 +102,7 @@ SessionSettingsPanel::SessionSettingsPanel(ChatController* chats, ChatPresets* p
     overflow_->addItem(tr("Stop with an error"), static_cast<int>(folio::ChatOverflow::Stop));
     overflow_->addItem(tr("Truncate the middle"), static_cast<int>(folio::ChatOverflow::TruncateMiddle));
     overflow_->addItem(tr("Rolling window"), static_cast<int>(folio::ChatOverflow::RollingWindow));
+    overflow_->addItem(tr("Attention sinks + window"), static_cast<int>(folio::ChatOverflow::SinkWindow));
     overflow_->setToolTip(tr("When the conversation is longer than the context holds: leave out the oldest messages "
                              "(the system prompt stays; the reply says what was left out), fail with an error, keep "
                              "the system prompt and the latest tokens, or keep only the latest tokens"));

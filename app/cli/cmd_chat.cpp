@@ -27,7 +27,8 @@ std::vector<FlagSpec> chat_flags() {
     flags.push_back({"", "--overflow", "MODE",
                      "when the conversation outgrows the context: drop-oldest (default: leave out the oldest turns, "
                      "keep the system message), stop, truncate (keep the system message and the latest tokens), "
-                     "rolling (the latest tokens)"});
+                     "rolling (the latest tokens), sink-window (the first 4 tokens and the latest, slid without "
+                     "recomputation: StreamingLLM)"});
     flags.push_back({"-h", "--help", "", "this help"});
     for (const FlagSpec& f : sampling_flags()) flags.push_back(f);
     for (const FlagSpec& f : engine_flags()) flags.push_back(f);
@@ -79,7 +80,7 @@ int run_chat(int argc, char** argv) {
     const std::string overflow_name = args->get_or("--overflow", "drop-oldest");
     const auto overflow = chat_overflow_from_string(overflow_name);
     if (!overflow)
-        return fail("chat", "option --overflow wants drop-oldest, stop, truncate or rolling, got '" + overflow_name + "'");
+        return fail("chat", "option --overflow wants drop-oldest, stop, truncate, rolling or sink-window, got '" + overflow_name + "'");
     SamplingParams params;
     if (Status s = read_sampling_flags(*args, params); !s) return fail("chat", s.error().message);
     auto loaded = start_engine(*args, 4096);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <limits>
 #include <mutex>
 #include <string>
 
@@ -21,8 +22,13 @@ std::vector<FlagSpec> run_flags() {
         {"-p", "--prompt", "TEXT", "the prompt"},
         {"-f", "--file", "FILE", "prompts, one per line, run at once (continuous batching)"},
         {"", "--parallel", "N", "run N copies of the prompt at once (default 1)"},
-        {"-n", "--n-predict", "N", "tokens to generate (default 128)"},
+        {"-n", "--n-predict", "N", "tokens to generate (default 128; -1: until the context is full, or without end "
+                                   "under an --overflow other than stop)"},
         {"", "--ignore-eos", "", "keep generating past end-of-generation tokens"},
+        {"", "--overflow", "MODE", "when a sequence reaches the context: stop (default), truncate, rolling (recompute "
+                                    "the latest tokens), sink-window (keep the first --sinks tokens and the latest, "
+                                    "slid in place: StreamingLLM, for generations of any length)"},
+        {"", "--sinks", "N", "tokens sink-window keeps at the start (default 4)"},
         {"", "--chat", "", "wrap the prompt in the model's chat template as one user message"},
         {"-h", "--help", "", "this help"},
     };
@@ -90,7 +96,13 @@ int run_run(int argc, char** argv) {
     auto n_predict = args->get_int("--n-predict", 128, -1, 1 << 24);
     if (!n_predict) return fail("run", n_predict.error().message);
     if (*n_predict == 0)
-        return fail("run", "option " + args->display_name("--n-predict") + " must be at least 1 (or -1: until the context is full), got 0");
+        return fail("run", "option " + args->display_name("--n-predict") + " must be at least 1 (or -1: no limit but the context), got 0");
+    const std::string overflow_name = args->get_or("--overflow", "stop");
+    const auto overflow = chat_overflow_from_string(overflow_name);
+    if (!overflow || *overflow == ChatOverflow::DropOldestTurns)
+        return fail("run", "option --overflow wants stop, truncate, rolling or sink-window, got '" + overflow_name + "'");
+    auto sinks = args->get_int("--sinks", 4, 0, 1 << 20);
+    if (!sinks) return fail("run", sinks.error().message);
     SamplingParams params;
     if (Status s = read_sampling_flags(*args, params); !s) return fail("run", s.error().message);
 
@@ -109,14 +121,18 @@ int run_run(int argc, char** argv) {
             r.prompt_tokens = m.tokenizer.encode(prompts[i], /*add_special=*/true, /*parse_special=*/true);
         }
         if (r.prompt_tokens.empty()) return fail("run", "the prompt has no tokens");
-        if (static_cast<int64_t>(r.prompt_tokens.size()) >= m.backend->max_context())
+        r.overflow = engine_overflow(*overflow);
+        r.sink_tokens = static_cast<int32_t>(*sinks);
+        if (r.overflow == OverflowPolicy::Stop && static_cast<int64_t>(r.prompt_tokens.size()) >= m.backend->max_context())
             return fail("run", "the prompt is " + std::to_string(r.prompt_tokens.size()) +
                                    " tokens; the context holds " + std::to_string(m.backend->max_context()) +
                                    " (raise -c)");
         r.sampling = params;
         // Parallel copies of one prompt draw different samples: seed, seed + 1, ...
         if (params.seed != kRandomSeed) r.sampling.seed = params.seed + i;
-        r.max_tokens = *n_predict < 0 ? m.backend->max_context() : static_cast<int32_t>(*n_predict);
+        r.max_tokens = *n_predict >= 0 ? static_cast<int32_t>(*n_predict)
+                       : r.overflow == OverflowPolicy::Stop ? static_cast<int32_t>(m.backend->max_context())
+                                                            : std::numeric_limits<int32_t>::max();
         r.ignore_eos = args->has("--ignore-eos");
         requests.push_back(std::move(r));
     }

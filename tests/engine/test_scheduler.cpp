@@ -23,6 +23,12 @@ namespace {
 // A slot's simulated content: the hash of the token prefix ending there.
 constexpr uint64_t kPrefixHashSeed = 1469598103934665603ULL;
 uint64_t extend_hash(uint64_t h, int32_t token) { return (h ^ static_cast<uint32_t>(token)) * 1099511628211ULL; }
+// What a slot holds where its K/V no longer follow from the tokens alone (a
+// sink window slid over it: Sequence::n_cacheable): never the plain hash, so
+// another sequence that found such a block in the prefix cache would read a
+// wrong K/V.
+uint64_t slid_hash(uint64_t h) { return h * 31 + 7; }
+uint64_t expected_kv(const folio::Sequence& s, int32_t i, uint64_t h) { return i < s.n_cacheable ? h : slid_hash(h); }
 
 struct Scenario {
     const char* name;
@@ -54,6 +60,7 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
     folio::SeqId next_id = 1;
     uint64_t added = 0, ended = 0;
     int64_t n_draft_tokens = 0;
+    int64_t n_slides = 0;
     const std::vector<int32_t> shared_prefix = [&] {
         std::vector<int32_t> p(40);
         for (auto& t : p) t = uniform(0, 50);
@@ -79,7 +86,8 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
             while (static_cast<int>(s.tokens.size()) < len) s.tokens.push_back(uniform(0, 50));
             s.max_new_tokens = uniform(1, 40);
             s.priority = uniform(0, 2);
-            s.overflow = static_cast<folio::OverflowPolicy>(uniform(0, 2));
+            s.overflow = static_cast<folio::OverflowPolicy>(uniform(0, 3));
+            s.sink_tokens = uniform(0, 6);
             if (uniform(0, 3) == 0) s.max_context = uniform(2, max_context);
             const bool too_long = static_cast<int32_t>(s.tokens.size()) >= (s.max_context ? s.max_context : max_context);
             const folio::OverflowPolicy policy = s.overflow;
@@ -151,7 +159,8 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
             for (int32_t i = 0; i < ss.first; ++i) {  // what attention will read
                 h = extend_hash(h, s->tokens[static_cast<size_t>(i)]);
                 const int32_t b = table[static_cast<size_t>(i) / sc.block_size];
-                if (kv_contents[static_cast<size_t>(b) * sc.block_size + static_cast<size_t>(i) % sc.block_size] != h)
+                if (kv_contents[static_cast<size_t>(b) * sc.block_size + static_cast<size_t>(i) % sc.block_size] !=
+                    expected_kv(*s, i, h))
                     return fail(step, "sequence " + std::to_string(ss.id) + " would read a wrong K/V at token " +
                                           std::to_string(i));
             }
@@ -161,7 +170,8 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
                                                 : s->drafts[static_cast<size_t>(i - n_tokens)]);
                 const int32_t b = table[static_cast<size_t>(i) / sc.block_size];
                 if (kv.pool().block(b).ref_count != 1) return fail(step, "writing into a shared block");
-                kv_contents[static_cast<size_t>(b) * sc.block_size + static_cast<size_t>(i) % sc.block_size] = h;
+                kv_contents[static_cast<size_t>(b) * sc.block_size + static_cast<size_t>(i) % sc.block_size] =
+                    expected_kv(*s, i, h);
             }
             total += ss.count;
         }
@@ -184,6 +194,32 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
             ++ended;
         }
         if (std::string e = sched.check_invariants(); !e.empty()) return fail(step, "after commit: " + e);
+        // Sink windows that slid: the copies, then the shift, which (as a
+        // backend's re-rotation does) makes each kept key that of its new place.
+        for (const folio::KvShift& shift : sched.take_kv_shifts()) {
+            if (!sc.config.shift_keys) return fail(step, "a window slid without a backend that shifts keys");
+            const folio::Sequence* s = sched.find(shift.id);
+            if (!s || !s->running || shift.delta <= 0) return fail(step, "a shift for no running sequence");
+            for (const folio::BlockCopy& c : shift.copies)
+                std::copy_n(kv_contents.begin() + c.src * sc.block_size, sc.block_size, kv_contents.begin() + c.dst * sc.block_size);
+            const std::vector<int32_t>& table = kv.table(shift.id);
+            const auto first = std::find(table.begin(), table.end(), shift.blocks.empty() ? -1 : shift.blocks.front());
+            if (shift.blocks.empty() || !std::equal(shift.blocks.begin(), shift.blocks.end(), first))
+                return fail(step, "the shifted blocks are not the table's after the sinks");
+            const auto b0 = static_cast<int32_t>(first - table.begin());
+            if (b0 * static_cast<int32_t>(sc.block_size) != s->n_cacheable)
+                return fail(step, "the sinks are not the cacheable start");
+            uint64_t h = kPrefixHashSeed;
+            for (int32_t i = 0; i < s->num_computed; ++i) {
+                h = extend_hash(h, s->tokens[static_cast<size_t>(i)]);
+                if (i < s->n_cacheable) continue;
+                const int32_t b = table[static_cast<size_t>(i) / sc.block_size];
+                if (kv.pool().block(b).ref_count != 1 || kv.pool().block(b).cached)
+                    return fail(step, "shifting a shared or cached block");
+                kv_contents[static_cast<size_t>(b) * sc.block_size + static_cast<size_t>(i) % sc.block_size] = slid_hash(h);
+            }
+            ++n_slides;
+        }
         for (const folio::ScheduledSequence& ss : plan.sequences)
             if (const folio::Sequence* s = sched.find(ss.id)) {
                 if (std::any_of(s->tokens.begin(), s->tokens.end(), [](int32_t t) { return t >= kRejected; }))
@@ -199,6 +235,7 @@ std::string run_scenario(const Scenario& sc, uint64_t seed, uint64_t* swapped_in
         n_draft_tokens += plan.n_draft_tokens;
     }
     if (sc.drafts && n_draft_tokens == 0) return fail(-1, "no drafts were ever verified");
+    if (sc.config.shift_keys && n_slides == 0) return fail(-1, "no sink window ever slid");
     if (ended != added) return fail(-1, std::to_string(added) + " added but " + std::to_string(ended) + " ended");
     if (kv.pool().num_free() != sc.n_blocks) return fail(-1, "blocks leaked at the end");
     if (sched.num_free_swap_blocks() != (sc.swap_space_fails ? 0 : sc.config.swap_blocks))
@@ -234,6 +271,10 @@ private slots:
         swap.swap_blocks = 16;  // room for some preempted sequences, not all: swap and recompute mix
         folio::SchedulerConfig swap_reserve = reserve;
         swap_reserve.swap_blocks = 64;
+        folio::SchedulerConfig shift = continuous;  // sink windows slide in place
+        shift.shift_keys = true;
+        folio::SchedulerConfig shift_swap = swap;
+        shift_swap.shift_keys = true;
         const Scenario scenarios[] = {
             {"continuous+prefix", continuous, 24, 4, true, 3000},
             {"continuous", continuous, 24, 4, false, 3000},
@@ -253,6 +294,10 @@ private slots:
             {"drafts, reserve", reserve, 24, 4, true, 2000, false, true},
             {"drafts, block 1", continuous, 48, 1, true, 2000, false, true},
             {"drafts, unchunked", unchunked, 40, 4, true, 2000, false, true},
+            {"sink windows+prefix", shift, 24, 4, true, 3000},
+            {"sink windows, block 1", shift, 48, 1, true, 2000},
+            {"sink windows, swap", shift_swap, 24, 4, true, 3000},
+            {"sink windows, drafts", shift, 24, 4, true, 3000, false, true},
         };
         for (const Scenario& sc : scenarios) {
             uint64_t swapped_in = 0;

@@ -2,6 +2,7 @@
 // both pair layouts, RMSNorm, the GLU activations, and paged attention with
 // block tables spanning several (shuffled) blocks, GQA, a prefix from an
 // earlier step, two sequences in one batch, and a sliding window.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -157,6 +158,87 @@ private slots:
 
     void pagedAttentionMatchesDenseReference() { check_attention(0); }
     void slidingWindowAttentionMatchesDenseReference() { check_attention(3); }
+
+    // A sink window that slides in place turns its kept keys back by the
+    // tokens it dropped (Backend::shift_keys): each must become the key its
+    // token would have had at the new position, in the cache's type, with
+    // the other blocks and every value left alone.
+    void shiftKeysTurnsCachedKeysToTheirNewPositions() {
+        const int n_kv = 2, hd = 64, n_head = 2, block = 4, n_tokens = 16, delta = 5;
+        const std::vector<int32_t> table = {6, 1, 4, 2};  // positions 0..15
+        const std::vector<int32_t> shifted = {4, 2};      // positions 8..15 -> 3..10
+        const float factors[hd / 2] = {1, 1, 1, 2, 2, 4, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+                                       8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+        folio::model::RopeParams yarn =
+            folio::model::yarn_rope({10000.0f, 1.0f, RopeStyle::SplitHalf}, hd, 256, 4.0f, 1.0f);
+        QVERIFY(yarn.mscale != 1.0f);  // the shift must not apply it twice
+        const folio::model::RopeParams ropes[] = {{10000.0f, 1.0f, RopeStyle::Interleaved},
+                                                  {500000.0f, 1.0f, RopeStyle::Interleaved, factors},
+                                                  yarn};
+        for (folio::KvType type : {folio::KvType::F16, folio::KvType::Q8_0})
+            for (const folio::model::RopeParams& rope : ropes) {
+                folio::cpu::KvCache cache;
+                cache.allocate(1, n_kv, hd, block, 8, type);
+                folio::cpu::CpuOps ops(2, cache, 64);
+                folio::model::AttentionParams p;
+                p.n_head = n_head;
+                p.n_head_kv = n_kv;
+                p.head_dim = hd;
+                p.rope = rope;
+                const std::vector<float> raw_k = random_vector(n_tokens * n_kv * hd, 21);
+                std::vector<float> q = random_vector(n_tokens * n_head * hd, 22), k = raw_k;
+                const std::vector<float> v = random_vector(n_tokens * n_kv * hd, 23);
+                Batch batch;
+                for (int j = 0; j < n_tokens; ++j) {
+                    batch.token_ids.push_back(0);
+                    batch.positions.push_back(j);
+                    batch.slot_mapping.push_back(int64_t{table[static_cast<size_t>(j / block)]} * block + j % block);
+                }
+                batch.sequences.push_back(BatchSequence{0, n_tokens, n_tokens, table});
+                const std::vector<int32_t> rows_seq(n_tokens, 0);
+                ops.set_row_sequences(&rows_seq);
+                std::vector<float> out(static_cast<size_t>(n_tokens * n_head * hd));
+                QVERIFY(ops.attention(p, batch, q.data(), k.data(), v.data(), out.data()));
+                const int64_t layer_bytes = int64_t{8} * block * cache.slot_bytes();
+                const std::vector<uint8_t> k_before(cache.k[0].get(), cache.k[0].get() + layer_bytes);
+                const std::vector<uint8_t> v_before(cache.v[0].get(), cache.v[0].get() + layer_bytes);
+
+                ops.shift_keys(0, shifted, delta, rope);
+
+                QVERIFY(std::equal(v_before.begin(), v_before.end(), cache.v[0].get()));
+                const int64_t slot_bytes = cache.slot_bytes();
+                std::vector<float> got(static_cast<size_t>(n_kv * hd));
+                for (int j = 0; j < n_tokens; ++j) {
+                    const int64_t slot = int64_t{table[static_cast<size_t>(j / block)]} * block + j % block;
+                    const uint8_t* bytes = cache.k[0].get() + slot * slot_bytes;
+                    if (j < 8) {  // the sinks' blocks: untouched, bit for bit
+                        QVERIFY(std::equal(bytes, bytes + slot_bytes, k_before.begin() + slot * slot_bytes));
+                        continue;
+                    }
+                    // What the key of token j is at position j - delta.
+                    std::vector<float> want(raw_k.begin() + j * n_kv * hd, raw_k.begin() + (j + 1) * n_kv * hd);
+                    const int32_t pos[] = {j - delta};
+                    ops.rope(want.data(), 1, n_kv, hd, pos, rope);
+                    float amax = 0.0f;
+                    for (float w : want) amax = std::max(amax, std::fabs(w));
+                    if (type == folio::KvType::Q8_0) {
+                        folio::cpu::vec::dequantize_q8_0(bytes, got.data(), n_kv * hd);
+                    } else {
+                        const auto* h = reinterpret_cast<const uint16_t*>(bytes);
+                        for (int i = 0; i < n_kv * hd; ++i) got[static_cast<size_t>(i)] = folio::cpu::fp16_to_fp32(h[i]);
+                    }
+                    // Stored, read, turned and stored again: two roundings in the cache's type.
+                    const float tol = type == folio::KvType::Q8_0 ? 2.5f * amax / 127.0f : 2.0f * amax / 1024.0f;
+                    for (int i = 0; i < n_kv * hd; ++i) {
+                        const float d = std::fabs(got[static_cast<size_t>(i)] - want[static_cast<size_t>(i)]);
+                        if (d > tol)
+                            QFAIL(qPrintable(QString("token %1 value %2: %3, want %4 (type %5, style %6)")
+                                                 .arg(j).arg(i).arg(got[static_cast<size_t>(i)]).arg(want[static_cast<size_t>(i)])
+                                                 .arg(int(type)).arg(int(rope.style))));
+                    }
+                }
+            }
+    }
 
     void unknownArchitectureIsAClearError() {
         folio::ModelDescription model;

@@ -131,6 +131,16 @@ public:
     // copy-on-write the KvCacheManager asks for before a step.
     virtual Status copy_blocks(std::span<const BlockCopy> copies) = 0;
 
+    // Turns every layer's cached keys in `blocks` (all their slots) back by
+    // `delta` positions: a key written at position p becomes the key of
+    // position p - delta, by the layer's own RoPE (rotations compose), its
+    // values untouched. What a sink window that slides in place needs
+    // (KvShift). Backends that cannot say no (can_shift_keys).
+    virtual bool can_shift_keys() const { return false; }
+    virtual Status shift_keys(std::span<const int32_t> /*blocks*/, int32_t /*delta*/) {
+        return make_error("backend " + name() + " cannot shift cached keys");
+    }
+
     // Host slots of one block each (every layer's K and V) that a preempted
     // sequence's blocks can wait in; 0 where the KV cache is host memory
     // already (the CPU) or no swap space was asked for: then the scheduler

@@ -64,6 +64,9 @@ public:
     // The cached block with this hash whose tokens and parent are exactly
     // these (a hash collision never returns a wrong block), or -1.
     int32_t lookup(BlockHash hash, int32_t parent, std::span<const int32_t> tokens) const;
+    // Forgets the block's entry, if it has one (its contents are about to
+    // change in place: attention-sink windows re-rotate their keys).
+    void uncache(int32_t block) { evict(block); }
     // Forgets every cached entry (blocks in use stay in use).
     void clear_cache();
 

@@ -47,9 +47,13 @@ enum class ChatOverflow {
     Stop,             // "stop": the turn fails with an error that says what to do
     TruncateMiddle,   // "truncate": the system prompt and the latest tokens
     RollingWindow,    // "rolling": the latest tokens
+    SinkWindow,       // "sink-window": the first tokens (attention sinks) and the latest, slid in place
 };
 std::string_view to_string(ChatOverflow overflow);
 std::optional<ChatOverflow> chat_overflow_from_string(std::string_view name);
+// The engine's policy for a reply that outgrows the context (Stop where the
+// chat's own fitting, DropOldestTurns, leaves nothing to the engine).
+OverflowPolicy engine_overflow(ChatOverflow overflow);
 
 // One chat turn ready for GenerationRequest: its prompt tokens and the
 // engine policy for whatever still does not fit.

@@ -64,6 +64,7 @@ struct GenerationRequest {
     int32_t max_context = 0;             // 0 = the engine's
     OverflowPolicy overflow = OverflowPolicy::Stop;
     int32_t keep_tokens = 0;             // what TruncateMiddle keeps at the start (the system prompt)
+    int32_t sink_tokens = 4;             // what SinkWindow keeps at the start (StreamingLLM's attention sinks)
     // Speculative decoding for this request: unset, the engine's
     // (EngineConfig::spec); Off: none; Ngram: prompt lookup, on any engine;
     // the engine's own draft-model method (draft, layer-skip, int4-self):

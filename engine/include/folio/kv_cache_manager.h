@@ -56,6 +56,18 @@ public:
     // change) when there are not enough free blocks.
     bool prepare_write(SeqId seq, int32_t from, int32_t to, std::vector<BlockCopy>& copies);
 
+    // Slides a sequence's window over its cache (StreamingLLM): the table
+    // keeps its first `keep` blocks (the attention sinks), loses the `drop`
+    // blocks after them, and the blocks after those move up. Their keys are
+    // then re-rotated in place by the caller (Backend::shift_keys), so every
+    // moved block becomes private: a shared one is replaced by a fresh copy
+    // (appended to `copies`, to carry out first) and a prefix-cached one
+    // leaves the cache: their K/V no longer follow from the tokens alone, so
+    // the caller must not cache them again (Sequence::n_cacheable). All or
+    // nothing: false (no change) when the table is too short or the copies
+    // do not fit.
+    bool slide(SeqId seq, int32_t keep, int32_t drop, std::vector<BlockCopy>& copies);
+
     // Registers the sequence's full blocks within its first `n_verified`
     // tokens in the prefix cache (tokens = the sequence's ids so far). Draft
     // tokens of speculative decoding are not verified: pass what is.

@@ -39,6 +39,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "folio/batch.h"
@@ -53,6 +54,9 @@ enum class OverflowPolicy {
     Stop,            // finish with FinishReason::Length (a prompt that does not fit is an error)
     TruncateMiddle,  // keep the first keep_tokens (the system prompt) and the latest half of the rest
     RollingWindow,   // keep the latest three quarters of the context, nothing pinned
+    SinkWindow,      // StreamingLLM: keep the first sink_tokens (attention sinks) and the latest
+                     // tokens; where the backend can shift cached keys (SchedulerConfig::shift_keys)
+                     // the window slides in place, a quarter of it at a time, without recomputation
 };
 
 enum class BatchingMode {
@@ -69,6 +73,8 @@ struct SchedulerConfig {
                                          // sequence's whole context at admission
     uint32_t swap_blocks = 0;            // host slots a preempted sequence's blocks can be swapped
                                          // to (Backend::n_swap_blocks); 0 = always recompute
+    bool shift_keys = false;             // the backend re-rotates cached keys (Backend::shift_keys):
+                                         // SinkWindow slides in place instead of recomputing
 };
 
 // One sequence as the scheduler knows it.
@@ -82,6 +88,7 @@ struct Sequence {
     int32_t max_context = 0;       // 0 = the scheduler's
     OverflowPolicy overflow = OverflowPolicy::Stop;
     int32_t keep_tokens = 0;       // TruncateMiddle keeps these first tokens
+    int32_t sink_tokens = 4;       // SinkWindow keeps these (rounded up to whole blocks when it slides in place)
     // Speculative decoding: tokens a proposer guessed to follow `tokens`,
     // unverified (never in `tokens`, never in the prefix cache). Set before
     // schedule() (set_drafts); a step that reaches the end of the sequence
@@ -95,6 +102,8 @@ struct Sequence {
     int32_t n_preemptions = 0;     // of them swapped out: n_swaps
     int32_t n_swaps = 0;
     int32_t n_truncated = 0;       // tokens dropped by the overflow policy
+    int32_t n_cacheable = INT32_MAX;  // the first tokens whose K/V follow from the tokens alone, which
+                                      // the prefix cache may keep: a slid sink window's sinks only
     bool running = false;
     bool swapped = false;          // its computed K/V wait in host swap slots
 };
@@ -121,6 +130,16 @@ struct StepPlan {
     int32_t n_decode_tokens = 0;      // drafts included
     int32_t n_draft_tokens = 0;       // drafts computed this step
     bool empty() const { return sequences.empty(); }
+};
+
+// A sink window that slid in place (OverflowPolicy::SinkWindow): after the
+// copies, the backend turns the keys of `blocks` back by `delta` positions
+// (Backend::shift_keys), before the sequence's next step.
+struct KvShift {
+    SeqId id = -1;
+    std::vector<BlockCopy> copies;  // copy-on-write of the moved blocks it shared
+    std::vector<int32_t> blocks;    // its computed blocks after the sinks
+    int32_t delta = 0;              // tokens dropped from the middle
 };
 
 // What the runtime did with a planned sequence after the forward pass.
@@ -171,6 +190,9 @@ public:
     // runtime finished are removed; returns those the scheduler itself ended
     // (generation budget, or the context under the Stop policy).
     std::vector<FinishedSequence> commit(const StepPlan& plan, std::span<const StepResult> results);
+    // The sink windows commit() slid in place, for the runtime to carry out
+    // (KvShift) before the next schedule(); taken once.
+    std::vector<KvShift> take_kv_shifts() { return std::exchange(kv_shifts_, {}); }
 
     const Sequence* find(SeqId id) const;
     bool has_work() const { return !running_.empty() || !waiting_.empty() || !swapped_.empty(); }
@@ -218,6 +240,11 @@ private:
     // Applies the overflow policy to a sequence at its context limit:
     // true when it was shortened (and must recompute), false under Stop.
     bool shorten(Sequence& s);
+    // SinkWindow without recomputation: drops the oldest quarter of the
+    // window from the cache (KvCacheManager::slide) and queues its KvShift;
+    // false (no change) where the backend cannot shift keys or the context
+    // is too small to slide by whole blocks.
+    bool slide(Sequence& s);
     void remove(SeqId id);
 
     SchedulerConfig config_;
@@ -229,6 +256,7 @@ private:
     std::deque<SeqId> swapped_;    // in priority order
     std::unordered_map<SeqId, std::vector<int32_t>> swap_tables_;  // a swapped sequence's host slots, in table order
     std::vector<int32_t> free_swap_;  // free host slots
+    std::vector<KvShift> kv_shifts_;  // slid this commit, not yet taken
     uint64_t next_arrival_ = 0;
     uint64_t num_preemptions_ = 0;
     uint64_t swapped_out_blocks_ = 0, swapped_in_blocks_ = 0;

@@ -108,6 +108,39 @@ bool KvCacheManager::prepare_write(SeqId seq, int32_t from, int32_t to, std::vec
     return true;
 }
 
+bool KvCacheManager::slide(SeqId seq, int32_t keep, int32_t drop, std::vector<BlockCopy>& copies) {
+    auto it = tables_.find(seq);
+    if (it == tables_.end() || keep < 0 || drop < 1) return false;
+    std::vector<int32_t>& table = it->second;
+    const auto first = static_cast<size_t>(keep), moved = first + static_cast<size_t>(drop);
+    if (moved >= table.size()) return false;
+    // Dropped blocks held only here come free before the copies are taken.
+    uint32_t shared = 0, freed = 0;
+    for (size_t b = first; b < moved; ++b) freed += pool_.block(table[b]).ref_count == 1;
+    for (size_t b = moved; b < table.size(); ++b) shared += pool_.block(table[b]).ref_count > 1;
+    if (shared > pool_.num_free() + freed) return false;
+    std::vector<int32_t> dropped(table.begin() + static_cast<std::ptrdiff_t>(first),
+                                 table.begin() + static_cast<std::ptrdiff_t>(moved));
+    std::reverse(dropped.begin(), dropped.end());
+    pool_.release(dropped);  // their K/V still match their tokens: cached ones stay findable
+    table.erase(table.begin() + static_cast<std::ptrdiff_t>(first), table.begin() + static_cast<std::ptrdiff_t>(moved));
+    for (size_t b = first; b < table.size(); ++b) {
+        const int32_t old = table[b];
+        if (pool_.block(old).ref_count <= 1) {
+            pool_.uncache(old);
+            continue;
+        }
+        scratch_.clear();
+        pool_.allocate(1, scratch_);
+        copies.push_back({old, scratch_[0]});
+        table[b] = scratch_[0];
+        pool_.release(std::span<const int32_t>(&old, 1));
+    }
+    SeqState& state = seqs_[seq];
+    if (state.hashes.size() > first) state.hashes.resize(first);
+    return true;
+}
+
 void KvCacheManager::cache_blocks(SeqId seq, std::span<const int32_t> tokens, int32_t n_verified) {
     if (!prefix_caching_) return;
     auto it = tables_.find(seq);

@@ -56,6 +56,10 @@ public:
     virtual Status forward(Ops& ops, const Batch& batch, const StepOutput& out) = 0;
 
     virtual KvShape kv_shape() const = 0;
+    // How layer `layer` rotates its queries and keys (AttentionParams::rope):
+    // what the forward pass uses, and what a backend turns cached keys by
+    // when it shifts them (Backend::shift_keys).
+    virtual RopeParams rope(int layer) const = 0;
     virtual int32_t n_vocab() const = 0;
     // Every matrix the forward pass multiplies with, so a backend can check
     // it has kernels for their types before the first step (a GPU backend

@@ -34,6 +34,12 @@ public:
     Status bind(const ModelDescription& model, bool qk_norm);
     Status forward(Ops& ops, const Batch& batch, const StepOutput& out) override;
     KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
+    // Sliding-window layers turn by their own base, unscaled.
+    RopeParams rope(int layer) const override {
+        if (!layers_[static_cast<size_t>(layer)].is_local)
+            return {hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style};
+        return {hp_.rope_freq_base_swa > 0 ? hp_.rope_freq_base_swa : hp_.rope_freq_base, 1.0f, hp_.rope_style};
+    }
     int32_t n_vocab() const override { return static_cast<int32_t>(token_embd_.out_features); }
     std::vector<Weight> matrices() const override { return layer_matrices(output_, layers_); }
     Weight embedding() const override { return token_embd_; }
@@ -129,7 +135,6 @@ Status Gemma3::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
     float *x = act_.x, *h = act_.h, *q = act_.q, *k = act_.k, *v = act_.v;
     float *attn_out = act_.attn_out, *gate = act_.gate, *up = act_.up;
     const float eps = hp_.rms_norm_eps;
-    const float base_local = hp_.rope_freq_base_swa > 0 ? hp_.rope_freq_base_swa : hp_.rope_freq_base;
 
     FOLIO_RETURN_IF_ERROR(ops.embed(token_embd_, batch, x));
     ops.scale(x, std::sqrt(static_cast<float>(n_embd_)), n * n_embd_);
@@ -153,8 +158,7 @@ Status Gemma3::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
             ops.rms_norm(q, L.q_norm.data(), eps, n * n_head_, head_dim_, q);
             ops.rms_norm(k, L.k_norm.data(), eps, n * n_head_kv_, head_dim_, k);
         }
-        attn.rope = L.is_local ? RopeParams{base_local, 1.0f, hp_.rope_style}
-                               : RopeParams{hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style};
+        attn.rope = rope(l);
         attn.layer = l;
         attn.sliding_window = L.is_local ? hp_.sliding_window : 0;
         FOLIO_RETURN_IF_ERROR(ops.attention(attn, batch, q, k, v, attn_out));

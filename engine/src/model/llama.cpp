@@ -37,6 +37,14 @@ public:
     Status bind(const ModelDescription& model, bool qk_norm);
     Status forward(Ops& ops, const Batch& batch, const StepOutput& out) override;
     KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
+    RopeParams rope(int) const override {
+        RopeParams rope{hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style,
+                        hp_.rope_freq_factors.empty() ? nullptr : hp_.rope_freq_factors.data()};
+        if (hp_.rope_yarn_factor > 0.0f)
+            rope = yarn_rope(rope, head_dim_, hp_.rope_orig_context ? hp_.rope_orig_context : hp_.n_ctx_train,
+                             hp_.rope_yarn_factor, hp_.rope_attn_factor);
+        return rope;
+    }
     int32_t n_vocab() const override { return static_cast<int32_t>(output_.out_features); }
     std::vector<Weight> matrices() const override;
     Weight embedding() const override { return token_embd_; }
@@ -171,11 +179,7 @@ Status Llama::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
     attn.n_head_kv = n_head_kv_;
     attn.head_dim = head_dim_;
     attn.scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
-    attn.rope = {hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style,
-                 hp_.rope_freq_factors.empty() ? nullptr : hp_.rope_freq_factors.data()};
-    if (hp_.rope_yarn_factor > 0.0f)
-        attn.rope = yarn_rope(attn.rope, head_dim_, hp_.rope_orig_context ? hp_.rope_orig_context : hp_.n_ctx_train,
-                              hp_.rope_yarn_factor, hp_.rope_attn_factor);
+    attn.rope = rope(0);
     // Each sub-block's output is added to x by the next norm (add_rms_norm).
     ops.rms_norm(x, layers_[0].attn_norm.data(), eps, n, n_embd_, h);
     for (int l = 0; l < n_layer_; ++l) {

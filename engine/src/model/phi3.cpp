@@ -42,6 +42,10 @@ public:
     Status bind(const ModelDescription& model);
     Status forward(Ops& ops, const Batch& batch, const StepOutput& out) override;
     KvShape kv_shape() const override { return {n_layer_, n_head_kv_, head_dim_}; }
+    RopeParams rope(int) const override {
+        return {hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style,
+                rope_factors_->empty() ? nullptr : rope_factors_->data()};
+    }
     int32_t n_vocab() const override { return static_cast<int32_t>(output_.out_features); }
     std::vector<Weight> matrices() const override { return layer_matrices(output_, layers_); }
     Weight embedding() const override { return token_embd_; }
@@ -164,8 +168,7 @@ Status Phi3::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
     attn.n_head_kv = n_head_kv_;
     attn.head_dim = head_dim_;
     attn.scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
-    attn.rope = {hp_.rope_freq_base, hp_.rope_scale_linear, hp_.rope_style,
-                 rope_factors_->empty() ? nullptr : rope_factors_->data()};
+    attn.rope = rope(0);
     ops.rms_norm(x, layers_[0].attn_norm.data(), eps, n, n_embd_, h);
     for (int l = 0; l < n_layer_; ++l) {
         const Phi3Layer& L = layers_[static_cast<size_t>(l)];

@@ -79,13 +79,25 @@ std::string_view to_string(ChatOverflow overflow) {
         case ChatOverflow::Stop: return "stop";
         case ChatOverflow::TruncateMiddle: return "truncate";
         case ChatOverflow::RollingWindow: return "rolling";
+        case ChatOverflow::SinkWindow: return "sink-window";
     }
     return "drop-oldest";
 }
 
+OverflowPolicy engine_overflow(ChatOverflow overflow) {
+    switch (overflow) {
+        case ChatOverflow::DropOldestTurns:
+        case ChatOverflow::Stop: return OverflowPolicy::Stop;
+        case ChatOverflow::TruncateMiddle: return OverflowPolicy::TruncateMiddle;
+        case ChatOverflow::RollingWindow: return OverflowPolicy::RollingWindow;
+        case ChatOverflow::SinkWindow: return OverflowPolicy::SinkWindow;
+    }
+    return OverflowPolicy::Stop;
+}
+
 std::optional<ChatOverflow> chat_overflow_from_string(std::string_view name) {
     for (ChatOverflow o : {ChatOverflow::DropOldestTurns, ChatOverflow::Stop, ChatOverflow::TruncateMiddle,
-                           ChatOverflow::RollingWindow})
+                           ChatOverflow::RollingWindow, ChatOverflow::SinkWindow})
         if (to_string(o) == name) return o;
     return std::nullopt;
 }
@@ -108,14 +120,12 @@ Result<ChatTurnPrompt> chat_turn_prompt(const ChatTemplate& chat_template, const
     auto ids = chat_prompt_tokens(chat_template, tokenizer, messages);
     if (!ids) return ids.error();
     turn.full_tokens = ids->size();
+    turn.overflow = engine_overflow(overflow);
     if (overflow == ChatOverflow::Stop) {
         if (ids->size() >= static_cast<size_t>(context))
             return make_error("the conversation is " + std::to_string(ids->size()) + " tokens; the context holds " +
                               std::to_string(context));
-    } else if (overflow == ChatOverflow::RollingWindow) {
-        turn.overflow = OverflowPolicy::RollingWindow;
-    } else {
-        turn.overflow = OverflowPolicy::TruncateMiddle;
+    } else if (overflow == ChatOverflow::TruncateMiddle) {
         // The system prompt is what the system messages alone render to, as
         // far as it agrees with the whole conversation's tokens.
         std::vector<ChatMessage> system;

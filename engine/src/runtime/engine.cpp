@@ -10,9 +10,11 @@ namespace folio {
 
 namespace {
 
-// The scheduler swaps preempted sequences to the backend's host slots, if it has any.
-SchedulerConfig with_swap_space(SchedulerConfig config, const Backend& backend) {
+// The scheduler swaps preempted sequences to the backend's host slots, if it
+// has any, and slides sink windows in place where the backend shifts keys.
+SchedulerConfig for_backend(SchedulerConfig config, const Backend& backend) {
     config.swap_blocks = backend.n_swap_blocks();
+    config.shift_keys = backend.can_shift_keys();
     return config;
 }
 
@@ -35,7 +37,7 @@ Engine::Engine(const ModelDescription& model, const Tokenizer& tokenizer, Backen
       config_(config),
       kv_(backend.n_blocks(), backend.block_size(), config.enable_prefix_caching,
           std::hash<std::string>{}(model.name + "/" + model.hparams.architecture)),
-      scheduler_(with_swap_space(config.scheduler, backend), kv_, static_cast<int32_t>(backend.max_context())),
+      scheduler_(for_backend(config.scheduler, backend), kv_, static_cast<int32_t>(backend.max_context())),
       started_(std::chrono::steady_clock::now()),
       metrics_(backend.max_context()),
       chooser_(std::make_unique<TokenChooser>(backend, config.sampling_threads)),
@@ -238,6 +240,7 @@ bool Engine::take_inbox() {
         s.max_context = r.params.max_context;
         s.overflow = r.params.overflow;
         s.keep_tokens = r.params.keep_tokens;
+        s.sink_tokens = r.params.sink_tokens;
         const auto bad = std::find_if(s.tokens.begin(), s.tokens.end(),
                                       [this](int32_t t) { return t < 0 || t >= backend_.n_vocab(); });
         if (bad != s.tokens.end()) {

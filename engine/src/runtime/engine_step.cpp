@@ -384,6 +384,14 @@ void Engine::commit_step(const StepPlan& plan, const StepTokens& t) {
         }
     }
     const std::vector<FinishedSequence> ended = scheduler_.commit(plan, results);
+    // Sink windows that slid in place have their kept keys turned back before their next step.
+    for (const KvShift& shift : scheduler_.take_kv_shifts()) {
+        Status st = backend_.copy_blocks(shift.copies);
+        if (st) st = backend_.shift_keys(shift.blocks, shift.delta);
+        if (st) continue;
+        scheduler_.abort(shift.id);
+        finish(*requests_.at(shift.id), FinishReason::Error, "sliding its attention-sink window failed: " + st.error().message);
+    }
     {
         std::lock_guard lock(mutex_);
         metrics_.prompt_tokens_total += static_cast<uint64_t>(plan.n_prefill_tokens);

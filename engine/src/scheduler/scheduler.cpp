@@ -72,11 +72,35 @@ bool Scheduler::shorten(Sequence& s) {
             keep_tail = (s.max_context - keep_head) / 2;
             break;
         case OverflowPolicy::RollingWindow: keep_tail = std::max(1, s.max_context * 3 / 4); break;
+        case OverflowPolicy::SinkWindow:
+            keep_head = std::clamp(s.sink_tokens, 0, s.max_context / 2);
+            keep_tail = std::max(1, s.max_context * 3 / 4 - keep_head);
+            break;
     }
     keep_tail = std::max(1, std::min(keep_tail, n - keep_head));
     s.tokens.erase(s.tokens.begin() + keep_head, s.tokens.end() - keep_tail);
     s.n_truncated += n - static_cast<int32_t>(s.tokens.size());
     s.num_computed = 0;  // positions moved: everything is recomputed
+    return true;
+}
+
+bool Scheduler::slide(Sequence& s) {
+    if (!config_.shift_keys || s.overflow != OverflowPolicy::SinkWindow) return false;
+    const auto bs = static_cast<int32_t>(kv_.block_size());
+    const int32_t keep = (std::max(0, s.sink_tokens) + bs - 1) / bs;
+    const int32_t drop = (s.max_context - keep * bs) / 4 / bs;  // a quarter of the window
+    const int32_t computed_blocks = s.num_computed / bs;
+    if (drop < 1 || keep + drop >= computed_blocks) return false;
+    KvShift shift{s.id, {}, {}, drop * bs};
+    if (!kv_.slide(s.id, keep, drop, shift.copies)) return false;
+    const std::vector<int32_t>& table = kv_.table(s.id);
+    s.tokens.erase(s.tokens.begin() + keep * bs, s.tokens.begin() + (keep + drop) * bs);
+    s.num_computed -= shift.delta;
+    s.n_truncated += shift.delta;
+    s.n_cacheable = keep * bs;
+    const int32_t last = (s.num_computed + bs - 1) / bs;
+    shift.blocks.assign(table.begin() + keep, table.begin() + std::min<int32_t>(last, static_cast<int32_t>(table.size())));
+    kv_shifts_.push_back(std::move(shift));
     return true;
 }
 
@@ -242,6 +266,7 @@ bool Scheduler::try_admit(SeqId id, int32_t& budget, StepPlan& plan) {
     Sequence& s = seq(id);
     const PrefixHit hit = kv_.find_prefix(s.tokens);
     s.num_computed = hit.tokens;
+    s.n_cacheable = INT32_MAX;  // computed afresh from here
     const int32_t n = chunk(s, budget);
     if (n <= 0) {
         s.num_computed = 0;
@@ -334,7 +359,7 @@ std::vector<FinishedSequence> Scheduler::commit(const StepPlan& plan, std::span<
         s.n_generated += accepted;
         s.drafts.clear();
         s.num_computed = ss.first + ss.count - (ss.n_draft - accepted);
-        kv_.cache_blocks(s.id, s.tokens, s.num_computed);
+        kv_.cache_blocks(s.id, s.tokens, std::min(s.num_computed, s.n_cacheable));
         if (!ss.sample) continue;
         if (r.token >= 0) {
             s.tokens.push_back(r.token);
@@ -349,6 +374,8 @@ std::vector<FinishedSequence> Scheduler::commit(const StepPlan& plan, std::span<
             if (s.overflow == OverflowPolicy::Stop) {
                 ended.push_back({s.id, FinishReason::Length, {}});
                 remove(s.id);
+            } else if (slide(s)) {
+                // Still running: its next step continues from the slid window.
             } else {
                 // Shortened sequences recompute from the waiting queue, where
                 // the prefix cache can give back what they kept at the start.
@@ -381,7 +408,7 @@ void Scheduler::fork(SeqId parent, SeqId child) {
 void Scheduler::finish(SeqId id) {
     const auto it = sequences_.find(id);
     if (it == sequences_.end()) return;
-    kv_.cache_blocks(id, it->second.tokens, it->second.num_computed);
+    kv_.cache_blocks(id, it->second.tokens, std::min(it->second.num_computed, it->second.n_cacheable));
     remove(id);
 }
 

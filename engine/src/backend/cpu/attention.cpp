@@ -10,6 +10,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/vec.h"
+#include "cpu/fp16.h"
 
 namespace folio::cpu {
 
@@ -148,6 +149,36 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
     };
     pool_.parallel_for(static_cast<int64_t>(query_blocks_.size()) * p.n_head, attend);
     return {};
+}
+
+void CpuOps::shift_keys(int layer, std::span<const int32_t> blocks, int32_t delta, const model::RopeParams& rope) {
+    const int64_t kv_dim = cache_.slot_values(), slot_bytes = cache_.slot_bytes();
+    const int64_t block_slots = cache_.block_size, n_rows = static_cast<int64_t>(blocks.size()) * block_slots;
+    const bool q8 = cache_.type == KvType::Q8_0;
+    uint8_t* k_bytes = cache_.k[static_cast<size_t>(layer)].get();
+    shift_rows_.resize(static_cast<size_t>(n_rows * kv_dim));
+    shift_positions_.assign(static_cast<size_t>(n_rows), -delta);
+    auto slot_of = [&](int64_t r) { return int64_t{blocks[static_cast<size_t>(r / block_slots)]} * block_slots + r % block_slots; };
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const uint8_t* src = k_bytes + slot_of(r) * slot_bytes;
+        float* row = shift_rows_.data() + r * kv_dim;
+        if (q8) {
+            vec::dequantize_q8_0(src, row, kv_dim);
+        } else {
+            const auto* h = reinterpret_cast<const uint16_t*>(src);
+            for (int64_t i = 0; i < kv_dim; ++i) row[i] = fp16_to_fp32(h[i]);
+        }
+    }
+    // A rotation by -delta: the key's magnitude (YaRN's mscale) is in it already.
+    model::RopeParams turn = rope;
+    turn.mscale = 1.0f;
+    this->rope(shift_rows_.data(), n_rows, cache_.n_head_kv, cache_.head_dim, shift_positions_, turn);
+    for (int64_t r = 0; r < n_rows; ++r) {
+        uint8_t* dst = k_bytes + slot_of(r) * slot_bytes;
+        const float* row = shift_rows_.data() + r * kv_dim;
+        if (q8) vec::quantize_q8_0(row, dst, kv_dim);
+        else vec::to_f16(row, reinterpret_cast<uint16_t*>(dst), kv_dim);
+    }
 }
 
 }  // namespace folio::cpu

@@ -87,6 +87,10 @@ public:
     void rope(float* x, int64_t n_rows, int n_heads, int head_dim, std::span<const int32_t> positions,
               const model::RopeParams& rope);
 
+    // Turns layer `layer`'s cached keys in `blocks` (every slot) back by
+    // `delta` positions with `rope` (Backend::shift_keys), in the cache's type.
+    void shift_keys(int layer, std::span<const int32_t> blocks, int32_t delta, const model::RopeParams& rope);
+
 private:
     // Splits n elements into chunks of at least min_chunk, each a multiple
     // of `align` but the last, for the pool (inline when small).
@@ -102,6 +106,8 @@ private:
     std::vector<std::vector<float>> q_scratch_;  // per thread: a query block rounded to half
     std::vector<std::vector<uint8_t>> q8_scratch_;  // per thread: a query block as Q8_0 (a Q8_0 cache's)
     std::vector<float> rope_table_;
+    std::vector<float> shift_rows_;  // shift_keys' keys as floats
+    std::vector<int32_t> shift_positions_;
     std::vector<sampling_detail::Candidate> top_;  // one row's top-k
     std::vector<float> buffers_[static_cast<size_t>(model::Buffer::Count)];
     struct QueryBlock {
