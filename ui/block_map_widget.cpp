@@ -1,6 +1,7 @@
 #include "ui/block_map_widget.h"
 
 #include <QHelpEvent>
+#include <QLocale>
 #include <QPainter>
 #include <QPainterPath>
 #include <QToolTip>
@@ -255,8 +256,15 @@ QString BlockMapWidget::summary() const {
     const int n = e ? static_cast<int>(e->blocks.size()) : 0;
     if (n == 0) return notice_.isEmpty() ? tr("No model loaded") : notice_;
     // The pool of a model just loaded, before its first step.
-    if (e->step == 0) return tr("%1 blocks × %2 tokens · all free · idle").arg(n).arg(e->block_size);
-    QString summary = tr("%1 blocks × %2 tokens · %3% in use · %4 running, %5 waiting · step %6").arg(n).arg(e->block_size)
+    // The blocks' type and size, where known: "F16, 360 KiB each".
+    const QString pool = tr("%1 blocks × %2 tokens").arg(n).arg(e->block_size) +
+                         (e->kv_bytes_per_block ? tr(" (%1, %2 each)")
+                                                      .arg(QString::fromUtf8(folio::kv_type_name(e->kv_type).data()).toUpper(),
+                                                           QLocale().formattedDataSize(static_cast<qint64>(e->kv_bytes_per_block),
+                                                                                       1, QLocale::DataSizeIecFormat))
+                                                : QString());
+    if (e->step == 0) return tr("%1 · all free · idle").arg(pool);
+    QString summary = tr("%1 · %2% in use · %3 running, %4 waiting · step %5").arg(pool)
             .arg(e->kv_usage * 100.0, 0, 'f', 1).arg(e->running).arg(e->waiting).arg(e->step);
     if (e->preempted > 0) summary += tr(" · %1 preempted").arg(e->preempted);
     if (e->swapped > 0) summary += tr(" · %1 swapped to host").arg(e->swapped);

@@ -310,6 +310,8 @@ void MainWindow::connectBridge() {
         auto idle = std::make_shared<folio::StepEvent>();
         idle->blocks.resize(st.n_blocks);
         idle->block_size = st.block_size;
+        idle->kv_bytes_per_block = st.n_blocks ? st.kv_cache_bytes / st.n_blocks : 0;
+        idle->kv_type = folio::parse_kv_type(st.settings.kv_type.toStdString()).value_or(folio::KvType::F16);
         block_map_->setSnapshot({idle, {}});
         rememberRecent(s.path);
         studio_settings()->setValue("model/last", QFileInfo(s.path).absoluteFilePath());

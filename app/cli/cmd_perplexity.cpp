@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "folio/generate.h"
 #include "folio/quant_quality.h"
 #include "inference_common.h"
 
@@ -30,6 +31,11 @@ std::vector<FlagSpec> perplexity_flags() {
     flags.push_back({"", "--kl-divergence-base", "FILE", "save the log-probabilities to FILE (llama.cpp's format); "
                                                           "with --kl-divergence, compare with those in FILE"});
     flags.push_back({"", "--kl-divergence", "", "compare with --kl-divergence-base FILE: KLD, top token, PPL ratio"});
+    flags.push_back({"", "--stream", "MODE", "score the whole text as one stream at -c tokens of context, the "
+                                            "window kept by MODE: sink-window (the first --sinks tokens and the "
+                                            "latest, slid in place: StreamingLLM's evaluation) or rolling (the "
+                                            "latest three quarters, recomputed)"});
+    flags.push_back({"", "--sinks", "N", "tokens --stream sink-window keeps at the start (default 4; whole KV blocks)"});
     flags.push_back({"-h", "--help", "", "this help"});
     return flags;
 }
@@ -90,6 +96,61 @@ int compare_with_base(LoadedModel& m, const std::string& base_path, const ChunkS
     return 0;
 }
 
+// Every token after the first scored in one pass over the text, `step`
+// tokens a forward pass, with the context the overflow policy leaves once
+// the text outgrows n_ctx: what a chat that never ends sees.
+int score_stream(LoadedModel& m, const std::vector<int32_t>& tokens, int32_t n_ctx, bool sinks, int32_t n_sinks) {
+    SequenceRunner runner(*m.backend, 512);
+    const int32_t n_vocab = m.backend->n_vocab();
+    const auto block = static_cast<int32_t>(m.backend->block_size());
+    const int32_t capacity = std::min(n_ctx, runner.capacity()), step = 64;
+    const int32_t keep = (n_sinks + block - 1) / block * block;
+    const int32_t drop = (capacity - keep) / 4 / block * block;
+    if (sinks && drop < block)
+        return fail("perplexity", "-c " + std::to_string(capacity) + " leaves no room to slide past " +
+                                      std::to_string(keep) + " sink tokens");
+    std::fprintf(stderr, "folio perplexity: %zu tokens as one stream at %d of context (%s)\n", tokens.size(), capacity,
+                 sinks ? ("sink-window: " + std::to_string(keep) + " sinks, slides of " + std::to_string(drop)).c_str()
+                       : "rolling: the latest three quarters recomputed");
+    std::vector<float> logits;
+    double nll = 0.0;
+    int64_t count = 0, recomputed = 0, overflows = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t pos = 0; pos + 1 < tokens.size();) {
+        const auto n = static_cast<int32_t>(std::min<size_t>(static_cast<size_t>(step), tokens.size() - 1 - pos));
+        if (runner.length() + n > capacity) {
+            ++overflows;
+            if (sinks) {
+                if (Status s = runner.slide(keep, drop); !s) return fail("perplexity", s.error().message);
+            } else {
+                const std::vector<int32_t> tail(runner.tokens().end() - std::min(runner.length(), capacity * 3 / 4),
+                                                runner.tokens().end());
+                runner.reset();
+                if (Status s = runner.append(tail, logits); !s) return fail("perplexity", s.error().message);
+                recomputed += static_cast<int64_t>(tail.size());
+            }
+            continue;
+        }
+        const std::span<const int32_t> chunk(tokens.data() + pos, static_cast<size_t>(n));
+        if (Status s = runner.append(chunk, logits, /*all_logits=*/true); !s) return fail("perplexity", s.error().message);
+        for (int32_t i = 0; i < n; ++i)
+            nll += negative_log_likelihood(logits.data() + size_t(i) * size_t(n_vocab), n_vocab,
+                                           tokens[pos + static_cast<size_t>(i) + 1]);
+        count += n;
+        pos += static_cast<size_t>(n);
+        if (pos % 2048 < static_cast<size_t>(n))
+            std::fprintf(stderr, "[%zu/%zu] PPL so far %.4f (%.1f s)\n", pos, tokens.size(),
+                         std::exp(nll / static_cast<double>(count)),
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::printf("tokens scored: %lld, context %d, overflows %lld, tokens recomputed %lld, %.1f s\n",
+                static_cast<long long>(count), capacity, static_cast<long long>(overflows),
+                static_cast<long long>(recomputed),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    std::printf("PPL = %.4f\n", std::exp(nll / static_cast<double>(count)));
+    return 0;
+}
+
 }  // namespace
 
 int run_perplexity(int argc, char** argv) {
@@ -106,6 +167,12 @@ int run_perplexity(int argc, char** argv) {
     if (compare && !base_path) return fail("perplexity", "--kl-divergence needs --kl-divergence-base FILE");
     auto max_chunks = args->get_int("--chunks", -1, -1, 1 << 30);
     if (!max_chunks) return fail("perplexity", max_chunks.error().message);
+    const std::optional<std::string> stream = args->get("--stream");
+    if (stream && *stream != "sink-window" && *stream != "rolling")
+        return fail("perplexity", "option --stream wants sink-window or rolling, got '" + *stream + "'");
+    if (stream && (compare || base_path)) return fail("perplexity", "--stream does not save or compare log-probabilities");
+    auto sinks = args->get_int("--sinks", 4, 0, 1 << 20);
+    if (!sinks) return fail("perplexity", sinks.error().message);
     std::string text;
     if (!compare) {
         auto file = args->get("--file");
@@ -132,6 +199,10 @@ int run_perplexity(int argc, char** argv) {
     if (compare) return compare_with_base(m, *base_path, scoring);
 
     const std::vector<int32_t> tokens = m.tokenizer.encode(text, /*add_special=*/true, /*parse_special=*/false);
+    if (stream) {
+        if (tokens.size() < 2) return fail("perplexity", "the text has fewer than 2 tokens");
+        return score_stream(m, tokens, n_ctx, *stream == "sink-window", static_cast<int32_t>(*sinks));
+    }
     int64_t n_chunks = static_cast<int64_t>(tokens.size()) / n_ctx;
     if (*max_chunks >= 0) n_chunks = std::min<int64_t>(n_chunks, *max_chunks);
     if (n_chunks == 0)

@@ -114,6 +114,15 @@ private slots:
         r = run_folio("chat" + missing + " --overflow sideways");
         QCOMPARE(r.exit_code, 1);
         QVERIFY2(r.err.find("--overflow wants") != std::string::npos, r.err.c_str());
+        r = run_folio("run" + missing + " -p hi --overflow drop-oldest");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("--overflow wants stop, truncate, rolling or sink-window") != std::string::npos, r.err.c_str());
+        r = run_folio("run" + missing + " -p hi --overflow sink-window --sinks -1");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("--sinks") != std::string::npos, r.err.c_str());
+        r = run_folio("perplexity" + missing + " -f x --stream sideways");
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.find("--stream wants sink-window or rolling") != std::string::npos, r.err.c_str());
         r = run_folio("chat" + missing + " -s -3");
         QCOMPARE(r.exit_code, 1);
         QVERIFY2(r.err.find("-s (--seed)") != std::string::npos, r.err.c_str());

@@ -82,6 +82,14 @@ private slots:
         map.setSnapshot(swapping);
         QVERIFY2(map.summary().contains("1 preempted") && map.summary().contains("2 swapped to host"),
                  qPrintable(map.summary()));
+        // The blocks' type and size, as the engine reports them.
+        QVERIFY2(!map.summary().contains("each"), qPrintable(map.summary()));
+        event = std::make_shared<folio::StepEvent>(*swapping.event);
+        event->kv_type = folio::KvType::Q8_0;
+        event->kv_bytes_per_block = 196608;  // 192 KiB
+        swapping.event = event;
+        map.setSnapshot(swapping);
+        QVERIFY2(map.summary().contains("(Q8_0, 192") && map.summary().contains("KiB each)"), qPrintable(map.summary()));
     }
 
     void hundred_thousand_blocks_aggregate_and_paint_fast() {

@@ -97,6 +97,32 @@ private slots:
         QVERIFY2(ppl > 1.0 && ppl < 20.0, r.out.c_str());
         auto too_short = run_folio("perplexity -m " + shell_quote(path) + " -f " + shell_quote(file) + " -c 4096");
         QCOMPARE(too_short.exit_code, 1);
+        // One stream through a context a quarter of the text's: it slides in
+        // place (sink-window) or recomputes (rolling), and the repeated text
+        // stays predictable either way.
+        for (const char* mode : {"sink-window", "rolling"}) {
+            auto stream = run_folio("perplexity -m " + shell_quote(path) + " -f " + shell_quote(file) +
+                                    " -c 128 -t 2 --stream " + mode);
+            QVERIFY2(stream.exit_code == 0, stream.err.c_str());
+            QVERIFY2(stream.out.find("overflows 0") == std::string::npos, stream.out.c_str());
+            const size_t p = stream.out.rfind("PPL = ");
+            QVERIFY2(p != std::string::npos, stream.out.c_str());
+            QVERIFY2(std::atof(stream.out.c_str() + p + 6) > 1.0 && std::atof(stream.out.c_str() + p + 6) < 20.0,
+                     stream.out.c_str());
+        }
+    }
+
+    // --overflow sink-window: a generation 4x the context goes on to its end.
+    void runGoesPastTheContextWithASinkWindow() {
+        FOLIO_REQUIRE_MODEL(path, folio_test::kSmolLM2);
+        auto r = run_folio("run -m " + shell_quote(path) +
+                           " -p 'Once upon a time' -n 512 -c 128 --temp 0 --ignore-eos -t 2 --overflow sink-window");
+        QVERIFY2(r.exit_code == 0, r.err.c_str());
+        QVERIFY2(r.err.find("generated 512 tokens") != std::string::npos, r.err.c_str());
+        auto stopped = run_folio("run -m " + shell_quote(path) + " -p 'Once upon a time' -n 512 -c 128 --temp 0 --ignore-eos -t 2");
+        QVERIFY2(stopped.exit_code == 0, stopped.err.c_str());
+        QVERIFY2(stopped.err.find("stop: length") != std::string::npos && stopped.err.find("generated 512") == std::string::npos,
+                 stopped.err.c_str());
     }
 
     // --device: a GPU that is not there is said so and the CPU runs; a

@@ -185,6 +185,7 @@ EngineMetrics busy_metrics() {
     m.sampled_whole_rows_total = 17;
     m.sampled_device_top_p_total = 5;
     m.kv_cache_usage_perc = 0.25;
+    m.cache_config = {16, 256, 195840, "q8_0"};
     for (int i = 0; i < 50; ++i) {
         m.time_to_first_token_seconds.observe(0.001 * i);
         m.inter_token_latency_seconds.observe(0.0002 * i);
@@ -289,6 +290,17 @@ private slots:
         QCOMPARE(value("folio:sampled_whole_rows_total"), 17.0);
         QCOMPARE(value("folio:sampled_device_top_p_total"), 5.0);
         QCOMPARE(value("folio:kv_cache_usage_perc"), 0.25);
+        // The cache's shape in the labels of one sample of 1 (vLLM's cache_config_info).
+        const Family& cache = exposition.families.at("folio:cache_config_info");
+        QCOMPARE(cache.type, std::string("gauge"));
+        const Sample* config = find_sample(cache, "folio:cache_config_info", "cache_dtype", "q8_0");
+        QVERIFY(config);
+        QCOMPARE(config->value, 1.0);
+        QCOMPARE(config->labels.at("block_size"), std::string("16"));
+        QCOMPARE(config->labels.at("num_gpu_blocks"), std::string("256"));
+        QCOMPARE(config->labels.at("bytes_per_block"), std::string("195840"));
+        // An engine not yet started has no cache to describe.
+        QVERIFY(folio::prometheus_text(EngineMetrics(), "m").find("cache_config_info") == std::string::npos);
         const Family& success = exposition.families.at("folio:request_success_total");
         QCOMPARE(find_sample(success, "folio:request_success_total", "finished_reason", "stop")->value, 2.0);
         QCOMPARE(find_sample(success, "folio:request_success_total", "finished_reason", "length")->value, 1.0);

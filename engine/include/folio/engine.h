@@ -145,6 +145,8 @@ struct StepEvent {
     double draft_s = 0;
     double kv_usage = 0;          // share of blocks in use
     uint32_t block_size = 0;
+    uint64_t kv_bytes_per_block = 0;  // every layer's K and V of one block, in kv_type
+    KvType kv_type = KvType::F16;
     std::vector<BlockCell> blocks;  // filled when anybody subscribes to step events
     // A draft model's own KV blocks (speculative decoding by draft,
     // layer-skip or int4-self), as `blocks`: owner = the request drafted for.

@@ -29,6 +29,12 @@ public:
     // scores the second half of a chunk: the output head runs for that half).
     Status append_from(std::span<const int32_t> tokens, int32_t first_logit_row, std::vector<float>& logits);
 
+    // Drops tokens [keep, keep + drop) from the cache without recomputing
+    // the rest: the blocks go back to the free list and the later tokens'
+    // keys are turned back by `drop` positions (Backend::shift_keys), as a
+    // sink window slides (OverflowPolicy::SinkWindow). Both are whole
+    // blocks; an error (no change) otherwise, or where the backend cannot.
+    Status slide(int32_t keep, int32_t drop);
     // Forgets everything after the first n tokens (n <= length()).
     void truncate(int32_t n);
     void reset() { truncate(0); }

@@ -109,6 +109,14 @@ struct EngineMetrics {
     uint64_t num_requests_waiting = 0;
     uint64_t num_requests_swapped = 0;  // preempted, their KV in host swap space
     double kv_cache_usage_perc = 0.0;  // fraction of KV blocks in use, 0..1 (not percent, as vLLM)
+    // The KV cache's shape (vLLM's cache_config_info: one sample of value 1
+    // whose labels say it), once the engine has a backend.
+    struct CacheConfig {
+        uint32_t block_size = 0;
+        uint32_t num_blocks = 0;
+        uint64_t bytes_per_block = 0;  // every layer's K and V, in the cache's type
+        std::string cache_dtype;       // "f16", "q8_0" (kv_type_name)
+    } cache_config;
 
     // ---- histograms, one observation per request (inter-token: per token) ----
     Histogram time_to_first_token_seconds;  // arrival -> first token out

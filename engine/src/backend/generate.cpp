@@ -24,6 +24,22 @@ void SequenceRunner::truncate(int32_t n) {
     }
 }
 
+Status SequenceRunner::slide(int32_t keep, int32_t drop) {
+    const auto block = static_cast<int32_t>(backend_.block_size());
+    if (keep < 0 || drop < 1 || keep % block || drop % block || keep + drop >= length())
+        return make_error("slide: keep " + std::to_string(keep) + " and drop " + std::to_string(drop) +
+                          " must be whole blocks of " + std::to_string(block) + " inside the " +
+                          std::to_string(length()) + " tokens");
+    if (!backend_.can_shift_keys()) return make_error("backend " + backend_.name() + " cannot shift cached keys");
+    const auto first = block_table_.begin() + keep / block, last = first + drop / block;
+    const std::vector<int32_t> moved(last, block_table_.end());
+    if (Status s = backend_.shift_keys(moved, drop); !s) return s;
+    free_blocks_.insert(free_blocks_.end(), first, last);
+    block_table_.erase(first, last);
+    tokens_.erase(tokens_.begin() + keep, tokens_.begin() + keep + drop);
+    return {};
+}
+
 Status SequenceRunner::append_from(std::span<const int32_t> tokens, int32_t first_logit_row,
                                    std::vector<float>& logits) {
     if (tokens.empty()) return make_error("nothing to run: no tokens");

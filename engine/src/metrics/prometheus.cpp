@@ -135,6 +135,15 @@ std::string prometheus_text(const EngineMetrics& m, std::string_view model_name)
     out.gauge("folio:num_requests_swapped", "Number of requests swapped to host memory.",
               static_cast<double>(m.num_requests_swapped));
     out.gauge("folio:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv_cache_usage_perc);
+    if (m.cache_config.num_blocks > 0) {
+        const EngineMetrics::CacheConfig& c = m.cache_config;
+        out.family("folio:cache_config_info", "gauge", "Information of the KV cache: its blocks and their type.");
+        out.sample("folio:cache_config_info",
+                   "block_size=\"" + std::to_string(c.block_size) + "\",num_gpu_blocks=\"" + std::to_string(c.num_blocks) +
+                       "\",bytes_per_block=\"" + std::to_string(c.bytes_per_block) + "\",cache_dtype=\"" +
+                       escape_label_value(c.cache_dtype) + "\"",
+                   "1");
+    }
 
     out.counter("folio:num_preemptions_total", "Cumulative number of preemptions from the engine.",
                 m.num_preemptions_total);

@@ -42,6 +42,8 @@ Engine::Engine(const ModelDescription& model, const Tokenizer& tokenizer, Backen
       metrics_(backend.max_context()),
       chooser_(std::make_unique<TokenChooser>(backend, config.sampling_threads)),
       spec_(config.spec) {
+    metrics_.cache_config = {backend.block_size(), backend.n_blocks(), backend.kv_bytes_per_block(),
+                             std::string(kv_type_name(backend.kv_type()))};
     for (int32_t t = 0; t < tokenizer.vocab_size(); ++t)
         if (tokenizer.is_end_of_generation(t)) end_of_generation_.push_back(t);
 }
@@ -405,6 +407,8 @@ void Engine::publish_step(const StepPlan& plan, double duration_s, double forwar
     spec_step_ = {};
     event->kv_usage = kv_.pool().usage();
     event->block_size = kv_.block_size();
+    event->kv_bytes_per_block = backend_.kv_bytes_per_block();
+    event->kv_type = backend_.kv_type();
     // The block map costs a pass over the whole pool: only for someone who looks.
     if (!subscribers.empty()) fill_block_map(*event);
     {
