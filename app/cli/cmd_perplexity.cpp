@@ -103,7 +103,9 @@ int score_stream(LoadedModel& m, const std::vector<int32_t>& tokens, int32_t n_c
     SequenceRunner runner(*m.backend, 512);
     const int32_t n_vocab = m.backend->n_vocab();
     const auto block = static_cast<int32_t>(m.backend->block_size());
-    const int32_t capacity = std::min(n_ctx, runner.capacity()), step = 64;
+    const int32_t capacity = std::min(n_ctx, runner.capacity());
+    // A pass at most an eighth of the context, so that what an overflow keeps always leaves room for the next.
+    const int32_t step = std::clamp(capacity / 8, 1, 64);
     const int32_t keep = (n_sinks + block - 1) / block * block;
     const int32_t drop = (capacity - keep) / 4 / block * block;
     if (sinks && drop < block)
