@@ -94,6 +94,14 @@ Status check_block_copies(std::span<const BlockCopy> copies, uint32_t n_src, uin
     return {};
 }
 
+Status check_blocks(std::span<const int32_t> blocks, uint32_t n_blocks, const char* what) {
+    for (int32_t b : blocks)
+        if (b < 0 || static_cast<uint32_t>(b) >= n_blocks)
+            return make_error(std::string(what) + ": block " + std::to_string(b) + " is outside the pool of " +
+                              std::to_string(n_blocks));
+    return {};
+}
+
 Status check_row_sums(const RowSums& sums, int64_t n_rows) {
     if (sums.empty()) return {};
     const auto n = static_cast<size_t>(std::max<int64_t>(n_rows, 0));

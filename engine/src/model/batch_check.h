@@ -26,6 +26,9 @@ Status check_block_copies(std::span<const BlockCopy> copies, uint32_t n_blocks);
 // The same between two pools (a swap: device blocks and host slots); `what` names the operation.
 Status check_block_copies(std::span<const BlockCopy> copies, uint32_t n_src, uint32_t n_dst, const char* what);
 
+// Every block id inside a cache of n_blocks blocks; `what` names the operation.
+Status check_blocks(std::span<const int32_t> blocks, uint32_t n_blocks, const char* what);
+
 // RowSums fit for n_rows rows: empty, or every span that long, with
 // temperatures above 0.
 Status check_row_sums(const RowSums& sums, int64_t n_rows);

@@ -45,10 +45,7 @@ public:
 
     bool can_shift_keys() const override { return true; }
     Status shift_keys(std::span<const int32_t> blocks, int32_t delta) override {
-        for (int32_t b : blocks)
-            if (b < 0 || static_cast<uint32_t>(b) >= cache_.n_blocks)
-                return make_error("shift_keys: block " + std::to_string(b) + " is outside the pool of " +
-                                  std::to_string(cache_.n_blocks));
+        FOLIO_RETURN_IF_ERROR(model::check_blocks(blocks, cache_.n_blocks, "shift_keys"));
         for (int layer = 0; layer < cache_.n_layer; ++layer) ops_->shift_keys(layer, blocks, delta, arch_->rope(layer));
         return {};
     }
