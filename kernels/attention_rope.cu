@@ -101,7 +101,44 @@ __global__ void __launch_bounds__(kRopeThreads)
         __floats2half2_rn(x.x, x.y);
 }
 
+// One block per cached slot (blockIdx.x: the list's block, then the slot in
+// it), one thread per key pair of the slot's heads.
+__global__ void __launch_bounds__(kRopeThreads)
+    shift_keys_kernel(__half* k_cache, const int32_t* blocks, int n_head_kv, int head_dim, int block_size,
+                      int32_t position, float freq_scale, float theta_scale, RopeParams rope) {
+    __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2];
+    const int half = head_dim / 2;
+    if (static_cast<int>(threadIdx.x) < half)
+        rope_angle(position, freq_scale, theta_scale, rope, threadIdx.x, cos_s[threadIdx.x], sin_s[threadIdx.x]);
+    __syncthreads();
+    const int item = blockIdx.y * kRopeThreads + threadIdx.x;
+    if (item >= n_head_kv * half) return;
+    const int64_t slot = int64_t{blocks[blockIdx.x / block_size]} * block_size + blockIdx.x % block_size;
+    const int head = item / half, i = item % half;
+    const int a = rope.split_half ? i : 2 * i, b = rope.split_half ? i + half : 2 * i + 1;
+    __half* ka = k_cache + cache_index(slot, head, a, block_size, n_head_kv, head_dim);
+    __half* kb = k_cache + cache_index(slot, head, b, block_size, n_head_kv, head_dim);
+    const float x0 = __half2float(*ka), x1 = __half2float(*kb), c = cos_s[i], s = sin_s[i];
+    *ka = __float2half_rn(x0 * c - x1 * s);
+    *kb = __float2half_rn(x0 * s + x1 * c);
+}
+
 }  // namespace
+
+cudaError_t shift_keys(const PagedKvLayer& kv, const int32_t* blocks, int32_t n_blocks, int32_t delta,
+                       const RopeParams& rope, cudaStream_t s) {
+    if (n_blocks <= 0) return cudaSuccess;
+    if (kv.head_dim <= 0 || kv.head_dim % 2 != 0 || kv.head_dim > kMaxHeadDim || kv.n_head_kv <= 0 ||
+        kv.block_size <= 0 || !kv.k || !blocks || !(rope.scale != 0.0f))
+        return cudaErrorInvalidValue;
+    const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(kv.head_dim));
+    const int items = kv.n_head_kv * (kv.head_dim / 2);
+    const dim3 grid(static_cast<unsigned>(n_blocks * kv.block_size),
+                    static_cast<unsigned>((items + kRopeThreads - 1) / kRopeThreads));
+    shift_keys_kernel<<<grid, kRopeThreads, 0, s>>>(static_cast<__half*>(kv.k), blocks, kv.n_head_kv, kv.head_dim,
+                                                    kv.block_size, -delta, 1.0f / rope.scale, theta_scale, rope);
+    return cudaGetLastError();
+}
 
 cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, const PagedKvLayer& kv,
                           const RopeParams& rope, const AttentionBatch& b, cudaStream_t s) {

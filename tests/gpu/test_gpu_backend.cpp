@@ -167,6 +167,49 @@ private slots:
         QVERIFY(!folio::create_backend(*device_only, options_for("cpu")));
     }
 
+    // A sink window slid in place on both backends (Backend::shift_keys): a
+    // 64-token prefill, block 9 dropped and the two after it turned back by
+    // 16 positions, then a decode step over the slid table. The GPU's turned
+    // keys must give the CPU's logits; a GPU that did not turn them would
+    // attend at the wrong distances.
+    void shiftedKeysMatchTheCpu() {
+        REQUIRE_GPU();
+        for (const char* shape : {"tiny-llama", "tiny-gemma3"}) {
+            auto model = folio::make_dummy_model({shape, folio::TensorType::F16, true, 9});
+            QVERIFY(model);
+            auto cpu = folio::create_backend(*model, options_for("cpu"));
+            auto gpu = folio::create_backend(*model, options_for("cuda"));
+            QVERIFY2(cpu && gpu, !cpu ? cpu.error().message.c_str() : !gpu ? gpu.error().message.c_str() : "");
+            QVERIFY((*cpu)->can_shift_keys() && (*gpu)->can_shift_keys());
+            const int32_t n_vocab = (*cpu)->n_vocab();
+            const std::vector<int32_t> before = {5, 9, 2, 7}, after = {5, 2, 7, 11};
+            folio::Batch prefill, decode;
+            for (int32_t j = 0; j < 64; ++j) {
+                prefill.token_ids.push_back(3 + (j * 29) % (n_vocab - 3));
+                prefill.positions.push_back(j);
+                prefill.slot_mapping.push_back(int64_t{before[static_cast<size_t>(j / 16)]} * 16 + j % 16);
+            }
+            prefill.logits_rows.push_back(63);
+            prefill.sequences.push_back({0, 64, 64, before});
+            decode.token_ids.push_back(42);
+            decode.positions.push_back(48);
+            decode.slot_mapping.push_back(int64_t{11} * 16);
+            decode.logits_rows.push_back(0);
+            decode.sequences.push_back({0, 1, 49, after});
+            std::vector<float> want(static_cast<size_t>(n_vocab)), got(want.size()), scratch(want.size());
+            const int32_t moved[] = {2, 7};
+            for (auto [backend, out] : {std::pair{cpu->get(), &want}, std::pair{gpu->get(), &got}}) {
+                QVERIFY(backend->forward(prefill, scratch));
+                QVERIFY(backend->shift_keys(moved, 16));
+                QVERIFY(backend->forward(decode, *out));
+            }
+            const Agreement a = compare_logits(want, got, n_vocab);
+            std::printf("%s: slid window, GPU vs CPU logits: rel %.2e\n", shape, a.max_rel);
+            QVERIFY2(a.max_rel < 2e-3 && a.argmax_diffs == 0, shape);
+            QVERIFY(!(*gpu)->shift_keys(std::vector<int32_t>{96}, 16));  // outside the pool: an error, no write
+        }
+    }
+
     void randomModelsMatchTheCpu() {
         REQUIRE_GPU();
         struct Case {

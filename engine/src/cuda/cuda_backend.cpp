@@ -108,6 +108,15 @@ public:
         return {};
     }
 
+    bool can_shift_keys() const override { return true; }
+    Status shift_keys(std::span<const int32_t> blocks, int32_t delta) override {
+        FOLIO_RETURN_IF_ERROR(model::check_blocks(blocks, cache_.n_blocks, "shift_keys"));
+        for (int layer = 0; layer < cache_.n_layer; ++layer)
+            FOLIO_RETURN_IF_ERROR(ops_->shift_keys(layer, blocks, delta, arch_->rope(layer)));
+        FOLIO_CUDA_OR_ERROR(cudaStreamSynchronize(stream_), "shift_keys");
+        return {};
+    }
+
     // Swap space: host slots of one block each ([2 * n_layer][block_bytes]),
     // pinned a chunk at a time as slots in it are first used: pinning runs
     // at ~1-2 GB/s, so pinning it all at start (or at the first preemption)

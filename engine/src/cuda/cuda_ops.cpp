@@ -291,6 +291,31 @@ Status CudaOps::gated_matmuls(std::span<const model::Weight> w, Glu act, const f
     return error_;
 }
 
+bool CudaOps::kernel_rope(const model::RopeParams& from, kernels::RopeParams& rope) {
+    rope = {from.base, from.scale, from.style == RopeStyle::SplitHalf};
+    rope.ext_factor = from.ext_factor;
+    rope.yarn_low = from.yarn_low;
+    rope.yarn_high = from.yarn_high;
+    rope.mscale = from.mscale;
+    return !from.freq_factors || (rope.freq_factors = vector(from.freq_factors, "rope frequency factors"));
+}
+
+Status CudaOps::shift_keys(int layer, std::span<const int32_t> blocks, int32_t delta, const model::RopeParams& rope) {
+    if (!error_) return error_;
+    if (layer < 0 || layer >= cache_.n_layer) return make_error("shift_keys: no layer " + std::to_string(layer));
+    kernels::RopeParams turn;
+    if (!kernel_rope(rope, turn)) return error_;
+    turn.mscale = 1.0f;  // a rotation: the keys carry their magnitude already
+    if (!grow(shift_blocks_, blocks.size_bytes(), "shifted block ids", InGraphs::No)) return error_;
+    if (!ok(cudaMemcpyAsync(shift_blocks_.data(), blocks.data(), blocks.size_bytes(), cudaMemcpyHostToDevice, stream_),
+            "shifted block ids"))
+        return error_;
+    ok(kernels::shift_keys(cache_.layers[static_cast<size_t>(layer)], reinterpret_cast<const int32_t*>(shift_blocks_.data()),
+                           static_cast<int32_t>(blocks.size()), delta, turn, stream_),
+       "shift keys");
+    return error_;
+}
+
 Status CudaOps::attention(const model::AttentionParams& p, const Batch&, float* q, float* k, const float* v,
                           float* out) {
     ++op_;
@@ -298,13 +323,8 @@ Status CudaOps::attention(const model::AttentionParams& p, const Batch&, float* 
     if (p.layer < 0 || p.layer >= cache_.n_layer || p.n_head_kv != cache_.n_head_kv || p.head_dim != cache_.head_dim)
         return make_error("attention: layer shape does not match the KV cache");
     const kernels::PagedKvLayer& kv = cache_.layers[static_cast<size_t>(p.layer)];
-    kernels::RopeParams rope{p.rope.base, p.rope.scale, p.rope.style == RopeStyle::SplitHalf};
-    rope.ext_factor = p.rope.ext_factor;
-    rope.yarn_low = p.rope.yarn_low;
-    rope.yarn_high = p.rope.yarn_high;
-    rope.mscale = p.rope.mscale;
-    if (p.rope.freq_factors && !(rope.freq_factors = vector(p.rope.freq_factors, "rope frequency factors")))
-        return error_;
+    kernels::RopeParams rope;
+    if (!kernel_rope(p.rope, rope)) return error_;
     if (!ok(kernels::rope_store_kv(q, k, v, p.n_head, kv, rope, meta_, stream_), "rope + KV write")) return error_;
     if (!grow(attention_scratch_, kernels::attention_workspace_bytes(meta_, p.n_head, p.head_dim), "attention workspace"))
         return error_;

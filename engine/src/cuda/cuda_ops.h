@@ -152,9 +152,15 @@ public:
     Status top_p_draws(const float* logits, int64_t vocab, std::span<const size_t> rows,
                        std::span<const WholeRowDraw> draws, std::span<DrawnToken> out);
 
+    // Turns layer `layer`'s cached keys in `blocks` back by `delta` positions
+    // with `rope` (Backend::shift_keys), queued on the step stream.
+    Status shift_keys(int layer, std::span<const int32_t> blocks, int32_t delta, const model::RopeParams& rope);
+
 private:
     // Records the first failure; true when `err` is a success.
     bool ok(cudaError_t err, const char* what);
+    // The kernels' form of a layer's RoPE (its frequency factors copied to the device once).
+    bool kernel_rope(const model::RopeParams& from, kernels::RopeParams& rope);
     // buf.reserve(bytes), waiting for the stream first when it must move. A
     // buffer that graphs may point into (all but the token-choice outputs,
     // used after a replay) makes them stale when it moves.
@@ -188,6 +194,7 @@ private:
     cudaStream_t stream_;
     kernels::MatmulWorkspace matmul_ws_;
     DeviceBuffer matmul_scratch_, attention_scratch_;
+    DeviceBuffer shift_blocks_;  // shift_keys: the block ids
     DeviceBuffer stats_scratch_;  // add_column_stats: the slices' sums, then the totals
     PinnedBuffer stats_host_;
     DeviceBuffer stacked_scratch_;  // gated_matmuls' whole gate/up product

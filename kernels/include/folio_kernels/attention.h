@@ -62,6 +62,14 @@ struct RopeParams {
 cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, const PagedKvLayer& kv,
                           const RopeParams& rope, const AttentionBatch& b, cudaStream_t s);
 
+// Every slot's key heads in blocks[0..n_blocks) (device ids) turned by RoPE at
+// position -delta, in place, as half: a key written at position p becomes the
+// key of position p - delta (a sink window sliding without recomputation).
+// Angles as rope_store_kv computes them; the caller passes mscale 1 (the
+// stored keys carry it already). Values are not touched.
+cudaError_t shift_keys(const PagedKvLayer& kv, const int32_t* blocks, int32_t n_blocks, int32_t delta,
+                       const RopeParams& rope, cudaStream_t s);
+
 struct AttentionParams {
     int n_head = 0;
     float scale = 1.f;           // applied to q·k
