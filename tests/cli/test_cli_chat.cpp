@@ -65,7 +65,7 @@ private slots:
         QCOMPARE(chat.wait_exit(30), 0);
         auto bad = run_folio("chat -m " + shell_quote(path) + " --overflow sideways");
         QCOMPARE(bad.exit_code, 1);
-        QVERIFY2(contains(bad.err, "--overflow wants drop-oldest, stop, truncate or rolling"), bad.err.c_str());
+        QVERIFY2(contains(bad.err, "--overflow wants drop-oldest, stop, truncate, rolling or sink-window"), bad.err.c_str());
     }
 
     void help_lists_commands_and_a_cut_reply_says_so() {
