@@ -259,7 +259,7 @@ QString BlockMapWidget::summary() const {
     // The blocks' type and size, where known: "F16, 360 KiB each".
     const QString pool = tr("%1 blocks × %2 tokens").arg(n).arg(e->block_size) +
                          (e->kv_bytes_per_block ? tr(" (%1, %2 each)")
-                                                      .arg(QString::fromUtf8(folio::kv_type_name(e->kv_type).data()).toUpper(),
+                                                      .arg(QString::fromLatin1(folio::kv_type_name(e->kv_type)).toUpper(),
                                                            QLocale().formattedDataSize(static_cast<qint64>(e->kv_bytes_per_block),
                                                                                        1, QLocale::DataSizeIecFormat))
                                                 : QString());

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "folio/generate.h"
 #include "folio/quant_quality.h"
+#include "folio/scheduler.h"
 #include "inference_common.h"
 
 namespace folio::cli {
@@ -106,8 +107,8 @@ int score_stream(LoadedModel& m, const std::vector<int32_t>& tokens, int32_t n_c
     const int32_t capacity = std::min(n_ctx, runner.capacity());
     // A pass at most an eighth of the context, so that what an overflow keeps always leaves room for the next.
     const int32_t step = std::clamp(capacity / 8, 1, 64);
-    const int32_t keep = (n_sinks + block - 1) / block * block;
-    const int32_t drop = (capacity - keep) / 4 / block * block;
+    const SinkSlide slide = sink_slide(capacity, n_sinks, block);
+    const int32_t keep = slide.keep_blocks * block, drop = slide.drop_blocks * block;
     if (sinks && drop < block)
         return fail("perplexity", "-c " + std::to_string(capacity) + " leaves no room to slide past " +
                                       std::to_string(keep) + " sink tokens");
@@ -125,7 +126,7 @@ int score_stream(LoadedModel& m, const std::vector<int32_t>& tokens, int32_t n_c
             if (sinks) {
                 if (Status s = runner.slide(keep, drop); !s) return fail("perplexity", s.error().message);
             } else {
-                const std::vector<int32_t> tail(runner.tokens().end() - std::min(runner.length(), capacity * 3 / 4),
+                const std::vector<int32_t> tail(runner.tokens().end() - std::min(runner.length(), rolling_keep(capacity)),
                                                 runner.tokens().end());
                 runner.reset();
                 if (Status s = runner.append(tail, logits); !s) return fail("perplexity", s.error().message);

@@ -100,6 +100,9 @@ private:
         std::vector<BlockHash> hashes;  // chained hashes of its cached-or-hashed full blocks
     };
     BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens) const;
+    // Copy-on-write of table[b]: a fresh block (one must be free) takes its
+    // place, the copy is appended to `copies`, the shared one loses a reference.
+    void make_private(std::vector<int32_t>& table, size_t b, std::vector<BlockCopy>& copies);
 
     BlockPool pool_;
     bool prefix_caching_;

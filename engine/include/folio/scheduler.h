@@ -33,6 +33,7 @@
 // conditions belong to the runtime, which reports back through commit().
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -58,6 +59,20 @@ enum class OverflowPolicy {
                      // tokens; where the backend can shift cached keys (SchedulerConfig::shift_keys)
                      // the window slides in place, a quarter of it at a time, without recomputation
 };
+
+// What RollingWindow keeps of a context: its latest three quarters.
+inline int32_t rolling_keep(int32_t context) { return std::max(1, context * 3 / 4); }
+// How a sink window slides in place (OverflowPolicy::SinkWindow): it keeps
+// its first keep_blocks whole blocks (the sinks, rounded up) and drops the
+// drop_blocks after them, a quarter of the rest of the context; drop_blocks
+// is 0 where the context is too small to slide by whole blocks.
+struct SinkSlide {
+    int32_t keep_blocks = 0, drop_blocks = 0;
+};
+inline SinkSlide sink_slide(int32_t context, int32_t sink_tokens, int32_t block_size) {
+    const int32_t keep = (std::max(0, sink_tokens) + block_size - 1) / block_size;
+    return {keep, std::max(0, (context - keep * block_size) / 4 / block_size)};
+}
 
 enum class BatchingMode {
     Continuous,  // admit whenever blocks and budgets allow

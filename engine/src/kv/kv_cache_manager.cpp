@@ -96,16 +96,18 @@ bool KvCacheManager::prepare_write(SeqId seq, int32_t from, int32_t to, std::vec
     uint32_t shared = 0;
     for (size_t b = first; b < last; ++b) shared += pool_.block(table[b]).ref_count > 1;
     if (shared > pool_.num_free()) return false;
-    for (size_t b = first; b < last; ++b) {
-        const int32_t old = table[b];
-        if (pool_.block(old).ref_count <= 1) continue;
-        scratch_.clear();
-        pool_.allocate(1, scratch_);
-        copies.push_back({old, scratch_[0]});
-        table[b] = scratch_[0];
-        pool_.release(std::span<const int32_t>(&old, 1));
-    }
+    for (size_t b = first; b < last; ++b)
+        if (pool_.block(table[b]).ref_count > 1) make_private(table, b, copies);
     return true;
+}
+
+void KvCacheManager::make_private(std::vector<int32_t>& table, size_t b, std::vector<BlockCopy>& copies) {
+    const int32_t old = table[b];
+    scratch_.clear();
+    pool_.allocate(1, scratch_);  // the caller counted the free blocks
+    copies.push_back({old, scratch_[0]});
+    table[b] = scratch_[0];
+    pool_.release(std::span<const int32_t>(&old, 1));
 }
 
 bool KvCacheManager::slide(SeqId seq, int32_t keep, int32_t drop, std::vector<BlockCopy>& copies) {
@@ -125,16 +127,8 @@ bool KvCacheManager::slide(SeqId seq, int32_t keep, int32_t drop, std::vector<Bl
     pool_.release(dropped);  // their K/V still match their tokens: cached ones stay findable
     table.erase(table.begin() + static_cast<std::ptrdiff_t>(first), table.begin() + static_cast<std::ptrdiff_t>(moved));
     for (size_t b = first; b < table.size(); ++b) {
-        const int32_t old = table[b];
-        if (pool_.block(old).ref_count <= 1) {
-            pool_.uncache(old);
-            continue;
-        }
-        scratch_.clear();
-        pool_.allocate(1, scratch_);
-        copies.push_back({old, scratch_[0]});
-        table[b] = scratch_[0];
-        pool_.release(std::span<const int32_t>(&old, 1));
+        if (pool_.block(table[b]).ref_count > 1) make_private(table, b, copies);
+        else pool_.uncache(table[b]);
     }
     SeqState& state = seqs_[seq];
     if (state.hashes.size() > first) state.hashes.resize(first);

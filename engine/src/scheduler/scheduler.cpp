@@ -71,10 +71,10 @@ bool Scheduler::shorten(Sequence& s) {
             keep_head = std::min(s.keep_tokens, s.max_context / 2);
             keep_tail = (s.max_context - keep_head) / 2;
             break;
-        case OverflowPolicy::RollingWindow: keep_tail = std::max(1, s.max_context * 3 / 4); break;
+        case OverflowPolicy::RollingWindow: keep_tail = rolling_keep(s.max_context); break;
         case OverflowPolicy::SinkWindow:
             keep_head = std::clamp(s.sink_tokens, 0, s.max_context / 2);
-            keep_tail = std::max(1, s.max_context * 3 / 4 - keep_head);
+            keep_tail = std::max(1, rolling_keep(s.max_context) - keep_head);
             break;
     }
     keep_tail = std::max(1, std::min(keep_tail, n - keep_head));
@@ -87,8 +87,7 @@ bool Scheduler::shorten(Sequence& s) {
 bool Scheduler::slide(Sequence& s) {
     if (!config_.shift_keys || s.overflow != OverflowPolicy::SinkWindow) return false;
     const auto bs = static_cast<int32_t>(kv_.block_size());
-    const int32_t keep = (std::max(0, s.sink_tokens) + bs - 1) / bs;
-    const int32_t drop = (s.max_context - keep * bs) / 4 / bs;  // a quarter of the window
+    const auto [keep, drop] = sink_slide(s.max_context, s.sink_tokens, bs);
     const int32_t computed_blocks = s.num_computed / bs;
     if (drop < 1 || keep + drop >= computed_blocks) return false;
     KvShift shift{s.id, {}, {}, drop * bs};
