@@ -19,9 +19,14 @@
 //    256): a block per (16 R-row tile, sequence, KV head) walks all the tile's
 //    keys and folds each chunk's partial into the row's state in registers.
 // Key tiles come through the block table into shared memory with cp.async,
-// double-buffered.
+// double-buffered. An fp8 cache's tiles come as bytes (half the traffic)
+// into a double-buffered byte stage, and are read back into one half tile
+// that the same instructions then use (half(e4m3 * scale): exact in half
+// where the scale is, else rounded once from the exact float product).
 #include <algorithm>
 #include <atomic>
+
+#include <cuda_fp8.h>
 #include <climits>
 
 #include "attention_common.cuh"
@@ -30,7 +35,7 @@
 namespace folio::kernels::attention_detail {
 namespace {
 
-template <int D, int R, int C, bool kDecode>
+template <int D, int R, int C, bool kDecode, bool kFp8 = false>
 struct Config {
     static constexpr int kWarps = R * C;
     static constexpr int kThreads = 32 * kWarps;
@@ -50,8 +55,14 @@ struct Config {
     static constexpr size_t kScoreBytes = C > 1 ? R * kExchangeBytes : 0;
     static constexpr size_t kQScoreBytes = kDecode ? (kQBytes > kScoreBytes ? kQBytes : kScoreBytes)
                                                    : kQBytes + kScoreBytes;
-    static constexpr size_t kKvBytes = sizeof(__half) * 2 * 2 * kTileKeys * kStride;  // K and V, two stages
-    static constexpr size_t smem_bytes() { return kQScoreBytes + kKvBytes + sizeof(int) * 2 * kRows; }
+    // K and V half tiles: two stages, or one that an fp8 stage is read back into.
+    static constexpr int kKvStages = kFp8 ? 1 : 2;
+    static constexpr size_t kKvBytes = sizeof(__half) * 2 * kKvStages * kTileKeys * kStride;
+    // An fp8 stage: K and V values [kTileKeys][D] bytes, then their scales [kTileKeys][D / 32]; two stages.
+    static constexpr int kScaleBytes = D / 32;  // of a key row
+    static constexpr size_t kStageBytes = kFp8 ? 2 * size_t{kTileKeys} * (D + kScaleBytes) : 0;
+    static constexpr size_t smem_bytes() { return kQScoreBytes + kKvBytes + 2 * kStageBytes + sizeof(int) * 2 * kRows; }
+    static_assert(kStageBytes % 16 == 0, "16-byte aligned stages");
     static_assert(kNTiles % kSumGroups == 0 && kWarpDTiles % 2 == 0, "whole n8 tiles per sum group, column pairs");
     static_assert(C == 1 || C == kSumGroups, "a warp of the row group per sum group, or one for all");
     static_assert(kChunkKeys % kTileKeys == 0, "chunks are whole key tiles");
@@ -85,6 +96,47 @@ __device__ __forceinline__ float quad_sum(float v) {
     return __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
+inline __device__ void cp_async4(void* smem, const void* gmem) {
+    const auto addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(addr), "l"(gmem) : "memory");
+}
+
+// Eight E4M3 values and their block's E8M0 scale byte as eight halves: half(e4m3 * 2^(e - 127)). E4M3 is
+// exact in half; so is the product where 2^(e - 127) is a half (a half multiply rounds the exact product
+// once, to nearest even, as the float path's conversion does).
+__device__ __forceinline__ uint4 fp8x8_to_half8(uint2 raw, int e) {
+    e = min(e, 254);  // 255 (NaN) only in never-written bytes, whose values are zeros here
+    uint32_t h[4];
+    const uint32_t words[2] = {raw.x, raw.y};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const auto pair = static_cast<__nv_fp8x2_storage_t>(words[i / 2] >> (16 * (i % 2)));
+        const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
+        h[i] = static_cast<uint32_t>(r.x) | (static_cast<uint32_t>(r.y) << 16);
+    }
+    const int k = e - 127;
+    if (k >= -24 && k <= 15) {
+        __half_raw sr;
+        sr.x = static_cast<unsigned short>(k >= -14 ? (k + 15) << 10 : 1 << (k + 24));
+        const __half2 s2 = __half2half2(__half(sr));
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            __half2 x = *reinterpret_cast<const __half2*>(&h[i]);
+            x = __hmul2(x, s2);
+            h[i] = *reinterpret_cast<const uint32_t*>(&x);
+        }
+    } else {
+        const float scale = ldexpf(1.0f, k);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h[i]));
+            const __half2 x = __floats2half2_rn(__fmul_rn(f.x, scale), __fmul_rn(f.y, scale));
+            h[i] = *reinterpret_cast<const uint32_t*>(&x);
+        }
+    }
+    return make_uint4(h[0], h[1], h[2], h[3]);
+}
+
 // Query fragment (A operand) of k16 step ks for a row group, from shared memory.
 __device__ __forceinline__ void load_q_fragment(uint32_t (&qa)[4], const __half* qb, int stride, int ks, int gq,
                                                 int tq) {
@@ -95,10 +147,10 @@ __device__ __forceinline__ void load_q_fragment(uint32_t (&qa)[4], const __half*
 }
 
 // At head_dim <= 128: three decode blocks an SM, two 8-warp prefill blocks (as shared memory allows).
-template <int D, int R, int C, bool kDecode, bool kQ8>
+template <int D, int R, int C, bool kDecode, bool kQ8, bool kFp8>
 __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C == 8 ? 2 : 1)
     attention_mma_kernel(const Args a) {
-    using Cf = Config<D, R, C, kDecode>;
+    using Cf = Config<D, R, C, kDecode, kFp8>;
     constexpr int TK = Cf::kTileKeys, NT = Cf::kNTiles, NTW = Cf::kWarpNTiles, S = Cf::kStride;
     constexpr int kRows = Cf::kRows, kThreads = Cf::kThreads, PS = Cf::kPStride;
     constexpr int NTG = NT / kSumGroups;  // n8 tiles of a sum group
@@ -107,9 +159,10 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
     extern __shared__ __align__(16) unsigned char smem[];
     __half* q_s = reinterpret_cast<__half*>(smem);  // [kRows][S]
     unsigned char* x_s = kDecode ? smem : smem + Cf::kQBytes;  // [R] exchange areas (C > 1)
-    __half* k_s = reinterpret_cast<__half*>(smem + Cf::kQScoreBytes);            // [2][TK][S]
-    __half* v_s = k_s + 2 * TK * S;                                              // [2][TK][S]
-    int* key_lo = reinterpret_cast<int*>(v_s + 2 * TK * S);
+    __half* k_s = reinterpret_cast<__half*>(smem + Cf::kQScoreBytes);            // [stages][TK][S]
+    __half* v_s = k_s + Cf::kKvStages * TK * S;                                  // [stages][TK][S]
+    unsigned char* stage_s = reinterpret_cast<unsigned char*>(v_s + Cf::kKvStages * TK * S);  // fp8: [2][stage]
+    int* key_lo = reinterpret_cast<int*>(stage_s + 2 * Cf::kStageBytes);
     int* key_hi = key_lo + kRows;
     __shared__ int tile_lo, tile_hi;
 
@@ -175,7 +228,67 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
     const int n_tiles = (hi_all - first_key) / TK + 1;
     const int32_t* table = a.block_tables + int64_t{seq} * a.max_blocks;
 
+    // An fp8 tile's bytes into stage `buf`: values in 16-byte pieces, scales in 4-byte ones (two keys a
+    // piece at head_dim 64: a KV block holds an even number of keys). Keys outside every row's range are
+    // zeros, as in the half tiles.
+    auto load_fp8_tile = [&](int t, int buf) {
+        constexpr int SB = Cf::kScaleBytes;
+        constexpr int kPieces = D / 16, kPerThread = TK * kPieces / kThreads;
+        static_assert(TK * kPieces % kThreads == 0);
+        const int tile_key = first_key + t * TK;
+        const auto* k8 = reinterpret_cast<const unsigned char*>(a.k);
+        const auto* v8 = reinterpret_cast<const unsigned char*>(a.v);
+        unsigned char* st = stage_s + buf * Cf::kStageBytes;
+        const int64_t values_bytes = int64_t{a.n_head_kv} * a.block_size * D;  // a block's values
+#pragma unroll
+        for (int it = 0; it < kPerThread; ++it) {
+            const int c = tid + it * kThreads, j = c / kPieces, part = c % kPieces, key = tile_key + j;
+            unsigned char* k_dst = st + j * D + part * 16;
+            unsigned char* v_dst = k_dst + TK * D;
+            if (key >= lo_all && key <= hi_all) {
+                const int64_t at = table[key / a.block_size] * a.kv_block_bytes +
+                                   (int64_t{kv_head} * a.block_size + key % a.block_size) * D + part * 16;
+                cp_async16(k_dst, k8 + at);
+                cp_async16(v_dst, v8 + at);
+            } else {
+                *reinterpret_cast<uint4*>(k_dst) = make_uint4(0, 0, 0, 0);
+                *reinterpret_cast<uint4*>(v_dst) = make_uint4(0, 0, 0, 0);
+            }
+        }
+        constexpr int kKeysPerPiece = SB >= 4 ? 1 : 4 / SB, kPiecesPerKey = SB >= 4 ? SB / 4 : 1;
+        constexpr int kScalePieces = TK / kKeysPerPiece * kPiecesPerKey;
+        static_assert(kScalePieces <= kThreads);
+        if (tid < kScalePieces) {
+            const int j = tid / kPiecesPerKey * kKeysPerPiece, part = tid % kPiecesPerKey, key = tile_key + j;
+            unsigned char* k_dst = st + 2 * TK * D + j * SB + part * 4;
+            unsigned char* v_dst = k_dst + TK * SB;
+            if (key + kKeysPerPiece - 1 >= lo_all && key <= hi_all) {
+                const int in_range = max(key, lo_all);  // the piece's keys share a KV block
+                const int64_t at = table[in_range / a.block_size] * a.kv_block_bytes + values_bytes +
+                                   (int64_t{kv_head} * a.block_size + key % a.block_size) * SB + part * 4;
+                cp_async4(k_dst, k8 + at);
+                cp_async4(v_dst, v8 + at);
+            } else {
+                *reinterpret_cast<uint32_t*>(k_dst) = 0;
+                *reinterpret_cast<uint32_t*>(v_dst) = 0;
+            }
+        }
+        cp_async_commit();
+    };
+    // Stage `buf` read back into the half tiles.
+    auto read_fp8_stage = [&](int buf) {
+        constexpr int SB = Cf::kScaleBytes, kOcts = D / 8;
+        const unsigned char* st = stage_s + buf * Cf::kStageBytes;
+        for (int c = tid; c < 2 * TK * kOcts; c += kThreads) {
+            const int which = c / (TK * kOcts), j = c % (TK * kOcts) / kOcts, part = c % kOcts;
+            const uint2 raw = *reinterpret_cast<const uint2*>(st + which * TK * D + j * D + part * 8);
+            const int e = st[2 * TK * D + which * TK * SB + j * SB + part / 4];
+            *reinterpret_cast<uint4*>((which ? v_s : k_s) + j * S + part * 8) = fp8x8_to_half8(raw, e);
+        }
+    };
+
     auto load_tile = [&](int t, int buf) {
+        if constexpr (kFp8) return load_fp8_tile(t, buf);
         constexpr int kChunks = D / 8;  // 16-byte pieces of a key row
         constexpr int kPerThread = TK * kChunks / kThreads;
         static_assert(TK * kChunks % kThreads == 0);
@@ -256,6 +369,11 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
         }
         cp_async_wait<1>();
         __syncthreads();
+        if constexpr (kFp8) {
+            read_fp8_stage(buf);
+            __syncthreads();
+        }
+        const int kv_buf = kFp8 ? 0 : buf;  // the half tile this tile is in
 
         // S = Q · Kᵀ for this warp's n8 tiles (all of them when C = 1), each
         // accumulated over the k16 steps in order.
@@ -263,7 +381,7 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
 #pragma unroll
         for (int w = 0; w < NTW; ++w) sc[w][0] = sc[w][1] = sc[w][2] = sc[w][3] = 0.0f;
         if (warp_active) {
-            const __half* kb = k_s + (buf * TK + cg * NTW * 8) * S;
+            const __half* kb = k_s + (kv_buf * TK + cg * NTW * 8) * S;
 #pragma unroll
             for (int ks = 0; ks < D / 16; ++ks) {
                 uint32_t qa[4];
@@ -383,7 +501,7 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
             }
             // O += P · V for this warp's columns.
             const int mat = lane >> 3, mat_row = lane & 7;
-            const __half* vb = v_s + buf * TK * S + cg * Cf::kWarpCols;
+            const __half* vb = v_s + kv_buf * TK * S + cg * Cf::kWarpCols;
 #pragma unroll
             for (int kk = 0; kk < TK / 16; ++kk) {
                 const __half* v_rows = vb + (kk * 16 + mat_row + (mat & 1) * 8) * S + (mat >> 1) * 8;
@@ -542,9 +660,9 @@ __global__ void __launch_bounds__(kMergeThreads) merge_chunks_kernel(const Args 
     }
 }
 
-template <int D, int R, int C, bool kDecode, bool kQ8>
+template <int D, int R, int C, bool kDecode, bool kQ8, bool kFp8>
 cudaError_t launch(const Args& a, dim3 grid, cudaStream_t s) {
-    using Cf = Config<D, R, C, kDecode>;
+    using Cf = Config<D, R, C, kDecode, kFp8>;
     constexpr size_t bytes = Cf::smem_bytes();
     // Raising the shared-memory limit is done once per device, outside any
     // graph capture that may come later.
@@ -553,23 +671,23 @@ cudaError_t launch(const Args& a, dim3 grid, cudaStream_t s) {
     if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
     const uint64_t bit = uint64_t{1} << (device & 63);
     if (!(raised.load(std::memory_order_acquire) & bit)) {
-        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode, kQ8>,
+        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode, kQ8, kFp8>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
             e != cudaSuccess)
             return e;
-        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode, kQ8>,
+        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode, kQ8, kFp8>,
                                                  cudaFuncAttributePreferredSharedMemoryCarveout,
                                                  cudaSharedmemCarveoutMaxShared);
             e != cudaSuccess)
             return e;
         raised.fetch_or(bit, std::memory_order_release);
     }
-    return detail::launch_overlapped_smem(detail::kPdlAttention, attention_mma_kernel<D, R, C, kDecode, kQ8>, grid,
+    return detail::launch_overlapped_smem(detail::kPdlAttention, attention_mma_kernel<D, R, C, kDecode, kQ8, kFp8>, grid,
                                           dim3(Cf::kThreads), bytes, s, a);
 }
 
 // Prefill blocks: PR row groups of 16 rows, PC warps each.
-template <int D, int PR, int PC, bool kQ8>
+template <int D, int PR, int PC, bool kQ8, bool kFp8>
 cudaError_t launch_kernels(Args a, const AttentionBatch& b, cudaStream_t s) {
     const int max_n_query = std::max(1, b.max_n_query);
     const unsigned seq_heads = static_cast<unsigned>(b.n_seqs * a.n_head_kv);
@@ -577,7 +695,7 @@ cudaError_t launch_kernels(Args a, const AttentionBatch& b, cudaStream_t s) {
     // Without a decode sequence (a prefill: 4.5 us a layer for the two empty launches) neither the decode
     // kernel nor the merge of its partials runs.
     const bool some_decode = b.min_n_query <= 0 || is_decode_sequence(b.min_n_query, a.group);
-    if (cudaError_t e = some_decode ? launch<D, 1, 4, true, kQ8>(a, dim3(groups, seq_heads), s) : cudaSuccess;
+    if (cudaError_t e = some_decode ? launch<D, 1, 4, true, kQ8, kFp8>(a, dim3(groups, seq_heads), s) : cudaSuccess;
         e != cudaSuccess)
         return e;
     if (!is_decode_sequence(max_n_query, a.group)) {  // some sequence may have more rows
@@ -587,7 +705,7 @@ cudaError_t launch_kernels(Args a, const AttentionBatch& b, cudaStream_t s) {
         // its index; in tile order the longest tiles of the last heads started last, behind the short ones
         // (8B pp512: 53 us a layer before).
         if (tiles > 65535) return cudaErrorInvalidValue;  // grid y
-        if (cudaError_t e = launch<D, PR, PC, false, kQ8>(a, dim3(seq_heads, tiles), s); e != cudaSuccess) return e;
+        if (cudaError_t e = launch<D, PR, PC, false, kQ8, kFp8>(a, dim3(seq_heads, tiles), s); e != cudaSuccess) return e;
     }
     if (some_decode && a.chunks_per_block < a.n_chunks) {
         const dim3 grid(static_cast<unsigned>(b.n_seqs), static_cast<unsigned>(a.n_head));
@@ -598,14 +716,18 @@ cudaError_t launch_kernels(Args a, const AttentionBatch& b, cudaStream_t s) {
 }
 
 // The kQ8 instances write the Q8 copy of the output (only at the head sizes q8_in_kernel() allows).
-template <int D, int PR, int PC>
-cudaError_t launch_for_dim(const Args& a, const AttentionBatch& b, cudaStream_t s) {
+template <int D, int PR, int PC, bool kFp8>
+cudaError_t launch_for_cache(const Args& a, const AttentionBatch& b, cudaStream_t s) {
     const bool q8 = a.act.format == static_cast<int>(ActivationFormat::Q8_0) ||
                     a.act.format == static_cast<int>(ActivationFormat::Q8_1);
     if constexpr (q8_in_kernel(D)) {
-        if (q8) return launch_kernels<D, PR, PC, true>(a, b, s);
+        if (q8) return launch_kernels<D, PR, PC, true, kFp8>(a, b, s);
     }
-    return q8 ? cudaErrorInvalidValue : launch_kernels<D, PR, PC, false>(a, b, s);
+    return q8 ? cudaErrorInvalidValue : launch_kernels<D, PR, PC, false, kFp8>(a, b, s);
+}
+template <int D, int PR, int PC>
+cudaError_t launch_for_dim(const Args& a, const AttentionBatch& b, cudaStream_t s) {
+    return a.kv_fp8 ? launch_for_cache<D, PR, PC, true>(a, b, s) : launch_for_cache<D, PR, PC, false>(a, b, s);
 }
 
 }  // namespace

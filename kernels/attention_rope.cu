@@ -4,9 +4,12 @@
 // of values): a row is spread over several blocks, so that a decode step of
 // one row does not wait on one block's serial loop (a single 128-thread block
 // per row took 10.7 us for the 8B shape; bench/results/cuda-decode-profile-*).
+// An fp8 cache's keys and values go one thread per value instead, a warp per
+// block of 32: the warp's largest magnitude gives the block's scale.
 #include <cmath>
 
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "folio_kernels/attention.h"
 #include "launch.cuh"
@@ -23,6 +26,49 @@ __device__ __forceinline__ int64_t cache_index(int64_t slot, int head, int d, in
                                                int head_dim) {
     const int64_t block = slot / block_size, offset = slot % block_size;
     return ((block * n_head_kv + head) * block_size + offset) * head_dim + d;
+}
+
+// Where value d of (slot, kv head) and its block's scale byte sit in an fp8 layer (PagedKvLayer::Fp8).
+struct Fp8Layout {
+    int64_t block_bytes;
+    int block_size, n_head_kv, head_dim;
+    __device__ __forceinline__ int64_t value(int64_t slot, int head, int d) const {
+        const int64_t block = slot / block_size, offset = slot % block_size;
+        return block * block_bytes + (head * int64_t{block_size} + offset) * head_dim + d;
+    }
+    __device__ __forceinline__ int64_t scale(int64_t slot, int head, int d) const {
+        const int64_t block = slot / block_size, offset = slot % block_size;
+        return block * block_bytes + int64_t{n_head_kv} * block_size * head_dim +
+               (head * int64_t{block_size} + offset) * (head_dim / 32) + d / 32;
+    }
+};
+
+Fp8Layout fp8_layout(const PagedKvLayer& kv) {
+    return {static_cast<int64_t>(kv.block_bytes()), kv.block_size, kv.n_head_kv, kv.head_dim};
+}
+
+// The E8M0 byte of a block whose largest magnitude is amax (cpu::mx_scale_byte, the same float operations).
+__device__ __forceinline__ int mx_scale_byte(float amax) {
+    if (!(amax > 0.0f) || !isfinite(amax)) return 127;
+    int e = 0;
+    const float f = frexpf(__fdiv_rn(amax, 448.0f), &e);
+    if (f == 0.5f) --e;
+    return min(max(e + 127, 0), 254);
+}
+
+// A warp's 32 values x (lane i: value i of the block) stored as one fp8 block.
+__device__ __forceinline__ void store_fp8_block(float x, unsigned char* values, unsigned char* scale, int lane) {
+    float amax = fabsf(x);
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const int e = mx_scale_byte(amax);
+    const float inv = ldexpf(1.0f, 127 - e);  // x * inv is x / 2^(e - 127) exactly
+    values[lane] = __nv_cvt_float_to_fp8(__fmul_rn(x, inv), __NV_SATFINITE, __NV_E4M3);
+    if (lane == 0) *scale = static_cast<unsigned char>(e);
+}
+
+__device__ __forceinline__ float fp8_value(unsigned char v, unsigned char e) {
+    const __half_raw h = __nv_cvt_fp8_to_halfraw(v, __NV_E4M3);
+    return __fmul_rn(__half2float(__half(h)), ldexpf(1.0f, min(int{e}, 254) - 127));
 }
 
 // Pair i's angle, built by repeated multiplication in float, then divided by
@@ -101,6 +147,56 @@ __global__ void __launch_bounds__(kRopeThreads)
         __floats2half2_rn(x.x, x.y);
 }
 
+// The fp8 form of rope_store_kv_kernel: the query pairs as there, then one
+// thread per key or value (keys rotated by the same products), a warp per
+// block of 32 values. blockIdx.x is the row, blockIdx.y the run of
+// kRopeThreads items: the query pairs (n_head * half, a multiple of 32), the
+// keys (n_head_kv * head_dim), the values.
+__global__ void __launch_bounds__(kRopeThreads)
+    rope_store_kv_fp8_kernel(float* q, const float* k, const float* v, int n_head, Fp8Layout layout,
+                             unsigned char* k_cache, unsigned char* v_cache, const int32_t* positions,
+                             const int64_t* slot_mapping, float freq_scale, float theta_scale, RopeParams rope) {
+    __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2];
+    detail::allow_later_grids();
+    const int64_t row = blockIdx.x;
+    const int head_dim = layout.head_dim, half = head_dim / 2;
+    const int q_items = n_head * half, kv_dim = layout.n_head_kv * head_dim;
+    const int first = blockIdx.y * kRopeThreads, item = first + threadIdx.x;
+    if (first < q_items + kv_dim && static_cast<int>(threadIdx.x) < half)
+        rope_angle(positions[row], freq_scale, theta_scale, rope, threadIdx.x, cos_s[threadIdx.x],
+                   sin_s[threadIdx.x]);
+    const int64_t slot = slot_mapping[row];
+    __syncthreads();
+    detail::wait_for_earlier_grids();
+    if (item >= q_items + 2 * kv_dim) return;  // whole warps: every range is a multiple of 32
+    const int a_step = rope.split_half ? 1 : 2, b_offset = rope.split_half ? half : 1;
+    if (item < q_items) {
+        const int head = item / half, i = item % half;
+        float* x = q + row * int64_t{n_head} * head_dim + head * head_dim;
+        const float c = cos_s[i], s = sin_s[i];
+        const int a = i * a_step, b = a + b_offset;
+        const float x0 = x[a], x1 = x[b];
+        x[a] = x0 * c - x1 * s;
+        x[b] = x0 * s + x1 * c;
+        return;
+    }
+    if (slot < 0) return;  // a padding row: nothing to store
+    const bool is_key = item < q_items + kv_dim;
+    const int at = (item - q_items) % kv_dim, head = at / head_dim, d = at % head_dim;
+    const float* x = (is_key ? k : v) + row * kv_dim + head * head_dim;
+    float value = x[d];
+    if (is_key) {  // value d of its pair (a, b), as rope_store_kv_kernel computes it
+        const bool first_of_pair = rope.split_half ? d < half : d % 2 == 0;
+        const int i = rope.split_half ? d % half : d / 2;
+        const int a = i * a_step, b = a + b_offset;
+        const float x0 = x[a], x1 = x[b], c = cos_s[i], s = sin_s[i];
+        value = first_of_pair ? x0 * c - x1 * s : x0 * s + x1 * c;
+    }
+    unsigned char* cache = is_key ? k_cache : v_cache;
+    store_fp8_block(value, cache + layout.value(slot, head, d - d % 32), cache + layout.scale(slot, head, d),
+                    d % 32);
+}
+
 // One block per cached slot (blockIdx.x: the list's block, then the slot in
 // it), one thread per key pair of the slot's heads.
 __global__ void __launch_bounds__(kRopeThreads)
@@ -123,6 +219,28 @@ __global__ void __launch_bounds__(kRopeThreads)
     *kb = __float2half_rn(x0 * s + x1 * c);
 }
 
+// The fp8 form: one block per (slot, kv head), one thread per value. The
+// head's keys are read back whole first (a pair's two values may sit in
+// different blocks of 32), then each warp rotates and stores its block.
+__global__ void shift_keys_fp8_kernel(unsigned char* k_cache, const int32_t* blocks, Fp8Layout layout,
+                                      int32_t position, float freq_scale, float theta_scale, RopeParams rope) {
+    __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2], x[kMaxHeadDim];
+    const int head_dim = layout.head_dim, half = head_dim / 2, d = threadIdx.x, head = blockIdx.y;
+    if (d < half) rope_angle(position, freq_scale, theta_scale, rope, d, cos_s[d], sin_s[d]);
+    const int64_t slot =
+        int64_t{blocks[blockIdx.x / layout.block_size]} * layout.block_size + blockIdx.x % layout.block_size;
+    x[d] = fp8_value(k_cache[layout.value(slot, head, d)], k_cache[layout.scale(slot, head, d)]);
+    __syncthreads();
+    const bool first_of_pair = rope.split_half ? d < half : d % 2 == 0;
+    const int i = rope.split_half ? d % half : d / 2;
+    const int a = rope.split_half ? i : 2 * i, b = rope.split_half ? i + half : 2 * i + 1;
+    const float x0 = x[a], x1 = x[b], c = cos_s[i], s = sin_s[i];
+    const float value = first_of_pair ? x0 * c - x1 * s : x0 * s + x1 * c;
+    __syncthreads();  // every value read before any block is rewritten
+    store_fp8_block(value, k_cache + layout.value(slot, head, d - d % 32), k_cache + layout.scale(slot, head, d),
+                    d % 32);
+}
+
 }  // namespace
 
 cudaError_t shift_keys(const PagedKvLayer& kv, const int32_t* blocks, int32_t n_blocks, int32_t delta,
@@ -132,6 +250,13 @@ cudaError_t shift_keys(const PagedKvLayer& kv, const int32_t* blocks, int32_t n_
         kv.block_size <= 0 || !kv.k || !blocks || !(rope.scale != 0.0f))
         return cudaErrorInvalidValue;
     const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(kv.head_dim));
+    if (kv.format == KvFormat::Fp8) {
+        if (kv.head_dim % 32 != 0) return cudaErrorInvalidValue;
+        const dim3 grid(static_cast<unsigned>(n_blocks * kv.block_size), static_cast<unsigned>(kv.n_head_kv));
+        shift_keys_fp8_kernel<<<grid, kv.head_dim, 0, s>>>(static_cast<unsigned char*>(kv.k), blocks, fp8_layout(kv),
+                                                           -delta, 1.0f / rope.scale, theta_scale, rope);
+        return cudaGetLastError();
+    }
     const int items = kv.n_head_kv * (kv.head_dim / 2);
     const dim3 grid(static_cast<unsigned>(n_blocks * kv.block_size),
                     static_cast<unsigned>((items + kRopeThreads - 1) / kRopeThreads));
@@ -149,6 +274,16 @@ cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, 
     // base^(-2/d) and 1/scale computed on the host in float, as the CPU backend does.
     const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(kv.head_dim));
     const float freq_scale = 1.0f / rope.scale;
+    if (kv.format == KvFormat::Fp8) {
+        if (kv.head_dim % 64 != 0) return cudaErrorInvalidValue;  // whole warps of query pairs and of values
+        const int items = n_head * (kv.head_dim / 2) + 2 * kv.n_head_kv * kv.head_dim;
+        const dim3 grid(static_cast<unsigned>(b.n_tokens),
+                        static_cast<unsigned>((items + kRopeThreads - 1) / kRopeThreads));
+        return detail::launch_overlapped(detail::kPdlRope, rope_store_kv_fp8_kernel, grid, dim3(kRopeThreads), s, q,
+                                         k, v, n_head, fp8_layout(kv), static_cast<unsigned char*>(kv.k),
+                                         static_cast<unsigned char*>(kv.v), b.positions, b.slot_mapping, freq_scale,
+                                         theta_scale, rope);
+    }
     const int items = (n_head + 2 * kv.n_head_kv) * (kv.head_dim / 2);
     const dim3 grid(static_cast<unsigned>(b.n_tokens), static_cast<unsigned>((items + kRopeThreads - 1) / kRopeThreads));
     return detail::launch_overlapped(detail::kPdlRope, rope_store_kv_kernel, grid, dim3(kRopeThreads), s, q, k, v,

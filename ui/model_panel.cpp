@@ -119,11 +119,11 @@ void ModelPanel::showSummary(const ModelSummary& s, const EngineSettings& settin
     add(tr("Feed-forward"), QString::number(s.n_ff), shape);
     add(tr("Vocabulary"), QString::number(s.n_vocab), shape);
     add(tr("Trained context"), tr("%1 tokens").arg(s.n_ctx_train), shape);
-    add(tr("KV per token"), s.kv_bytes_per_token_q8_0
-                                ? tr("%1 F16, %2 Q8_0").arg(format_bytes(s.kv_bytes_per_token),
-                                                            format_bytes(s.kv_bytes_per_token_q8_0))
-                                : format_bytes(s.kv_bytes_per_token),
-        shape);
+    QStringList kv_per_token{tr("%1 F16").arg(format_bytes(s.kv_bytes_per_token))};
+    for (const char* type : {"q8_0", "fp8"})
+        if (const uint64_t bytes = s.kv_bytes_per_token_as(QLatin1String(type)))
+            kv_per_token << tr("%1 %2").arg(format_bytes(bytes), QString::fromLatin1(type).toUpper());
+    add(tr("KV per token"), kv_per_token.join(QStringLiteral(", ")), shape);
     shape->setExpanded(true);
     QTreeWidgetItem* mix = add(tr("Quantization mix"), tr("%1 types").arg(s.quant_mix.size()));
     for (const TensorTypeShare& t : s.quant_mix)

@@ -49,8 +49,10 @@ ModelSummary summarize_model(const folio::ModelDescription& model) {
     s.n_vocab = hp.n_vocab;
     s.weight_bytes = model.weight_bytes();
     s.kv_bytes_per_token = model.kv_bytes_per_token(2);
-    if (folio::kv_type_fits(folio::KvType::Q8_0, hp.head_dim))
-        s.kv_bytes_per_token_q8_0 = folio::kv_bytes_per_token(model, folio::KvType::Q8_0);
+    for (const folio::KvType type : folio::kKvTypes)
+        if (type != folio::KvType::F16 && folio::kv_type_fits(type, hp.head_dim))
+            s.kv_bytes_per_token_by_type.insert(QString::fromLatin1(folio::kv_type_name(type)),
+                                                folio::kv_bytes_per_token(model, type));
 
     std::map<QString, TensorTypeShare> mix;
     for (const folio::TensorView& t : model.tensors) {

@@ -38,7 +38,7 @@ struct EngineSettings {
     bool prefix_caching = true;
     int threads = 0;          // 0 = physical cores
     QString device = "cpu";   // "cpu" or "cuda:N"
-    QString kv_type = "f16";  // how the KV cache stores K and V: "f16" or "q8_0" (CPU; folio::kv_type_name)
+    QString kv_type = "f16";  // how the KV cache stores K and V: "f16", "q8_0" (CPU) or "fp8" (folio::kv_type_name)
     // Speculative decoding for every chat: the method (folio::to_string of a
     // SpecMethod: off, ngram, draft, layer-skip, int4-self), the draft model
     // for "draft", K at most, and adaptive K (else always draft_max).
@@ -70,10 +70,12 @@ struct ModelSummary {
     uint64_t parameters = 0;
     uint64_t weight_bytes = 0;
     uint64_t kv_bytes_per_token = 0;  // F16 K and V over all layers
-    uint64_t kv_bytes_per_token_q8_0 = 0;  // the same as Q8_0 blocks; 0 where the heads do not fit them
-    // kv_bytes_per_token for an EngineSettings::kv_type ("f16", "q8_0").
+    // The same in the other KV types ("q8_0", "fp8": folio::kv_type_name); absent where the heads do not
+    // fit the type's blocks.
+    QHash<QString, uint64_t> kv_bytes_per_token_by_type;
+    // kv_bytes_per_token for an EngineSettings::kv_type ("f16", "q8_0", "fp8"); 0 where it does not fit.
     uint64_t kv_bytes_per_token_as(const QString& kv_type) const {
-        return kv_type == QLatin1String("q8_0") ? kv_bytes_per_token_q8_0 : kv_bytes_per_token;
+        return kv_type == QLatin1String("f16") ? kv_bytes_per_token : kv_bytes_per_token_by_type.value(kv_type, 0);
     }
     uint32_t n_ctx_train = 0, n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0,
              n_vocab = 0;

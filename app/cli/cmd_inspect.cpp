@@ -1,5 +1,6 @@
 // folio inspect: what a model is and what it needs to run.
 #include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -123,7 +124,7 @@ nlohmann::json to_json(const ModelDescription& m, uint32_t ctx, bool with_tensor
     // A mixture of experts keeps every expert in memory but reads only the chosen ones per token.
     j["memory"]["weights_read_per_token_bytes"] = m.active_weight_bytes();
     // Each --kv-type's bytes per token (null where the heads do not fit the type's blocks).
-    for (const KvType type : {KvType::F16, KvType::Q8_0})
+    for (const KvType type : kKvTypes)
         j["memory"]["kv_bytes_per_token_by_type"][std::string(kv_type_name(type))] =
             kv_type_fits(type, m.hparams.head_dim) ? nlohmann::json(kv_bytes_per_token(m, type)) : nlohmann::json();
     if (with_tensors)
@@ -166,8 +167,14 @@ void print_text(const nlohmann::json& j, const ModelDescription& m) {
                 human_bytes(mem["kv_bytes_per_token"].get<uint64_t>()).c_str(), mem["context"].get<uint32_t>(),
                 human_bytes(mem["kv_bytes"].get<uint64_t>()).c_str(),
                 human_bytes(mem["total_bytes"].get<uint64_t>()).c_str());
-    if (const auto& q8 = mem["kv_bytes_per_token_by_type"]["q8_0"]; !q8.is_null())
-        std::printf("  KV cache (Q8_0)          %s per token (--kv-type q8_0)\n", human_bytes(q8.get<uint64_t>()).c_str());
+    for (const KvType type : kKvTypes) {
+        const std::string name(kv_type_name(type));
+        std::string label = "KV cache (" + name + ")";
+        for (char& c : label) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        if (const auto& bytes = mem["kv_bytes_per_token_by_type"][name]; type != KvType::F16 && !bytes.is_null())
+            std::printf("  %-24s %s per token (--kv-type %s)\n", label.c_str(), human_bytes(bytes.get<uint64_t>()).c_str(),
+                        name.c_str());
+    }
     if (m.hparams.n_expert > 0)
         std::printf("  weights read per token   %s (%u of %u experts)\n",
                     human_bytes(mem["weights_read_per_token_bytes"].get<uint64_t>()).c_str(), m.hparams.n_expert_used,

@@ -20,8 +20,8 @@ std::vector<FlagSpec> model_flags() {
         {"-m", "--model", "PATH", "GGUF file or Hugging Face folder"},
         {"-t", "--threads", "N", "CPU threads (default: physical cores)"},
         {"-c", "--ctx-size", "N", "context length in tokens (capped at the model's trained context)"},
-        {"", "--kv-type", "T", "KV cache storage: f16 (default) or q8_0 (CPU: 34 bytes per 32 values, about "
-                               "half of f16's; bench takes a list, f16,q8_0)"},
+        {"", "--kv-type", "T", "KV cache storage: f16 (default), q8_0 (CPU: 34 bytes per 32 values) or fp8 (E4M3 "
+                               "with a scale per 32 values: 33 bytes); bench takes a list, f16,q8_0,fp8"},
         {"", "--device", "DEV", "cpu, cuda or cuda:N (default cpu; cuda without a usable GPU falls back to cpu)"},
         {"", "--load-format", "F", "auto (a file or folder) or dummy: -m names a shape, weights are random"},
         {"", "--dummy-type", "T", "weight type of a dummy model: f16, bf16, f32, q4_0, q8_0, q4_k, ... (default f16)"},
@@ -142,7 +142,7 @@ Result<std::vector<KvType>> read_kv_types(const Args& args, bool list) {
     for (size_t begin = 0; begin <= text.size();) {
         const size_t end = std::min(text.find(',', begin), text.size());
         const auto type = parse_kv_type(std::string_view(text).substr(begin, end - begin));
-        if (!type) return make_error("--kv-type wants f16 or q8_0" + std::string(list ? " (or a list: f16,q8_0)" : "") +
+        if (!type) return make_error("--kv-type wants f16, q8_0 or fp8" + std::string(list ? " (or a list: f16,fp8)" : "") +
                                      ", got '" + text + "'");
         types.push_back(*type);
         begin = end + 1;

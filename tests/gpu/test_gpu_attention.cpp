@@ -4,6 +4,8 @@
 // several sequences over shuffled block tables, GQA, sliding window, softcap,
 // head_dim 64/128/256, long prefixes (split-K), a CUDA-graph replay, and
 // batch invariance (a row's bits alone and inside mixed batches, memcmp).
+// An fp8 cache: written as the host's rounding (cpu/fp8.h) writes it, and
+// attended as the F16 cache holding its values is, bit for bit.
 // Skips without a GPU. Their speed: bench/cuda_attention (folio_bench_cuda_attention).
 #include <algorithm>
 #include <cmath>
@@ -20,6 +22,7 @@
 
 #include <cuda_runtime.h>
 
+#include "cpu/fp8.h"
 #include "folio_kernels/attention.h"
 #include "folio_kernels/matmul.h"
 #include "folio_test.h"
@@ -342,6 +345,88 @@ std::string check_attention(std::mt19937& rng, const Shape& sh, const std::vecto
     return check_output_copy(dq.ptr, db, p, out, ws, name);
 }
 
+// ---- fp8 caches -------------------------------------------------------------------
+
+// The fp8 form of a HostBatch's half cache (kernels::PagedKvLayer's Fp8 layout), rounded on the host; the half
+// cache is given the values the fp8 one reads back (half(e4m3 * scale)). Poisoned (NaN) rows stay NaN.
+struct Fp8Cache {
+    std::vector<unsigned char> k, v;
+};
+
+size_t fp8_block_bytes(const Shape& sh) {
+    const size_t values = static_cast<size_t>(sh.block_size) * sh.n_head_kv * sh.head_dim;
+    return values + values / 32;
+}
+
+Fp8Cache to_fp8(HostBatch& hb, const Shape& sh) {
+    using namespace folio::cpu;
+    const int D = sh.head_dim, bs = sh.block_size, H = sh.n_head_kv;
+    const size_t block_values = static_cast<size_t>(bs) * H * D, block_bytes = fp8_block_bytes(sh);
+    Fp8Cache c;
+    c.k.assign(static_cast<size_t>(hb.n_blocks) * block_bytes, 0);
+    c.v = c.k;
+    for (auto [half, bytes] : {std::pair{&hb.k_cache, &c.k}, std::pair{&hb.v_cache, &c.v}})
+        for (int b = 0; b < hb.n_blocks; ++b)
+            for (int row = 0; row < H * bs; ++row)  // (head, offset) rows of the block
+                for (int g = 0; g < D / 32; ++g) {
+                    uint16_t* x = half->data() + b * block_values + static_cast<size_t>(row) * D + g * 32;
+                    float amax = 0.0f;
+                    for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(half_to_float(x[i])));
+                    const uint8_t e = mx_scale_byte(amax);
+                    unsigned char* base = bytes->data() + b * block_bytes;
+                    base[block_values + static_cast<size_t>(row) * (D / 32) + g] = e;
+                    for (int i = 0; i < 32; ++i) {
+                        const uint8_t code = fp32_to_e4m3(half_to_float(x[i]) / mx_scale(e));
+                        base[static_cast<size_t>(row) * D + g * 32 + i] = code;
+                        x[i] = float_to_half(e4m3_to_fp32(code) * mx_scale(e));
+                    }
+                }
+    return c;
+}
+
+// paged_attention of the same queries over an fp8 cache and over the F16 cache of its values: the same bits.
+std::string check_fp8_attention(std::mt19937& rng, const Shape& sh, const std::vector<SeqSpec>& seqs, const char* name) {
+    HostBatch hb = make_batch(rng, sh, seqs);
+    const Fp8Cache fp8 = to_fp8(hb, sh);
+    DeviceBatch db(hb, sh, 5);
+    DeviceArray<unsigned char> k8(fp8.k), v8(fp8.v);
+    if (std::string e = cuda_error(db.status() != cudaSuccess ? db.status() : k8.status != cudaSuccess ? k8.status : v8.status, "upload");
+        !e.empty())
+        return e;
+    fk::PagedKvLayer kv8 = db.kv;
+    kv8.k = k8.ptr;
+    kv8.v = v8.ptr;
+    kv8.format = fk::KvFormat::Fp8;
+    if (kv8.block_bytes() != fp8_block_bytes(sh)) return std::string(name) + ": PagedKvLayer::block_bytes disagrees";
+    const size_t q_size = static_cast<size_t>(hb.n_tokens) * sh.n_head * sh.head_dim;
+    const std::vector<float> q = random_floats(rng, q_size, -sh.q_range, sh.q_range);
+    DeviceArray<float> dq(q), out16(q_size), out8(q_size);
+    const size_t ws_bytes = fk::attention_workspace_bytes(db.b, sh.n_head, sh.head_dim);
+    DeviceArray<unsigned char> ws(ws_bytes);
+    fk::AttentionParams p;
+    p.n_head = sh.n_head;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
+    p.sliding_window = sh.window;
+    p.softcap = sh.softcap;
+    for (auto [kv, out] : {std::pair{&db.kv, &out16}, std::pair{&kv8, &out8}}) {
+        if (std::string e = cuda_error(out->poison(), "poison"); !e.empty()) return e;
+        if (std::string e = cuda_error(fk::paged_attention(dq.ptr, *kv, db.b, p, out->ptr, ws.ptr, ws_bytes, nullptr),
+                                       "paged_attention");
+            !e.empty())
+            return std::string(name) + ": " + e;
+    }
+    if (std::string e = cuda_error(cudaDeviceSynchronize(), "sync"); !e.empty()) return std::string(name) + ": " + e;
+    std::vector<float> a, b;
+    if (std::string e = cuda_error(out16.download(a) != cudaSuccess ? cudaErrorUnknown : out8.download(b), "download");
+        !e.empty())
+        return e;
+    size_t differ = 0;
+    for (size_t i = 0; i < a.size(); ++i) differ += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    if (differ) return std::string(name) + ": " + std::to_string(differ) + " of " + std::to_string(a.size()) +
+                       " outputs differ from the F16 cache's";
+    return {};
+}
+
 // ---- batch invariance -----------------------------------------------------------
 
 // A sequence with fixed contents: K and V of every token ([token][kv head][d], half) and the query of every
@@ -547,6 +632,113 @@ private slots:
             for (size_t i = 0; i < k_cache.size(); ++i)
                 QVERIFY2(k_cache[i] == kHalfNaN && v_cache[i] == kHalfNaN,
                          ("cache element " + std::to_string(i) + " written outside the rows' slots").c_str());
+        }
+    }
+
+    // rope_store_kv into an fp8 cache: values stored exactly as the host rounds them (the values are not
+    // rotated; nor are the keys at position 0), the rotated keys within half an E4M3 step of the rotation,
+    // nothing written outside the rows' slots.
+    void rope_store_kv_writes_fp8_blocks() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        std::mt19937 rng(21);
+        using namespace folio::cpu;
+        for (const Shape sh : {Shape{9, 3, 64, 16}, Shape{32, 8, 128, 16}, Shape{4, 2, 256, 32}})
+            for (const bool split_half : {false, true}) {
+                HostBatch hb = make_batch(rng, sh, {{20, 50}, {4, 4}, {1, 900}, {1, 1}});
+                hb.slot_mapping.back() = -1;
+                DeviceBatch db(hb, sh, 0);
+                const size_t cache_bytes = static_cast<size_t>(hb.n_blocks) * fp8_block_bytes(sh);
+                DeviceArray<unsigned char> k8(std::vector<unsigned char>(cache_bytes, 0xA5)), v8(cache_bytes);
+                QVERIFY(db.status() == cudaSuccess && k8.status == cudaSuccess && v8.status == cudaSuccess);
+                QVERIFY(cudaMemset(v8.ptr, 0xA5, cache_bytes) == cudaSuccess);
+                fk::PagedKvLayer kv = db.kv;
+                kv.k = k8.ptr, kv.v = v8.ptr, kv.format = fk::KvFormat::Fp8;
+                const int D = sh.head_dim;
+                const size_t kv_size = static_cast<size_t>(hb.n_tokens) * sh.n_head_kv * D;
+                const auto q = random_floats(rng, static_cast<size_t>(hb.n_tokens) * sh.n_head * D, -2, 2);
+                const auto k = random_floats(rng, kv_size, -3, 3), v = random_floats(rng, kv_size, -0.01f, 0.01f);
+                DeviceArray<float> dq(q), dk(k), dv(v);
+                fk::RopeParams rope{10000.f, 1.f, split_half, nullptr};
+                QVERIFY(fk::rope_store_kv(dq.ptr, dk.ptr, dv.ptr, sh.n_head, kv, rope, db.b, nullptr) == cudaSuccess);
+                std::vector<unsigned char> k_got, v_got;
+                QVERIFY(k8.download(k_got) == cudaSuccess && v8.download(v_got) == cudaSuccess);
+                const size_t block_values = static_cast<size_t>(sh.block_size) * sh.n_head_kv * D;
+                const float theta_scale = std::pow(10000.f, -2.0f / static_cast<float>(D));
+                int exact_rows = 0;
+                for (int r = 0; r < hb.n_tokens; ++r) {
+                    const int64_t slot = hb.slot_mapping[static_cast<size_t>(r)];
+                    if (slot < 0) continue;
+                    const int pos = hb.positions[static_cast<size_t>(r)];
+                    for (int h = 0; h < sh.n_head_kv; ++h) {
+                        const size_t row = static_cast<size_t>(h) * sh.block_size + static_cast<size_t>(slot % sh.block_size);
+                        const size_t base = static_cast<size_t>(slot / sh.block_size) * fp8_block_bytes(sh);
+                        // The key rotated in double (the kernel's float angles).
+                        std::vector<double> rot(static_cast<size_t>(D));
+                        const float* kr = k.data() + (static_cast<size_t>(r) * sh.n_head_kv + h) * D;
+                        float theta = static_cast<float>(pos);
+                        for (int i = 0; i < D / 2; ++i, theta *= theta_scale) {
+                            const int a = split_half ? i : 2 * i, b = split_half ? i + D / 2 : 2 * i + 1;
+                            const double cs = std::cos(double{theta}), sn = std::sin(double{theta});
+                            rot[static_cast<size_t>(a)] = kr[a] * cs - kr[b] * sn;
+                            rot[static_cast<size_t>(b)] = kr[a] * sn + kr[b] * cs;
+                        }
+                        for (int g = 0; g < D / 32; ++g) {
+                            const float* vr = v.data() + (static_cast<size_t>(r) * sh.n_head_kv + h) * D + g * 32;
+                            float v_amax = 0.0f, k_amax = 0.0f;
+                            for (int i = 0; i < 32; ++i) {
+                                v_amax = std::fmax(v_amax, std::fabs(vr[i]));
+                                k_amax = std::fmax(k_amax, std::fabs(kr[g * 32 + i]));
+                            }
+                            const size_t scale_at = base + block_values + row * (D / 32) + g;
+                            QCOMPARE(v_got[scale_at], mx_scale_byte(v_amax));
+                            if (pos == 0) QCOMPARE(k_got[scale_at], mx_scale_byte(k_amax));
+                            const float ks = mx_scale(k_got[scale_at]);
+                            for (int i = 0; i < 32; ++i) {
+                                const size_t at = base + row * D + g * 32 + i;
+                                QCOMPARE(v_got[at], fp32_to_e4m3(vr[i] / mx_scale(v_got[scale_at])));
+                                if (pos == 0) QCOMPARE(k_got[at], fp32_to_e4m3(kr[g * 32 + i] / ks));
+                                const double want = rot[static_cast<size_t>(g * 32 + i)];
+                                const double got = double{e4m3_to_fp32(k_got[at])} * ks;
+                                if (std::fabs(got - want) > std::fabs(want) / 15.0 + ks * std::ldexp(1.0, -9))
+                                    QFAIL(qPrintable(QString("row %1 head %2 key %3: %4, want %5")
+                                                         .arg(r).arg(h).arg(g * 32 + i).arg(got).arg(want)));
+                                k_got[at] = v_got[at] = 0xA5;  // checked: only the fill may remain
+                            }
+                            k_got[scale_at] = v_got[scale_at] = 0xA5;
+                        }
+                        exact_rows += pos == 0;
+                    }
+                }
+                QVERIFY(exact_rows > 0);
+                for (size_t i = 0; i < cache_bytes; ++i)
+                    QVERIFY2(k_got[i] == 0xA5 && v_got[i] == 0xA5,
+                             ("fp8 cache byte " + std::to_string(i) + " written outside the rows' slots").c_str());
+            }
+    }
+
+    // Attention over an fp8 cache is attention over the F16 cache of its values, bit for bit: decode rows,
+    // prefill chunks, long prefixes (split-K), GQA, windows and softcap, head sizes 64 / 128 / 256.
+    void fp8_attention_is_f16_attention_over_its_values() {
+        if (!have_gpu()) QSKIP("no CUDA GPU");
+        if (const char* k = std::getenv("FOLIO_ATTENTION_KERNEL"); k && std::string(k) == "simt")
+            QSKIP("fp8 caches are read by the tensor-core kernels only");
+        std::mt19937 rng(22);
+        struct Case {
+            const char* name;
+            Shape shape;
+            std::vector<SeqSpec> seqs;
+        };
+        const std::vector<Case> cases = {
+            {"d64 gqa3 mixed", {9, 3, 64, 16}, {{1, 37}, {45, 65}, {1, 300}, {70, 70}}},
+            {"d128 gqa4 mixed", {32, 8, 128, 16}, {{1, 200}, {1, 1}, {33, 33}, {17, 150}}},
+            {"d256 gqa8 window softcap", {8, 1, 256, 32, 40, 30.f, 4.f}, {{1, 100}, {60, 90}, {1, 41}, {5, 300}}},
+            {"d128 gqa4 decode 4096+", {32, 8, 128, 16}, {{1, 4096}, {1, 6000}, {1, 17}}},
+            {"d64 gqa2 chunk after 2048", {8, 4, 64, 16}, {{1, 2100}, {64, 2112}}},
+            {"d256 gqa2 decode", {8, 4, 256, 16}, {{1, 1}, {1, 520}, {2, 33}}},
+        };
+        for (const Case& c : cases) {
+            const std::string e = check_fp8_attention(rng, c.shape, c.seqs, c.name);
+            QVERIFY2(e.empty(), e.c_str());
         }
     }
 

@@ -47,8 +47,10 @@ namespace {
         if (folio::cuda_device_count() == 0) QSKIP(folio::describe_cuda_devices().c_str()); \
     } while (0)
 
-folio::BackendOptions options_for(const std::string& device, uint32_t n_blocks = 96) {
+folio::BackendOptions options_for(const std::string& device, uint32_t n_blocks = 96,
+                                  folio::KvType kv_type = folio::KvType::F16) {
     folio::BackendOptions o;
+    o.kv_type = kv_type;
     o.device = device;
     o.n_threads = 0;
     o.max_context = 1024;
@@ -172,13 +174,16 @@ private slots:
     // 16 positions, then a decode step over the slid table. The GPU's turned
     // keys must give the CPU's logits; a GPU that did not turn them would
     // attend at the wrong distances.
+    // With an fp8 cache too (both backends fp8): the keys are read back,
+    // turned and stored again as fp8 blocks.
     void shiftedKeysMatchTheCpu() {
         REQUIRE_GPU();
+        for (const folio::KvType type : {folio::KvType::F16, folio::KvType::Fp8})
         for (const char* shape : {"tiny-llama", "tiny-gemma3"}) {
             auto model = folio::make_dummy_model({shape, folio::TensorType::F16, true, 9});
             QVERIFY(model);
-            auto cpu = folio::create_backend(*model, options_for("cpu"));
-            auto gpu = folio::create_backend(*model, options_for("cuda"));
+            auto cpu = folio::create_backend(*model, options_for("cpu", 96, type));
+            auto gpu = folio::create_backend(*model, options_for("cuda", 96, type));
             QVERIFY2(cpu && gpu, !cpu ? cpu.error().message.c_str() : !gpu ? gpu.error().message.c_str() : "");
             QVERIFY((*cpu)->can_shift_keys() && (*gpu)->can_shift_keys());
             const int32_t n_vocab = (*cpu)->n_vocab();
@@ -204,10 +209,54 @@ private slots:
                 QVERIFY(backend->forward(decode, *out));
             }
             const Agreement a = compare_logits(want, got, n_vocab);
-            std::printf("%s: slid window, GPU vs CPU logits: rel %.2e\n", shape, a.max_rel);
-            QVERIFY2(a.max_rel < 2e-3 && a.argmax_diffs == 0, shape);
+            std::printf("%s, %s KV: slid window, GPU vs CPU logits: rel %.2e\n", shape,
+                        std::string(folio::kv_type_name(type)).c_str(), a.max_rel);
+            // fp8: a key the two backends rotate to a float a bit apart can round to the next E4M3 value.
+            QVERIFY2(a.max_rel < (type == folio::KvType::Fp8 ? 2e-2 : 2e-3) && a.argmax_diffs == 0, shape);
             QVERIFY(!(*gpu)->shift_keys(std::vector<int32_t>{96}, 16));  // outside the pool: an error, no write
         }
+    }
+
+    // An fp8 KV cache on both backends: the same logits as far as the two
+    // backends' float sums allow (the CPU reads the fp8 values back as the
+    // GPU does, tests/inference/test_kv_quant.cpp and test_gpu_attention
+    // pin each side), in 33/64 of the F16 cache's bytes; q8_0 is refused on
+    // the GPU with a clear error.
+    void fp8KvMatchesTheCpu() {
+        REQUIRE_GPU();
+        for (const char* shape : {"tiny-llama", "tiny-gemma3"}) {
+            auto model = folio::make_dummy_model({shape, folio::TensorType::F16, true, 5});
+            QVERIFY(model);
+            auto cpu = folio::create_backend(*model, options_for("cpu", 96, folio::KvType::Fp8));
+            auto gpu = folio::create_backend(*model, options_for("cuda", 96, folio::KvType::Fp8));
+            auto gpu_f16 = folio::create_backend(*model, options_for("cuda", 96));
+            QVERIFY2(cpu && gpu && gpu_f16, !cpu ? cpu.error().message.c_str() : !gpu ? gpu.error().message.c_str() : "");
+            QVERIFY((*gpu)->kv_type() == folio::KvType::Fp8);
+            QCOMPARE((*gpu)->kv_bytes_per_block() * 64, (*gpu_f16)->kv_bytes_per_block() * 33);
+            QCOMPARE((*gpu)->kv_bytes_per_block(), (*cpu)->kv_bytes_per_block());
+            const int32_t n_vocab = (*cpu)->n_vocab();
+            for (const folio::Batch& step : two_steps(n_vocab)) {
+                std::vector<float> want(step.logits_rows.size() * static_cast<size_t>(n_vocab));
+                std::vector<float> got(want.size(), std::nanf("")), f16(want.size());
+                QVERIFY((*cpu)->forward(step, want));
+                auto st = (*gpu)->forward(step, got);
+                QVERIFY2(st, st ? "" : st.error().message.c_str());
+                QVERIFY((*gpu_f16)->forward(step, f16));
+                const Agreement a = compare_logits(want, got, n_vocab), b = compare_logits(f16, got, n_vocab);
+                std::printf("%s, fp8 KV, %d rows: GPU vs CPU logits rel %.2e (GPU fp8 vs GPU f16 %.2e)\n", shape,
+                            step.n_tokens(), a.max_rel, b.max_rel);
+                QVERIFY2(a.max_rel < 2e-2, shape);
+                QVERIFY2(b.max_rel > 0, "fp8 KV gave the F16 cache's logits: is it fp8 at all?");
+            }
+        }
+        auto model = folio::make_dummy_model({"tiny-llama", folio::TensorType::F16, true, 5});
+        QVERIFY(model);
+        auto q8 = folio::create_backend(*model, options_for("cuda", 96, folio::KvType::Q8_0));
+        QVERIFY(!q8 && q8.error().message.find("q8_0 runs on the CPU") != std::string::npos);
+        folio::BackendOptions odd = options_for("cuda", 96, folio::KvType::Fp8);
+        odd.block_size = 8;
+        auto small_blocks = folio::create_backend(*model, odd);
+        QVERIFY(!small_blocks && small_blocks.error().message.find("multiple of 16") != std::string::npos);
     }
 
     void randomModelsMatchTheCpu() {

@@ -175,7 +175,7 @@ private slots:
         const folio::model::RopeParams ropes[] = {{10000.0f, 1.0f, RopeStyle::Interleaved},
                                                   {500000.0f, 1.0f, RopeStyle::Interleaved, factors},
                                                   yarn};
-        for (folio::KvType type : {folio::KvType::F16, folio::KvType::Q8_0})
+        for (folio::KvType type : folio::kKvTypes)
             for (const folio::model::RopeParams& rope : ropes) {
                 folio::cpu::KvCache cache;
                 cache.allocate(1, n_kv, hd, block, 8, type);
@@ -223,12 +223,17 @@ private slots:
                     for (float w : want) amax = std::max(amax, std::fabs(w));
                     if (type == folio::KvType::Q8_0) {
                         folio::cpu::vec::dequantize_q8_0(bytes, got.data(), n_kv * hd);
+                    } else if (type == folio::KvType::Fp8) {
+                        folio::cpu::vec::dequantize_fp8(bytes, got.data(), n_kv * hd);
                     } else {
                         const auto* h = reinterpret_cast<const uint16_t*>(bytes);
                         for (int i = 0; i < n_kv * hd; ++i) got[static_cast<size_t>(i)] = folio::cpu::fp16_to_fp32(h[i]);
                     }
                     // Stored, read, turned and stored again: two roundings in the cache's type.
-                    const float tol = type == folio::KvType::Q8_0 ? 2.5f * amax / 127.0f : 2.0f * amax / 1024.0f;
+                    // E4M3 keeps 3 bits of mantissa: half a step is 1/16 of the value.
+                    const float tol = type == folio::KvType::Q8_0  ? 2.5f * amax / 127.0f
+                                      : type == folio::KvType::Fp8 ? 2.0f * amax / 16.0f
+                                                                   : 2.0f * amax / 1024.0f;
                     for (int i = 0; i < n_kv * hd; ++i) {
                         const float d = std::fabs(got[static_cast<size_t>(i)] - want[static_cast<size_t>(i)]);
                         if (d > tol)

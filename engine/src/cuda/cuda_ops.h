@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "folio/kv_type.h"
 #include "folio_kernels/attention.h"
 #include "folio_kernels/matmul.h"
 #include "model/ops.h"
@@ -56,15 +57,18 @@ private:
     size_t size_ = 0;
 };
 
-// The KV pool: per layer, K and V [n_blocks][n_head_kv][block_size][head_dim] half.
+// The KV pool: per layer, K and V of n_blocks blocks, each [n_head_kv][block_size][head_dim] half
+// (f16) or that many fp8 values and their scales (kernels::PagedKvLayer says how).
 struct DeviceKvCache {
     int n_layer = 0, n_head_kv = 0, head_dim = 0;
     uint32_t block_size = 0, n_blocks = 0;
+    KvType type = KvType::F16;
     DeviceBuffer memory;
     std::vector<kernels::PagedKvLayer> layers;
 
     uint64_t block_bytes() const {  // one block of one layer's K (or V)
-        return uint64_t{block_size} * static_cast<uint64_t>(n_head_kv) * static_cast<uint64_t>(head_dim) * 2;
+        return kv_type_bytes(type, uint64_t{block_size} * static_cast<uint64_t>(n_head_kv) *
+                                       static_cast<uint64_t>(head_dim));
     }
     uint64_t bytes() const { return 2 * static_cast<uint64_t>(n_layer) * n_blocks * block_bytes(); }
 };

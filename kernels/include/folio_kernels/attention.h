@@ -3,7 +3,8 @@
 // sequence's block table (vLLM's flat batch: decode rows and prefill chunks of
 // several sequences in one launch). Semantics follow the CPU backend
 // (engine/src/backend/cpu/attention.cpp): queries and probabilities rounded to
-// half, K and V stored as half, F32 accumulation.
+// half, K and V stored as half (or as fp8 blocks read back into half), F32
+// accumulation.
 //
 // Every function only enqueues work on `s`: grid sizes come from the host-side
 // bounds in AttentionBatch, actual lengths are read from its device arrays, so
@@ -19,11 +20,27 @@
 
 namespace folio::kernels {
 
-// One layer's paged KV cache: K and V each [n_blocks][n_head_kv][block_size][head_dim] IEEE half.
+// How a layer's K and V are stored (folio/kv_type.h names them f16 and fp8).
+enum class KvFormat : int32_t {
+    F16,  // IEEE half
+    Fp8,  // MXFP8: FP8 E4M3 values, blocks of 32 along a head's row sharing an E8M0 scale 2^(e - 127)
+};
+
+// One layer's paged KV cache: K and V each n_blocks blocks of block_bytes() bytes.
+//   F16: a block is [n_head_kv][block_size][head_dim] half.
+//   Fp8: a block is [n_head_kv][block_size][head_dim] E4M3 bytes, then [n_head_kv][block_size][head_dim / 32]
+//        scale bytes; block_size a multiple of 16 (16-byte aligned blocks). A value reads back as
+//        half(e4m3 * 2^(e - 127)), the value the CPU backend's fp8 cache reads.
 struct PagedKvLayer {
     void* k = nullptr;
     void* v = nullptr;
     int32_t n_blocks = 0, block_size = 16, n_head_kv = 0, head_dim = 0;
+    KvFormat format = KvFormat::F16;
+
+    size_t block_bytes() const {
+        const size_t values = static_cast<size_t>(block_size) * static_cast<size_t>(n_head_kv) * static_cast<size_t>(head_dim);
+        return format == KvFormat::Fp8 ? values + values / 32 : 2 * values;
+    }
 };
 
 // The step's batch as the engine lays it out (vLLM's flat batch), in device memory.
@@ -55,7 +72,9 @@ struct RopeParams {
 };
 
 // RoPE on q (in place, [n_tokens][n_head*head_dim]) and k, then K (rotated) and V ([n_tokens][n_head_kv*head_dim],
-// F32) written as half into the cache at slot_mapping. One kernel (the fused RoPE + cache write). Angles as the
+// F32) written into the cache at slot_mapping: as half, or as fp8 blocks (each block of 32 values: the smallest
+// power-of-two scale that brings its largest magnitude to 448 or under, the values divided by it and rounded to
+// the nearest E4M3, ties to even; the CPU backend's vec::quantize_fp8). One kernel (the fused RoPE + cache write). Angles as the
 // CPU backend computes them: position * base^(-2i/head_dim) (in float, by repeated multiplication), divided by
 // freq_factors[i], times 1/scale; with YaRN blended and scaled as model::RopeParams::angle says.
 // Rows whose slot is negative (padding) rotate q and write nothing.
@@ -63,7 +82,7 @@ cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, 
                           const RopeParams& rope, const AttentionBatch& b, cudaStream_t s);
 
 // Every slot's key heads in blocks[0..n_blocks) (device ids) turned by RoPE at
-// position -delta, in place, as half: a key written at position p becomes the
+// position -delta, in place, in the cache's format: a key written at position p becomes the
 // key of position p - delta (a sink window sliding without recomputation).
 // Angles as rope_store_kv computes them; the caller passes mscale 1 (the
 // stored keys carry it already). Values are not touched.
@@ -83,7 +102,9 @@ size_t attention_workspace_bytes(const AttentionBatch& b, int n_head, int head_d
 // out[row] = softmax(q·Kᵀ·scale [softcapped]) V over the row's causal prefix (positions 0..pos, or the last
 // sliding_window of them), read through the sequence's block table. GQA: head h uses kv head h / (n_head/n_head_kv).
 // q and out are [n_tokens][n_head*head_dim] F32, 16-byte aligned. head_dim 64, 128 or 256; n_head/n_head_kv
-// at most 8. Rows not in any sequence's query range (padding) get no defined output.
+// at most 8. Rows not in any sequence's query range (padding) get no defined output. An Fp8 cache's tiles are
+// copied as bytes and read back into the half tiles the F16 cache's are copied to: the result is the F16
+// cache's attention over the fp8 values, bit for bit (the tensor-core kernels only).
 // Batch-invariant: a row's output bits depend only on its query, its sequence's keys and values up to its
 // position, the window and the softcap; not on the other sequences of the batch, its place in it, how many rows
 // its sequence has in this step, or the host-side bounds. (Keys are cut into fixed 128-key chunks whose partial

@@ -3,7 +3,9 @@
 // sliding-window layers; token j lives in slot
 // block_table[j / block_size] * block_size + j % block_size. An F16 cache
 // meets half-rounded queries; a Q8_0 cache Q8_0 queries (integer dots with
-// the blocks' scales) and F32 probabilities over values dequantized on the fly.
+// the blocks' scales) and F32 probabilities over values dequantized on the fly;
+// an fp8 cache is read back into half rows, a run of keys at a time, and
+// attended as an F16 cache is.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,6 +15,28 @@
 #include "cpu/fp16.h"
 
 namespace folio::cpu {
+namespace {
+
+// A row of n values (whole blocks of the type) into the cache, and back as float.
+void store_row(KvType type, const float* x, uint8_t* out, int64_t n) {
+    switch (type) {
+        case KvType::Q8_0: return vec::quantize_q8_0(x, out, n);
+        case KvType::Fp8: return vec::quantize_fp8(x, out, n);
+        default: return vec::to_f16(x, reinterpret_cast<uint16_t*>(out), n);
+    }
+}
+void load_row(KvType type, const uint8_t* x, float* out, int64_t n) {
+    switch (type) {
+        case KvType::Q8_0: return vec::dequantize_q8_0(x, out, n);
+        case KvType::Fp8: return vec::dequantize_fp8(x, out, n);
+        default: {
+            const auto* h = reinterpret_cast<const uint16_t*>(x);
+            for (int64_t i = 0; i < n; ++i) out[i] = fp16_to_fp32(h[i]);
+        }
+    }
+}
+
+}  // namespace
 
 Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, float* q, float* k, const float* v,
                          float* out) {
@@ -20,13 +44,14 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
         return make_error("attention: layer shape does not match the KV cache");
     if (!row_sequence_) return make_error("attention: no row-to-sequence map for this batch");
     if (!kv_type_fits(cache_.type, static_cast<uint64_t>(p.head_dim)))
-        return make_error("attention: a Q8_0 KV cache needs heads of a multiple of 32 values");
+        return make_error("attention: a " + std::string(kv_type_name(cache_.type)) +
+                          " KV cache needs heads of a multiple of 32 values");
     const int64_t n_tokens = batch.n_tokens();
     rope(q, n_tokens, p.n_head, p.head_dim, batch.positions, p.rope);
     rope(k, n_tokens, p.n_head_kv, p.head_dim, batch.positions, p.rope);
     const int64_t kv_dim = cache_.slot_values();
     const int64_t q_dim = int64_t{p.n_head} * p.head_dim;
-    const bool q8 = cache_.type == KvType::Q8_0;
+    const bool q8 = cache_.type == KvType::Q8_0, fp8 = cache_.type == KvType::Fp8;
     uint8_t* k_bytes = cache_.k[static_cast<size_t>(p.layer)].get();
     uint8_t* v_bytes = cache_.v[static_cast<size_t>(p.layer)].get();
     auto* k_cache = reinterpret_cast<uint16_t*>(k_bytes);
@@ -34,16 +59,12 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
     const int64_t slot_bytes = cache_.slot_bytes(), row_bytes = cache_.row_bytes();
 
     // This step's keys and values go into their slots first: rows of a
-    // prefill chunk attend to each other through the cache.
+    // prefill chunk attend to each other through the cache. Heads are whole
+    // blocks of the type, so the slot's row of all heads stores as one.
     for (int64_t r = 0; r < n_tokens; ++r) {
         const int64_t slot = batch.slot_mapping[static_cast<size_t>(r)];
-        if (q8) {  // heads are whole Q8_0 blocks: the slot's row quantizes as one
-            vec::quantize_q8_0(k + r * kv_dim, k_bytes + slot * slot_bytes, kv_dim);
-            vec::quantize_q8_0(v + r * kv_dim, v_bytes + slot * slot_bytes, kv_dim);
-            continue;
-        }
-        vec::to_f16(k + r * kv_dim, k_cache + slot * kv_dim, kv_dim);
-        vec::to_f16(v + r * kv_dim, v_cache + slot * kv_dim, kv_dim);
+        store_row(cache_.type, k + r * kv_dim, k_bytes + slot * slot_bytes, kv_dim);
+        store_row(cache_.type, v + r * kv_dim, v_bytes + slot * slot_bytes, kv_dim);
     }
 
     // Tasks are (block of up to 8 consecutive rows of one sequence, head):
@@ -64,6 +85,9 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
             if (buf.size() < static_cast<size_t>(vec::kMaxQueries * row_bytes))
                 buf.resize(static_cast<size_t>(vec::kMaxQueries * row_bytes));
     const int64_t block = cache_.block_size;
+    if (fp8)
+        for (auto& buf : half_rows_)
+            if (buf.size() < static_cast<size_t>(block * p.head_dim)) buf.resize(static_cast<size_t>(block * p.head_dim));
     const int64_t stride = static_cast<int64_t>(scores_[0].size()) / vec::kMaxQueries;
     auto attend = [&](int64_t task, int thread) {
         const QueryBlock& qb = query_blocks_[static_cast<size_t>(task / p.n_head)];
@@ -112,15 +136,26 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
             }
         };
         const int64_t kv_head = head / group;
+        // An fp8 run's rows of this head, read back as half.
+        uint16_t* half_rows = fp8 ? half_rows_[static_cast<size_t>(thread)].data() : nullptr;
+        auto read_half = [&](const uint8_t* bytes, int64_t slot, int64_t run) {
+            for (int64_t r = 0; r < run; ++r)
+                vec::dequantize_fp8_f16(bytes + (slot + r) * slot_bytes + kv_head * row_bytes,
+                                        half_rows + r * p.head_dim, p.head_dim);
+        };
         for_each_run([&](int64_t j, int64_t run, int64_t slot) {
             float* out_rows[vec::kMaxQueries];
             for (int i = 0; i < qb.n_rows; ++i) out_rows[i] = scores[i] + (j - k_first);
-            if (q8)
+            if (q8) {
                 vec::scores_q8_0_multi(q8_rows, qb.n_rows, k_bytes + slot * slot_bytes + kv_head * row_bytes,
                                        slot_bytes, run, p.head_dim, p.scale, out_rows);
-            else
+            } else if (fp8) {
+                read_half(k_bytes, slot, run);
+                vec::scores_f16_multi(q_rows, qb.n_rows, half_rows, p.head_dim, run, p.head_dim, p.scale, out_rows);
+            } else {
                 vec::scores_f16_multi(q_rows, qb.n_rows, k_cache + slot * kv_dim + kv_offset, kv_dim, run,
                                       p.head_dim, p.scale, out_rows);
+            }
         });
         for (int i = 0; i < qb.n_rows; ++i) {
             // Softmax over this row's own keys; the block's other keys get weight 0.
@@ -139,12 +174,16 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
         for_each_run([&](int64_t j, int64_t run, int64_t slot) {
             const float* weights[vec::kMaxQueries];
             for (int i = 0; i < qb.n_rows; ++i) weights[i] = scores[i] + (j - k_first);
-            if (q8)
+            if (q8) {
                 vec::weighted_sum_q8_0_multi(o_rows, weights, qb.n_rows, v_bytes + slot * slot_bytes + kv_head * row_bytes,
                                              slot_bytes, run, p.head_dim);
-            else
+            } else if (fp8) {
+                read_half(v_bytes, slot, run);
+                vec::weighted_sum_f16_multi(o_rows, weights, qb.n_rows, half_rows, p.head_dim, run, p.head_dim);
+            } else {
                 vec::weighted_sum_f16_multi(o_rows, weights, qb.n_rows, v_cache + slot * kv_dim + kv_offset, kv_dim,
                                             run, p.head_dim);
+            }
         });
     };
     pool_.parallel_for(static_cast<int64_t>(query_blocks_.size()) * p.n_head, attend);
@@ -154,31 +193,18 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
 void CpuOps::shift_keys(int layer, std::span<const int32_t> blocks, int32_t delta, const model::RopeParams& rope) {
     const int64_t kv_dim = cache_.slot_values(), slot_bytes = cache_.slot_bytes();
     const int64_t block_slots = cache_.block_size, n_rows = static_cast<int64_t>(blocks.size()) * block_slots;
-    const bool q8 = cache_.type == KvType::Q8_0;
     uint8_t* k_bytes = cache_.k[static_cast<size_t>(layer)].get();
     shift_rows_.resize(static_cast<size_t>(n_rows * kv_dim));
     shift_positions_.assign(static_cast<size_t>(n_rows), -delta);
     auto slot_of = [&](int64_t r) { return int64_t{blocks[static_cast<size_t>(r / block_slots)]} * block_slots + r % block_slots; };
-    for (int64_t r = 0; r < n_rows; ++r) {
-        const uint8_t* src = k_bytes + slot_of(r) * slot_bytes;
-        float* row = shift_rows_.data() + r * kv_dim;
-        if (q8) {
-            vec::dequantize_q8_0(src, row, kv_dim);
-        } else {
-            const auto* h = reinterpret_cast<const uint16_t*>(src);
-            for (int64_t i = 0; i < kv_dim; ++i) row[i] = fp16_to_fp32(h[i]);
-        }
-    }
+    for (int64_t r = 0; r < n_rows; ++r)
+        load_row(cache_.type, k_bytes + slot_of(r) * slot_bytes, shift_rows_.data() + r * kv_dim, kv_dim);
     // A rotation by -delta: the key's magnitude (YaRN's mscale) is in it already.
     model::RopeParams turn = rope;
     turn.mscale = 1.0f;
     this->rope(shift_rows_.data(), n_rows, cache_.n_head_kv, cache_.head_dim, shift_positions_, turn);
-    for (int64_t r = 0; r < n_rows; ++r) {
-        uint8_t* dst = k_bytes + slot_of(r) * slot_bytes;
-        const float* row = shift_rows_.data() + r * kv_dim;
-        if (q8) vec::quantize_q8_0(row, dst, kv_dim);
-        else vec::to_f16(row, reinterpret_cast<uint16_t*>(dst), kv_dim);
-    }
+    for (int64_t r = 0; r < n_rows; ++r)
+        store_row(cache_.type, shift_rows_.data() + r * kv_dim, k_bytes + slot_of(r) * slot_bytes, kv_dim);
 }
 
 }  // namespace folio::cpu

@@ -61,7 +61,7 @@ public:
     std::string name() const override {
         return std::string("cpu (") + cpu::isa_name(cpu::best_isa()) + ", " + std::to_string(n_threads()) +
                " threads" + (ops_->f32_activations() ? ", F32 activations" : "") +
-               (cache_.type == KvType::Q8_0 ? ", Q8_0 KV)" : ")");
+               (cache_.type == KvType::F16 ? ")" : ", " + std::string(kv_type_name(cache_.type)) + " KV)");
     }
 
 private:
@@ -112,7 +112,8 @@ Result<std::unique_ptr<Backend>> create_cpu_backend(const ModelDescription& mode
     }
     const model::KvShape kv = (*arch)->kv_shape();
     if (!kv_type_fits(options.kv_type, static_cast<uint64_t>(kv.head_dim)))
-        return make_error("--kv-type q8_0 stores heads in blocks of 32 values; model '" + model.name +
+        return make_error("--kv-type " + std::string(kv_type_name(options.kv_type)) + " stores heads in blocks of " +
+                          std::to_string(kv_type_block_values(options.kv_type)) + " values; model '" + model.name +
                           "' has heads of " + std::to_string(kv.head_dim) + " (use --kv-type f16)");
     if (n_blocks == 0 && budget > 0) {
         // K and V, every layer, in the cache's type.

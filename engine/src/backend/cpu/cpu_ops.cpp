@@ -36,6 +36,7 @@ CpuOps::CpuOps(int n_threads, KvCache& cache, uint32_t max_context, bool f32_act
     scores_.resize(static_cast<size_t>(pool_.size()));
     q_scratch_.resize(static_cast<size_t>(pool_.size()));
     q8_scratch_.resize(static_cast<size_t>(pool_.size()));
+    half_rows_.resize(static_cast<size_t>(pool_.size()));
     for (auto& s : scores_) s.resize(static_cast<size_t>(vec::kMaxQueries) * max_context);
 }
 

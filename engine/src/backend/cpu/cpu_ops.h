@@ -19,7 +19,7 @@ namespace folio::cpu {
 
 // K and V of every layer in blocks: [n_blocks][block_size][n_head_kv] head
 // rows per layer, a row head_dim IEEE half values (F16) or head_dim / 32
-// GGML Q8_0 blocks (folio/kv_type.h). Memory is reserved, not touched, up
+// blocks of GGML Q8_0 or MXFP8 (folio/kv_type.h). Memory is reserved, not touched, up
 // front, so only the blocks a sequence writes become resident.
 struct KvCache {
     int n_layer = 0;
@@ -105,6 +105,7 @@ private:
     std::vector<std::vector<float>> scores_;  // per thread: a query block's attention scores
     std::vector<std::vector<float>> q_scratch_;  // per thread: a query block rounded to half
     std::vector<std::vector<uint8_t>> q8_scratch_;  // per thread: a query block as Q8_0 (a Q8_0 cache's)
+    std::vector<std::vector<uint16_t>> half_rows_;  // per thread: a KV block's rows of one head as half (an fp8 cache's)
     std::vector<float> rope_table_;
     std::vector<float> shift_rows_;  // shift_keys' keys as floats
     std::vector<int32_t> shift_positions_;

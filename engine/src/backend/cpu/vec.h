@@ -1,6 +1,6 @@
 // Row-level vector primitives of the CPU forward pass (everything but the
-// matmul): RMSNorm, the GLU activations, softmax pieces and the F16 or
-// Q8_0 K/V rows of the attention. AVX2/FMA/F16C bodies chosen at run time
+// matmul): RMSNorm, the GLU activations, softmax pieces and the F16,
+// Q8_0 or fp8 K/V rows of the attention. AVX2/FMA/F16C bodies chosen at run time
 // (cpu::best_isa()), with a portable scalar fallback.
 #pragma once
 
@@ -54,6 +54,15 @@ void scores_q8_0_multi(const uint8_t* const* q, int n_q, const uint8_t* k, int64
 // values dequantized on the fly into the weighted sum.
 void weighted_sum_q8_0_multi(float* const* y, const float* const* s, int n_q, const uint8_t* x, int64_t x_stride,
                              int64_t n_keys, int64_t n);
+
+// fp8 K/V rows (backend/cpu/vec_fp8.cpp): MXFP8 blocks, 33 bytes per 32
+// values (an E8M0 scale byte, 32 E4M3 bytes; folio/kv_type.h); n is a
+// multiple of 32.
+void quantize_fp8(const float* x, uint8_t* out, int64_t n);
+// out = e4m3 * scale (exact in float).
+void dequantize_fp8(const uint8_t* x, float* out, int64_t n);
+// out = half(e4m3 * scale): the row an fp8 cache's attention reads.
+void dequantize_fp8_f16(const uint8_t* x, uint16_t* out, int64_t n);
 
 // Kernel<n_q>::run(args...) for n_q in 1..kMaxQueries: the multi-query
 // kernels are templates on their row count, so each count unrolls.

@@ -1,10 +1,15 @@
-// The Q8_0 KV cache on the CPU: rows quantized with GGML's reference
-// rounding, and paged attention over Q8_0 blocks equal, bit for bit, to a
-// plain dequantize-then-attend reference (Q8_0 queries, each block's dot
-// product exact, blocks summed in order; probabilities in F32; values
-// dequantized into a fused multiply-add sum), over a prefix from an earlier
-// step, a prefill chunk, decode rows, GQA and a sliding window; a row's
-// result does not depend on its batch-mates.
+// The quantized KV caches on the CPU, over a prefix from an earlier step, a
+// prefill chunk, decode rows, GQA and a sliding window; a row's result does
+// not depend on its batch-mates.
+//  - Q8_0: rows quantized with GGML's reference rounding, and paged attention
+//    over Q8_0 blocks equal, bit for bit, to a plain dequantize-then-attend
+//    reference (Q8_0 queries, each block's dot product exact, blocks summed
+//    in order; probabilities in F32; values dequantized into a fused
+//    multiply-add sum).
+//  - fp8 (MXFP8 E4M3): each value the nearest E4M3 (ties to even, checked
+//    against a search over all 256 codes) of x over the smallest power-of-two
+//    scale that fits its block, and attention over an fp8 cache equal, bit
+//    for bit, to the F16 cache's attention over the dequantized values.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -13,6 +18,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/vec.h"
 #include "cpu/fp16.h"
+#include "cpu/fp8.h"
 #include "folio_test.h"
 
 using folio::Batch;
@@ -106,7 +112,7 @@ Tokens random_tokens(const Shape& s, int len, uint32_t seed) {
 
 }  // namespace
 
-class KvQ8Test : public QObject {
+class KvQuantTest : public QObject {
     Q_OBJECT
 private slots:
     void rowsQuantizeWithGgmlsReferenceRounding() {
@@ -133,16 +139,22 @@ private slots:
     void attentionMatchesDequantizedReference() { check_against_reference(0); }
     void slidingWindowMatchesDequantizedReference() { check_against_reference(5); }
 
+    void rowsDoNotDependOnTheirBatchMates_data() {
+        QTest::addColumn<int>("type");
+        QTest::newRow("q8_0") << int(folio::KvType::Q8_0);
+        QTest::newRow("fp8") << int(folio::KvType::Fp8);
+    }
     void rowsDoNotDependOnTheirBatchMates() {
         // Sequence A decodes token 13 alone, then beside B's prefill chunk and
         // C's decode row: its output is the same bits.
+        QFETCH(int, type);
         const Shape s;
         const auto p = params(s, 0);
         const Tokens a = random_tokens(s, 14, 30), b = random_tokens(s, 9, 40), c = random_tokens(s, 6, 50);
         const std::vector<int32_t> ta = {3, 8, 1, 12}, tb = {5, 0, 9}, tc = {2, 7};
         auto a_row = [&](bool with_mates) {
             folio::cpu::KvCache cache;
-            cache.allocate(1, s.n_kv, s.hd, static_cast<uint32_t>(s.block), 16, folio::KvType::Q8_0);
+            cache.allocate(1, s.n_kv, s.hd, static_cast<uint32_t>(s.block), 16, static_cast<folio::KvType>(type));
             folio::cpu::CpuOps ops(2, cache, 64);
             Step prefix;
             prefix.add(a, s, ta, 0, 13);
@@ -161,7 +173,141 @@ private slots:
         const std::vector<float> alone = a_row(false), together = a_row(true);
         QVERIFY(!alone.empty() && !together.empty());
         QVERIFY2(std::memcmp(alone.data(), together.data(), alone.size() * sizeof(float)) == 0,
-                 "a decode row's Q8_0 attention changed with its batch-mates");
+                 "a decode row's attention over a quantized cache changed with its batch-mates");
+    }
+
+    // Every finite E4M3 value round-trips; every other float goes to the
+    // nearest finite value by a search over the codes, ties to the even code,
+    // beyond 448 to 448.
+    void e4m3RoundsToTheNearestValueTiesToEven() {
+        using folio::cpu::e4m3_to_fp32;
+        using folio::cpu::fp32_to_e4m3;
+        QCOMPARE(e4m3_to_fp32(0x38), 1.0f);
+        QCOMPARE(e4m3_to_fp32(0x7E), 448.0f);
+        QCOMPARE(e4m3_to_fp32(0x08), std::ldexp(1.0f, -6));  // the smallest normal
+        QCOMPARE(e4m3_to_fp32(0x01), std::ldexp(1.0f, -9));  // the smallest subnormal
+        QCOMPARE(e4m3_to_fp32(0xC4), -3.0f);
+        QVERIFY(std::isnan(e4m3_to_fp32(0x7F)) && std::isnan(e4m3_to_fp32(0xFF)));
+        std::vector<float> finite;  // the non-negative finite values, ascending with the code
+        for (int c = 0; c < 0x7F; ++c) finite.push_back(e4m3_to_fp32(static_cast<uint8_t>(c)));
+        for (size_t c = 1; c < finite.size(); ++c) QVERIFY(finite[c] > finite[c - 1]);
+        auto nearest = [&](float x) {
+            const float a = std::fabs(x);
+            int best = 0;
+            for (int c = 1; c < 0x7F; ++c) {
+                const float d = std::fabs(finite[static_cast<size_t>(c)] - a), bd = std::fabs(finite[static_cast<size_t>(best)] - a);
+                if (d < bd || (d == bd && c % 2 == 0)) best = c;
+            }
+            return static_cast<uint8_t>((std::signbit(x) ? 0x80 : 0) | best);
+        };
+        std::vector<float> xs;
+        for (size_t c = 0; c < finite.size(); ++c) {
+            xs.push_back(finite[c]);
+            if (c + 1 < finite.size()) {
+                const float mid = 0.5f * (finite[c] + finite[c + 1]);  // exact: a tie
+                xs.push_back(mid);
+                xs.push_back(std::nextafter(mid, 0.0f));
+                xs.push_back(std::nextafter(mid, 1e9f));
+            }
+        }
+        std::mt19937 rng(7);
+        std::uniform_real_distribution<float> exponent(-14.0f, 10.0f);
+        for (int i = 0; i < 20000; ++i) xs.push_back(std::exp2(exponent(rng)));
+        for (float x : {450.0f, 464.0f, 479.9f, 480.0f, 1e6f, 1e-30f}) xs.push_back(x);
+        int wrong = 0;
+        for (float x : xs)
+            for (float sx : {x, -x})
+                if (fp32_to_e4m3(sx) != nearest(sx) && ++wrong < 5)
+                    qWarning("e4m3(%a) = 0x%02x, the nearest is 0x%02x", static_cast<double>(sx), fp32_to_e4m3(sx),
+                             nearest(sx));
+        QCOMPARE(wrong, 0);
+        QCOMPARE(fp32_to_e4m3(0.0f), uint8_t{0x00});
+        QCOMPARE(fp32_to_e4m3(-0.0f), uint8_t{0x80});
+    }
+
+    // A block's scale is the smallest power of two that brings its largest
+    // magnitude to 448 or under; a block's bytes read back as e4m3 * scale.
+    void fp8BlocksTakeTheSmallestScaleThatFits() {
+        std::vector<float> x = random_vector(32 * 40, 3, 1.0f);
+        for (int b = 0; b < 40; ++b)  // magnitudes from 2^-20 to 2^19
+            for (int i = 0; i < 32; ++i) x[static_cast<size_t>(b * 32 + i)] *= std::ldexp(1.0f, b - 20);
+        for (int i = 0; i < 32; ++i) x[static_cast<size_t>(5 * 32 + i)] = 0.0f;  // an all-zero block
+        x[7 * 32 + 3] = 448.0f * std::ldexp(1.0f, -13);                           // amax exactly 448 * 2^-13
+        std::vector<uint8_t> blocks(40 * 33);
+        folio::cpu::vec::quantize_fp8(x.data(), blocks.data(), 32 * 40);
+        std::vector<float> back(x.size());
+        folio::cpu::vec::dequantize_fp8(blocks.data(), back.data(), 32 * 40);
+        for (int b = 0; b < 40; ++b) {
+            float amax = 0.0f;
+            for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[static_cast<size_t>(b * 32 + i)]));
+            const uint8_t e = blocks[static_cast<size_t>(b * 33)];
+            const float scale = folio::cpu::mx_scale(e);
+            if (amax == 0.0f) {
+                QCOMPARE(int{e}, 127);
+            } else {
+                QVERIFY2(amax / scale <= 448.0f && amax / (scale / 2) > 448.0f, qPrintable(QString::number(b)));
+            }
+            for (int i = 0; i < 32; ++i) {
+                const auto at = static_cast<size_t>(b * 32 + i);
+                QCOMPARE(blocks[static_cast<size_t>(b * 33 + 1 + i)], folio::cpu::fp32_to_e4m3(x[at] / scale));
+                QCOMPARE(back[at], folio::cpu::e4m3_to_fp32(blocks[static_cast<size_t>(b * 33 + 1 + i)]) * scale);
+            }
+        }
+        QCOMPARE(int{blocks[7 * 33]}, 127 - 13);
+        std::vector<uint16_t> half(x.size());
+        folio::cpu::vec::dequantize_fp8_f16(blocks.data(), half.data(), 32 * 40);
+        for (size_t i = 0; i < x.size(); ++i) QCOMPARE(half[i], folio::cpu::fp32_to_fp16(back[i]));
+    }
+
+    // The attention of an fp8 cache is the F16 cache's attention over the
+    // values the fp8 blocks hold: the same steps, once into an fp8 cache and
+    // once into an F16 cache given the fp8-rounded K and V. RoPE is the
+    // identity here (frequency factors of infinity: every angle 0), so that
+    // what goes into the F16 cache is what the fp8 one reads back.
+    void fp8AttentionIsF16AttentionOverItsValues_data() {
+        QTest::addColumn<uint32_t>("window");
+        QTest::newRow("causal") << 0u;
+        QTest::newRow("window 5") << 5u;
+    }
+    void fp8AttentionIsF16AttentionOverItsValues() {
+        QFETCH(uint32_t, window);
+        const Shape s;
+        auto p = params(s, window);
+        const std::vector<float> no_turn(static_cast<size_t>(s.hd / 2), INFINITY);
+        p.rope.freq_factors = no_turn.data();
+        auto fp8_rounded = [&](Tokens t) {
+            std::vector<uint8_t> bytes(t.k.size() / 32 * 33);
+            for (std::vector<float>* x : {&t.k, &t.v}) {
+                folio::cpu::vec::quantize_fp8(x->data(), bytes.data(), static_cast<int64_t>(x->size()));
+                folio::cpu::vec::dequantize_fp8(bytes.data(), x->data(), static_cast<int64_t>(x->size()));
+            }
+            return t;
+        };
+        const Tokens a = random_tokens(s, 8, 10), b = random_tokens(s, 6, 20), c = random_tokens(s, 10, 60);
+        const std::vector<int32_t> ta = {5, 2}, tb = {7, 0}, tc = {11, 3, 14};
+        auto run = [&](folio::KvType type, const Tokens& ra, const Tokens& rb, const Tokens& rc) {
+            folio::cpu::KvCache cache;
+            cache.allocate(1, s.n_kv, s.hd, static_cast<uint32_t>(s.block), 16, type);
+            folio::cpu::CpuOps ops(2, cache, 64);
+            Step step1, step2;
+            step1.add(ra, s, ta, 0, 7);
+            step1.add(rc, s, tc, 0, 9);
+            step2.add(ra, s, ta, 7, 8);
+            step2.add(rb, s, tb, 0, 6);
+            step2.add(rc, s, tc, 9, 10);
+            std::vector<float> out = step1.run(ops, p, s);
+            const std::vector<float> out2 = step2.run(ops, p, s);
+            if (out.empty() || out2.empty()) return std::vector<float>{};
+            out.insert(out.end(), out2.begin(), out2.end());
+            return out;
+        };
+        const std::vector<float> got = run(folio::KvType::Fp8, a, b, c);
+        const std::vector<float> want = run(folio::KvType::F16, fp8_rounded(a), fp8_rounded(b), fp8_rounded(c));
+        QVERIFY(!got.empty() && got.size() == want.size());
+        QVERIFY2(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0,
+                 "fp8 attention differs from F16 attention over the fp8 values");
+        const std::vector<float> plain = run(folio::KvType::F16, a, b, c);  // and fp8 is not F16 unrounded
+        QVERIFY(std::memcmp(got.data(), plain.data(), got.size() * sizeof(float)) != 0);
     }
 
     void oddHeadSizesAreRefused() {
@@ -254,5 +400,5 @@ private:
     }
 };
 
-FOLIO_TEST_MAIN(KvQ8Test)
-#include "test_kv_q8_0.moc"
+FOLIO_TEST_MAIN(KvQuantTest)
+#include "test_kv_quant.moc"
