@@ -139,41 +139,8 @@ private slots:
     void attentionMatchesDequantizedReference() { check_against_reference(0); }
     void slidingWindowMatchesDequantizedReference() { check_against_reference(5); }
 
-    void rowsDoNotDependOnTheirBatchMates_data() {
-        QTest::addColumn<int>("type");
-        QTest::newRow("q8_0") << int(folio::KvType::Q8_0);
-        QTest::newRow("fp8") << int(folio::KvType::Fp8);
-    }
     void rowsDoNotDependOnTheirBatchMates() {
-        // Sequence A decodes token 13 alone, then beside B's prefill chunk and
-        // C's decode row: its output is the same bits.
-        QFETCH(int, type);
-        const Shape s;
-        const auto p = params(s, 0);
-        const Tokens a = random_tokens(s, 14, 30), b = random_tokens(s, 9, 40), c = random_tokens(s, 6, 50);
-        const std::vector<int32_t> ta = {3, 8, 1, 12}, tb = {5, 0, 9}, tc = {2, 7};
-        auto a_row = [&](bool with_mates) {
-            folio::cpu::KvCache cache;
-            cache.allocate(1, s.n_kv, s.hd, static_cast<uint32_t>(s.block), 16, static_cast<folio::KvType>(type));
-            folio::cpu::CpuOps ops(2, cache, 64);
-            Step prefix;
-            prefix.add(a, s, ta, 0, 13);
-            prefix.add(c, s, tc, 0, 5);
-            if (prefix.run(ops, p, s).empty()) return std::vector<float>{};
-            Step step;
-            if (with_mates) step.add(b, s, tb, 0, 9);
-            step.add(a, s, ta, 13, 14);
-            if (with_mates) step.add(c, s, tc, 5, 6);
-            const std::vector<float> out = step.run(ops, p, s);
-            if (out.empty()) return out;
-            const size_t width = static_cast<size_t>(s.n_head * s.hd), row = with_mates ? 9 : 0;
-            return std::vector<float>(out.begin() + static_cast<std::ptrdiff_t>(row * width),
-                                      out.begin() + static_cast<std::ptrdiff_t>((row + 1) * width));
-        };
-        const std::vector<float> alone = a_row(false), together = a_row(true);
-        QVERIFY(!alone.empty() && !together.empty());
-        QVERIFY2(std::memcmp(alone.data(), together.data(), alone.size() * sizeof(float)) == 0,
-                 "a decode row's attention over a quantized cache changed with its batch-mates");
+        for (const folio::KvType type : {folio::KvType::Q8_0, folio::KvType::Fp8}) check_batch_mates(type);
     }
 
     // Every finite E4M3 value round-trips; every other float goes to the
@@ -264,13 +231,26 @@ private slots:
     // once into an F16 cache given the fp8-rounded K and V. RoPE is the
     // identity here (frequency factors of infinity: every angle 0), so that
     // what goes into the F16 cache is what the fp8 one reads back.
-    void fp8AttentionIsF16AttentionOverItsValues_data() {
-        QTest::addColumn<uint32_t>("window");
-        QTest::newRow("causal") << 0u;
-        QTest::newRow("window 5") << 5u;
-    }
     void fp8AttentionIsF16AttentionOverItsValues() {
-        QFETCH(uint32_t, window);
+        for (const uint32_t window : {0u, 5u}) check_fp8_attention(window);
+    }
+
+    void oddHeadSizesAreRefused() {
+        folio::cpu::KvCache cache;
+        cache.allocate(1, 1, 48, 4, 4, folio::KvType::Q8_0);
+        folio::cpu::CpuOps ops(1, cache, 16);
+        Shape s;
+        s.n_head = 1;
+        s.n_kv = 1;
+        s.hd = 48;
+        Step step;
+        step.add(random_tokens(s, 2, 5), s, {0}, 0, 2);
+        QVERIFY(step.run(ops, params(s, 0), s).empty());
+    }
+
+private:
+    // The fp8 cache's and the F16 cache's runs of fp8AttentionIsF16AttentionOverItsValues.
+    void check_fp8_attention(uint32_t window) {
         const Shape s;
         auto p = params(s, window);
         const std::vector<float> no_turn(static_cast<size_t>(s.hd / 2), INFINITY);
@@ -310,20 +290,37 @@ private slots:
         QVERIFY(std::memcmp(got.data(), plain.data(), got.size() * sizeof(float)) != 0);
     }
 
-    void oddHeadSizesAreRefused() {
-        folio::cpu::KvCache cache;
-        cache.allocate(1, 1, 48, 4, 4, folio::KvType::Q8_0);
-        folio::cpu::CpuOps ops(1, cache, 16);
-        Shape s;
-        s.n_head = 1;
-        s.n_kv = 1;
-        s.hd = 48;
-        Step step;
-        step.add(random_tokens(s, 2, 5), s, {0}, 0, 2);
-        QVERIFY(step.run(ops, params(s, 0), s).empty());
+    // Sequence A decodes token 13 alone, then beside B's prefill chunk and
+    // C's decode row: its output is the same bits.
+    void check_batch_mates(folio::KvType type) {
+        const Shape s;
+        const auto p = params(s, 0);
+        const Tokens a = random_tokens(s, 14, 30), b = random_tokens(s, 9, 40), c = random_tokens(s, 6, 50);
+        const std::vector<int32_t> ta = {3, 8, 1, 12}, tb = {5, 0, 9}, tc = {2, 7};
+        auto a_row = [&](bool with_mates) {
+            folio::cpu::KvCache cache;
+            cache.allocate(1, s.n_kv, s.hd, static_cast<uint32_t>(s.block), 16, type);
+            folio::cpu::CpuOps ops(2, cache, 64);
+            Step prefix;
+            prefix.add(a, s, ta, 0, 13);
+            prefix.add(c, s, tc, 0, 5);
+            if (prefix.run(ops, p, s).empty()) return std::vector<float>{};
+            Step step;
+            if (with_mates) step.add(b, s, tb, 0, 9);
+            step.add(a, s, ta, 13, 14);
+            if (with_mates) step.add(c, s, tc, 5, 6);
+            const std::vector<float> out = step.run(ops, p, s);
+            if (out.empty()) return out;
+            const size_t width = static_cast<size_t>(s.n_head * s.hd), row = with_mates ? 9 : 0;
+            return std::vector<float>(out.begin() + static_cast<std::ptrdiff_t>(row * width),
+                                      out.begin() + static_cast<std::ptrdiff_t>((row + 1) * width));
+        };
+        const std::vector<float> alone = a_row(false), together = a_row(true);
+        QVERIFY(!alone.empty() && !together.empty());
+        QVERIFY2(std::memcmp(alone.data(), together.data(), alone.size() * sizeof(float)) == 0,
+                 "a decode row's attention over a quantized cache changed with its batch-mates");
     }
 
-private:
     // Step 1: A's first 7 tokens (a prefill chunk). Step 2: A's decode row
     // 7, B's prefill of 6 and C's decode row 9 (its 9 tokens from step 1 too).
     void check_against_reference(uint32_t window) {
