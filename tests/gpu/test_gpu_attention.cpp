@@ -700,8 +700,9 @@ private slots:
                                 const double want = rot[static_cast<size_t>(g * 32 + i)];
                                 const double got = double{e4m3_to_fp32(k_got[at])} * ks;
                                 if (std::fabs(got - want) > std::fabs(want) / 15.0 + ks * std::ldexp(1.0, -9))
-                                    QFAIL(qPrintable(QString("row %1 head %2 key %3: %4, want %5")
-                                                         .arg(r).arg(h).arg(g * 32 + i).arg(got).arg(want)));
+                                    QFAIL(("row " + std::to_string(r) + " head " + std::to_string(h) + " key " +
+                                           std::to_string(g * 32 + i) + ": " + std::to_string(got) + ", want " +
+                                           std::to_string(want)).c_str());
                                 k_got[at] = v_got[at] = 0xA5;  // checked: only the fill may remain
                             }
                             k_got[scale_at] = v_got[scale_at] = 0xA5;
