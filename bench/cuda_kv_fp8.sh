@@ -11,7 +11,7 @@ folio="$B/app/folio"
 echo "# $(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" | tee -a "$OUT"
 for weights in q4_0 f16; do
   for depth in 0 4096 32768; do
-    r=$("$folio" bench -m llama-3-8b --load-format dummy --device cuda --dummy-type $weights -p 0 -n 64 -d $depth \
+    r=$("$folio" bench -m llama-3.1-8b --load-format dummy --device cuda --dummy-type $weights -p 0 -n 64 -d $depth \
         -r 2 -c $((depth + 128)) --kv-type f16,fp8 2>&1 | grep -E "tg64|error")
     printf '%s weights, depth %s:\n%s\n' "$weights" "$depth" "$r" | tee -a "$OUT"
   done

@@ -21,10 +21,12 @@ struct Shape {
     bool tied;
 };
 
-// Llama 3 8B / 3.2 1B, SmolLM2 135M and Gemma 3 270M as their configs give
-// them; the tiny ones for tests.
+// Llama 3 8B / 3.1 8B (the same block, a 128k context; its RoPE factors left
+// out) / 3.2 1B, SmolLM2 135M and Gemma 3 270M as their configs give them;
+// the tiny ones for tests.
 constexpr Shape kShapes[] = {
     {"llama-3-8b", "llama", 128256, 4096, 32, 32, 8, 128, 14336, 8192, 500000.0f, false},
+    {"llama-3.1-8b", "llama", 128256, 4096, 32, 32, 8, 128, 14336, 131072, 500000.0f, false},
     {"llama-3.2-1b", "llama", 128256, 2048, 16, 32, 8, 64, 8192, 131072, 500000.0f, true},
     {"smollm2-135m", "llama", 49152, 576, 30, 9, 3, 64, 1536, 8192, 100000.0f, true},
     {"gemma-3-270m", "gemma3", 262144, 640, 18, 4, 1, 256, 2048, 32768, 1000000.0f, true},
