@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # fp8 against f16 KV on the GPU (8B shape, dummy weights), one build, side by
-# side in one call: batch-1 decode (tg64) at depth 0, 4096 and 32768 with F16
-# and Q4_0 weights (the KV's share of the bytes a token reads grows with the
-# depth and shrinks with the weights' size), and the blocks a fixed 8 GiB KV
-# budget holds.
+# side in one call: batch-1 decode (tg64) at depth 0 and 32768 with F16 and
+# Q4_0 weights (the KV's share of the bytes a token reads grows with the depth
+# and shrinks with the weights' size), the blocks a fixed 8 GiB KV budget
+# holds, and the 128-request workload.
 #   bash bench/cuda_kv_fp8.sh BUILD OUT_FILE
 set -u
 B=${1:?}; OUT=${2:?}
