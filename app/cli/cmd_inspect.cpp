@@ -169,8 +169,9 @@ void print_text(const nlohmann::json& j, const ModelDescription& m) {
                 human_bytes(mem["total_bytes"].get<uint64_t>()).c_str());
     for (const KvType type : kKvTypes) {
         const std::string name(kv_type_name(type));
-        std::string label = "KV cache (" + name + ")";
-        for (char& c : label) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        std::string upper = name;
+        for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        const std::string label = "KV cache (" + upper + ")";
         if (const auto& bytes = mem["kv_bytes_per_token_by_type"][name]; type != KvType::F16 && !bytes.is_null())
             std::printf("  %-24s %s per token (--kv-type %s)\n", label.c_str(), human_bytes(bytes.get<uint64_t>()).c_str(),
                         name.c_str());
