@@ -7,12 +7,13 @@
 #   LLAMA_BUILD_SERVER=ON bash bench/quant/build_llamacpp.sh DIR llama-server   (for bench/serve_load.py)
 #   -> DIR/build/bin/
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)  # before the cd below: $0 may be a relative path
 dir=${1:?work dir}; shift
 targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(llama-quantize llama-imatrix llama-perplexity)
 mkdir -p "$dir"
 cd "$dir"
 [ -f llama_cpp_python-0.3.36.tar.gz ] ||
-  "${PIP:-$(dirname "$0")/../../.venv/bin/pip}" download --no-binary :all: --no-deps llama-cpp-python==0.3.36 -d .
+  "${PIP:-$here/../../.venv/bin/pip}" download --no-binary :all: --no-deps llama-cpp-python==0.3.36 -d .
 [ -d llama_cpp_python-0.3.36 ] || tar xzf llama_cpp_python-0.3.36.tar.gz
 cmake -S llama_cpp_python-0.3.36/vendor/llama.cpp -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=ON -DGGML_FMA=ON -DGGML_F16C=ON \
