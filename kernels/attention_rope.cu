@@ -92,6 +92,17 @@ __device__ __forceinline__ void rope_angle(int32_t position, float freq_scale, f
     s = __fmul_rn(sinf(theta), rope.mscale);
 }
 
+// Query pair `item` (head item / half, pair item % half) of a row's heads q, rotated in place.
+__device__ __forceinline__ void rotate_query_pair(float* q, int item, int head_dim, const RopeParams& rope,
+                                                  const float* cos_s, const float* sin_s) {
+    const int half = head_dim / 2, head = item / half, i = item % half;
+    float* x = q + head * head_dim;
+    const int a = rope.split_half ? i : 2 * i, b = rope.split_half ? i + half : 2 * i + 1;
+    const float x0 = x[a], x1 = x[b], c = cos_s[i], s = sin_s[i];
+    x[a] = x0 * c - x1 * s;
+    x[b] = x0 * s + x1 * c;
+}
+
 // Items of a row, in order: the query pairs (n_head * half), the key pairs
 // (n_head_kv * half), the value pairs (n_head_kv * half). blockIdx.x is the
 // row, blockIdx.y the run of kRopeThreads items. The row's angles are computed
@@ -119,16 +130,7 @@ __global__ void __launch_bounds__(kRopeThreads)
     detail::wait_for_earlier_grids();
     if (item >= q_items + 2 * kv_items) return;
     const int a_step = rope.split_half ? 1 : 2, b_offset = rope.split_half ? half : 1;
-    if (item < q_items) {
-        const int head = item / half, i = item % half;
-        float* x = q + row * int64_t{n_head} * head_dim + head * head_dim;
-        const float c = cos_s[i], s = sin_s[i];
-        const int a = i * a_step, b = a + b_offset;
-        const float x0 = x[a], x1 = x[b];
-        x[a] = x0 * c - x1 * s;
-        x[b] = x0 * s + x1 * c;
-        return;
-    }
+    if (item < q_items) return rotate_query_pair(q + row * int64_t{n_head} * head_dim, item, head_dim, rope, cos_s, sin_s);
     if (slot < 0) return;  // a padding row: nothing to store
     const int64_t kv_dim = int64_t{n_head_kv} * head_dim;
     if (item < q_items + kv_items) {
@@ -170,16 +172,7 @@ __global__ void __launch_bounds__(kRopeThreads)
     detail::wait_for_earlier_grids();
     if (item >= q_items + 2 * kv_dim) return;  // whole warps: every range is a multiple of 32
     const int a_step = rope.split_half ? 1 : 2, b_offset = rope.split_half ? half : 1;
-    if (item < q_items) {
-        const int head = item / half, i = item % half;
-        float* x = q + row * int64_t{n_head} * head_dim + head * head_dim;
-        const float c = cos_s[i], s = sin_s[i];
-        const int a = i * a_step, b = a + b_offset;
-        const float x0 = x[a], x1 = x[b];
-        x[a] = x0 * c - x1 * s;
-        x[b] = x0 * s + x1 * c;
-        return;
-    }
+    if (item < q_items) return rotate_query_pair(q + row * int64_t{n_head} * head_dim, item, head_dim, rope, cos_s, sin_s);
     if (slot < 0) return;  // a padding row: nothing to store
     const bool is_key = item < q_items + kv_dim;
     const int at = (item - q_items) % kv_dim, head = at / head_dim, d = at % head_dim;

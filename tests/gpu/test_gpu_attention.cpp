@@ -345,6 +345,13 @@ std::string check_attention(std::mt19937& rng, const Shape& sh, const std::vecto
     return check_output_copy(dq.ptr, db, p, out, ws, name);
 }
 
+// A named batch of sequences of one shape.
+struct BatchCase {
+    const char* name;
+    Shape shape;
+    std::vector<SeqSpec> seqs;
+};
+
 // ---- fp8 caches -------------------------------------------------------------------
 
 // The fp8 form of a HostBatch's half cache (kernels::PagedKvLayer's Fp8 layout), rounded on the host; the half
@@ -724,12 +731,7 @@ private slots:
         if (const char* k = std::getenv("FOLIO_ATTENTION_KERNEL"); k && std::string(k) == "simt")
             QSKIP("fp8 caches are read by the tensor-core kernels only");
         std::mt19937 rng(22);
-        struct Case {
-            const char* name;
-            Shape shape;
-            std::vector<SeqSpec> seqs;
-        };
-        const std::vector<Case> cases = {
+        const std::vector<BatchCase> cases = {
             {"d64 gqa3 mixed", {9, 3, 64, 16}, {{1, 37}, {45, 65}, {1, 300}, {70, 70}}},
             {"d128 gqa4 mixed", {32, 8, 128, 16}, {{1, 200}, {1, 1}, {33, 33}, {17, 150}}},
             {"d256 gqa8 window softcap", {8, 1, 256, 32, 40, 30.f, 4.f}, {{1, 100}, {60, 90}, {1, 41}, {5, 300}}},
@@ -737,7 +739,7 @@ private slots:
             {"d64 gqa2 chunk after 2048", {8, 4, 64, 16}, {{1, 2100}, {64, 2112}}},
             {"d256 gqa2 decode", {8, 4, 256, 16}, {{1, 1}, {1, 520}, {2, 33}}},
         };
-        for (const Case& c : cases) {
+        for (const BatchCase& c : cases) {
             const std::string e = check_fp8_attention(rng, c.shape, c.seqs, c.name);
             QVERIFY2(e.empty(), e.c_str());
         }
@@ -746,12 +748,7 @@ private slots:
     void attention_over_mixed_batches() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
         std::mt19937 rng(13);
-        struct Case {
-            const char* name;
-            Shape shape;
-            std::vector<SeqSpec> seqs;
-        };
-        const std::vector<Case> cases = {
+        const std::vector<BatchCase> cases = {
             {"d64 gqa3 mixed", {9, 3, 64, 16}, {{1, 37}, {45, 65}, {1, 300}, {70, 70}}},
             {"d128 gqa4 mixed", {32, 8, 128, 16}, {{1, 200}, {1, 1}, {33, 33}, {17, 150}}},
             {"d256 gqa8 window softcap", {8, 1, 256, 32, 40, 30.f, 4.f}, {{1, 100}, {60, 90}, {1, 41}, {5, 300}}},
@@ -762,7 +759,7 @@ private slots:
             {"d64 mha decode", {3, 3, 64, 8}, {{1, 15}, {1, 700}, {1, 3}}},
             {"d128 gqa2 spec rows", {8, 4, 128, 16}, {{2, 90}, {2, 2}, {1, 47}}},
         };
-        for (const Case& c : cases) {
+        for (const BatchCase& c : cases) {
             double err = 0;
             const std::string e = check_attention(rng, c.shape, c.seqs, &err, c.name);
             QVERIFY2(e.empty(), e.c_str());
@@ -773,18 +770,13 @@ private slots:
     void attention_over_long_prefixes_splits_keys() {
         if (!have_gpu()) QSKIP("no CUDA GPU");
         std::mt19937 rng(14);
-        struct Case {
-            const char* name;
-            Shape shape;
-            std::vector<SeqSpec> seqs;
-        };
-        const std::vector<Case> cases = {
+        const std::vector<BatchCase> cases = {
             {"d128 gqa4 decode 4096+", {32, 8, 128, 16}, {{1, 4096}, {1, 6000}}},
             {"d128 gqa4 chunk after 4096", {8, 2, 128, 16}, {{1, 4100}, {1, 5000}, {64, 4160}}},
             {"d256 gqa2 window 1024 softcap", {4, 2, 256, 32, 1024, 30.f, 3.f}, {{1, 4500}, {32, 4200}}},
             {"d64 gqa3 decode 8192", {9, 3, 64, 16}, {{1, 8192}}},
         };
-        for (const Case& c : cases) {
+        for (const BatchCase& c : cases) {
             double err = 0;
             const std::string e = check_attention(rng, c.shape, c.seqs, &err, c.name);
             QVERIFY2(e.empty(), e.c_str());
