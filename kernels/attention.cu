@@ -417,9 +417,8 @@ cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const Attent
         p.n_head / kv.n_head_kv > 8 || kv.block_size <= 0 || !kv.k || !kv.v || b.max_seq_len <= 0 ||
         int64_t{b.n_seqs} * kv.n_head_kv > 65535)
         return cudaErrorInvalidValue;
-    const bool fp8 = kv.format == KvFormat::Fp8;
-    if (fp8 && (kv.block_size % 16 != 0 || use_simt_kernel()))  // the CUDA-core kernel reads half caches only
-        return cudaErrorInvalidValue;
+    if (kv.format != KvFormat::F16 && (kv.block_size % 16 != 0 || use_simt_kernel()))
+        return cudaErrorInvalidValue;  // the CUDA-core kernel reads half caches only
     const size_t needed = attention_workspace_bytes(b, p.n_head, d);
     if (workspace_bytes < needed || (needed > 0 && !workspace)) return cudaErrorInvalidValue;
 
@@ -429,7 +428,7 @@ cudaError_t paged_attention(const float* q, const PagedKvLayer& kv, const Attent
     a.k = static_cast<const __half*>(kv.k);
     a.v = static_cast<const __half*>(kv.v);
     a.kv_block_bytes = static_cast<int64_t>(kv.block_bytes());
-    a.kv_fp8 = fp8;
+    a.kv_format = kv.format;
     a.positions = b.positions;
     a.query_start = b.query_start;
     a.n_query = b.n_query;

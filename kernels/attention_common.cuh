@@ -19,10 +19,10 @@ namespace folio::kernels::attention_detail {
 struct Args {
     const float* q;
     float* out;
-    const __half* k;  // an fp8 cache's bytes when kv_fp8 (PagedKvLayer's Fp8 layout)
+    const __half* k;  // a quantized cache's bytes when kv_format says so (PagedKvLayer's layouts)
     const __half* v;
     int64_t kv_block_bytes;
-    bool kv_fp8;
+    KvFormat kv_format;
     const int32_t* positions;
     const int32_t* query_start;
     const int32_t* n_query;

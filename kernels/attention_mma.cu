@@ -19,10 +19,10 @@
 //    256): a block per (16 R-row tile, sequence, KV head) walks all the tile's
 //    keys and folds each chunk's partial into the row's state in registers.
 // Key tiles come through the block table into shared memory with cp.async,
-// double-buffered. An fp8 cache's tiles come as bytes (half the traffic)
-// into a double-buffered byte stage, and are read back into one half tile
-// that the same instructions then use (half(e4m3 * scale): exact in half
-// where the scale is, else rounded once from the exact float product).
+// double-buffered. A quantized cache's tiles (fp8, Q8_0) come as bytes
+// (about half the traffic) into a double-buffered byte stage, and are read
+// back into one half tile that the same instructions then use: half(e4m3 *
+// scale) or half(q * d), each rounded once from the exact product.
 #include <algorithm>
 #include <atomic>
 
@@ -35,7 +35,11 @@
 namespace folio::kernels::attention_detail {
 namespace {
 
-template <int D, int R, int C, bool kDecode, bool kFp8 = false>
+// Whether a cache format is stored in blocks of 32 with scales, and the scale's bytes.
+__host__ __device__ constexpr bool quantized(KvFormat f) { return f != KvFormat::F16; }
+__host__ __device__ constexpr int scale_width(KvFormat f) { return f == KvFormat::Q8_0 ? 2 : 1; }
+
+template <int D, int R, int C, bool kDecode, KvFormat kFormat = KvFormat::F16>
 struct Config {
     static constexpr int kWarps = R * C;
     static constexpr int kThreads = 32 * kWarps;
@@ -55,12 +59,13 @@ struct Config {
     static constexpr size_t kScoreBytes = C > 1 ? R * kExchangeBytes : 0;
     static constexpr size_t kQScoreBytes = kDecode ? (kQBytes > kScoreBytes ? kQBytes : kScoreBytes)
                                                    : kQBytes + kScoreBytes;
-    // K and V half tiles: two stages, or one that an fp8 stage is read back into.
-    static constexpr int kKvStages = kFp8 ? 1 : 2;
+    // K and V half tiles: two stages, or one that a quantized stage is read back into.
+    static constexpr int kKvStages = quantized(kFormat) ? 1 : 2;
     static constexpr size_t kKvBytes = sizeof(__half) * 2 * kKvStages * kTileKeys * kStride;
-    // An fp8 stage: K and V values [kTileKeys][D] bytes, then their scales [kTileKeys][D / 32]; two stages.
-    static constexpr int kScaleBytes = D / 32;  // of a key row
-    static constexpr size_t kStageBytes = kFp8 ? 2 * size_t{kTileKeys} * (D + kScaleBytes) : 0;
+    // A quantized stage: K and V values [kTileKeys][D] bytes, then their scales [kTileKeys][D / 32 scales];
+    // two stages.
+    static constexpr int kScaleBytes = D / 32 * scale_width(kFormat);  // of a key row
+    static constexpr size_t kStageBytes = quantized(kFormat) ? 2 * size_t{kTileKeys} * (D + kScaleBytes) : 0;
     static constexpr size_t smem_bytes() { return kQScoreBytes + kKvBytes + 2 * kStageBytes + sizeof(int) * 2 * kRows; }
     static_assert(kStageBytes % 16 == 0, "16-byte aligned stages");
     static_assert(kNTiles % kSumGroups == 0 && kWarpDTiles % 2 == 0, "whole n8 tiles per sum group, column pairs");
@@ -137,6 +142,22 @@ __device__ __forceinline__ uint4 fp8x8_to_half8(uint2 raw, int e) {
     return make_uint4(h[0], h[1], h[2], h[3]);
 }
 
+// Eight Q8_0 values and their block's fp16 scale d as eight halves: half(q * d), the product exact in
+// float (8 + 11 bits), rounded once by the half multiply (q is exact in half).
+__device__ __forceinline__ uint4 q8x8_to_half8(uint2 raw, __half d) {
+    uint32_t h[4];
+    const uint32_t words[2] = {raw.x, raw.y};
+    const __half2 d2 = __half2half2(d);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t w = words[i / 2] >> (16 * (i % 2));
+        const auto lo = static_cast<int8_t>(w & 0xFF), hi = static_cast<int8_t>((w >> 8) & 0xFF);
+        const __half2 x = __hmul2(__halves2half2(__int2half_rn(lo), __int2half_rn(hi)), d2);
+        h[i] = *reinterpret_cast<const uint32_t*>(&x);
+    }
+    return make_uint4(h[0], h[1], h[2], h[3]);
+}
+
 // Query fragment (A operand) of k16 step ks for a row group, from shared memory.
 __device__ __forceinline__ void load_q_fragment(uint32_t (&qa)[4], const __half* qb, int stride, int ks, int gq,
                                                 int tq) {
@@ -147,10 +168,11 @@ __device__ __forceinline__ void load_q_fragment(uint32_t (&qa)[4], const __half*
 }
 
 // At head_dim <= 128: three decode blocks an SM, two 8-warp prefill blocks (as shared memory allows).
-template <int D, int R, int C, bool kDecode, bool kQ8, bool kFp8>
+template <int D, int R, int C, bool kDecode, bool kQ8, KvFormat kFormat>
 __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C == 8 ? 2 : 1)
     attention_mma_kernel(const Args a) {
-    using Cf = Config<D, R, C, kDecode, kFp8>;
+    using Cf = Config<D, R, C, kDecode, kFormat>;
+    constexpr bool kQuantKv = quantized(kFormat);
     constexpr int TK = Cf::kTileKeys, NT = Cf::kNTiles, NTW = Cf::kWarpNTiles, S = Cf::kStride;
     constexpr int kRows = Cf::kRows, kThreads = Cf::kThreads, PS = Cf::kPStride;
     constexpr int NTG = NT / kSumGroups;  // n8 tiles of a sum group
@@ -161,7 +183,7 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
     unsigned char* x_s = kDecode ? smem : smem + Cf::kQBytes;  // [R] exchange areas (C > 1)
     __half* k_s = reinterpret_cast<__half*>(smem + Cf::kQScoreBytes);            // [stages][TK][S]
     __half* v_s = k_s + Cf::kKvStages * TK * S;                                  // [stages][TK][S]
-    unsigned char* stage_s = reinterpret_cast<unsigned char*>(v_s + Cf::kKvStages * TK * S);  // fp8: [2][stage]
+    unsigned char* stage_s = reinterpret_cast<unsigned char*>(v_s + Cf::kKvStages * TK * S);  // quantized: [2][stage]
     int* key_lo = reinterpret_cast<int*>(stage_s + 2 * Cf::kStageBytes);
     int* key_hi = key_lo + kRows;
     __shared__ int tile_lo, tile_hi;
@@ -228,10 +250,10 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
     const int n_tiles = (hi_all - first_key) / TK + 1;
     const int32_t* table = a.block_tables + int64_t{seq} * a.max_blocks;
 
-    // An fp8 tile's bytes into stage `buf`: values in 16-byte pieces, scales in 4-byte ones (two keys a
-    // piece at head_dim 64: a KV block holds an even number of keys). Keys outside every row's range are
-    // zeros, as in the half tiles.
-    auto load_fp8_tile = [&](int t, int buf) {
+    // A quantized tile's bytes into stage `buf`: values in 16-byte pieces, scales in 4-byte ones (two keys
+    // a piece for fp8 at head_dim 64: a KV block holds an even number of keys). Keys outside every row's
+    // range are zeros, as in the half tiles.
+    auto load_quantized_tile = [&](int t, int buf) {
         constexpr int SB = Cf::kScaleBytes;
         constexpr int kPieces = D / 16, kPerThread = TK * kPieces / kThreads;
         static_assert(TK * kPieces % kThreads == 0);
@@ -276,19 +298,24 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
         cp_async_commit();
     };
     // Stage `buf` read back into the half tiles.
-    auto read_fp8_stage = [&](int buf) {
+    auto read_stage = [&](int buf) {
         constexpr int SB = Cf::kScaleBytes, kOcts = D / 8;
         const unsigned char* st = stage_s + buf * Cf::kStageBytes;
         for (int c = tid; c < 2 * TK * kOcts; c += kThreads) {
             const int which = c / (TK * kOcts), j = c % (TK * kOcts) / kOcts, part = c % kOcts;
             const uint2 raw = *reinterpret_cast<const uint2*>(st + which * TK * D + j * D + part * 8);
-            const int e = st[2 * TK * D + which * TK * SB + j * SB + part / 4];
-            *reinterpret_cast<uint4*>((which ? v_s : k_s) + j * S + part * 8) = fp8x8_to_half8(raw, e);
+            const unsigned char* scale = st + 2 * TK * D + which * TK * SB + j * SB + part / 4 * scale_width(kFormat);
+            uint4 halves;
+            if constexpr (kFormat == KvFormat::Q8_0)
+                halves = q8x8_to_half8(raw, *reinterpret_cast<const __half*>(scale));
+            else
+                halves = fp8x8_to_half8(raw, *scale);
+            *reinterpret_cast<uint4*>((which ? v_s : k_s) + j * S + part * 8) = halves;
         }
     };
 
     auto load_tile = [&](int t, int buf) {
-        if constexpr (kFp8) return load_fp8_tile(t, buf);
+        if constexpr (kQuantKv) return load_quantized_tile(t, buf);
         constexpr int kChunks = D / 8;  // 16-byte pieces of a key row
         constexpr int kPerThread = TK * kChunks / kThreads;
         static_assert(TK * kChunks % kThreads == 0);
@@ -369,11 +396,11 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
         }
         cp_async_wait<1>();
         __syncthreads();
-        if constexpr (kFp8) {
-            read_fp8_stage(buf);
+        if constexpr (kQuantKv) {
+            read_stage(buf);
             __syncthreads();
         }
-        const int kv_buf = kFp8 ? 0 : buf;  // the half tile this tile is in
+        const int kv_buf = kQuantKv ? 0 : buf;  // the half tile this tile is in
 
         // S = Q · Kᵀ for this warp's n8 tiles (all of them when C = 1), each
         // accumulated over the k16 steps in order.
@@ -660,9 +687,9 @@ __global__ void __launch_bounds__(kMergeThreads) merge_chunks_kernel(const Args 
     }
 }
 
-template <int D, int R, int C, bool kDecode, bool kQ8, bool kFp8>
+template <int D, int R, int C, bool kDecode, bool kQ8, KvFormat kFormat>
 cudaError_t launch(const Args& a, dim3 grid, cudaStream_t s) {
-    using Cf = Config<D, R, C, kDecode, kFp8>;
+    using Cf = Config<D, R, C, kDecode, kFormat>;
     constexpr size_t bytes = Cf::smem_bytes();
     // Raising the shared-memory limit is done once per device, outside any
     // graph capture that may come later.
@@ -671,23 +698,23 @@ cudaError_t launch(const Args& a, dim3 grid, cudaStream_t s) {
     if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
     const uint64_t bit = uint64_t{1} << (device & 63);
     if (!(raised.load(std::memory_order_acquire) & bit)) {
-        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode, kQ8, kFp8>,
+        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode, kQ8, kFormat>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
             e != cudaSuccess)
             return e;
-        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode, kQ8, kFp8>,
+        if (cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D, R, C, kDecode, kQ8, kFormat>,
                                                  cudaFuncAttributePreferredSharedMemoryCarveout,
                                                  cudaSharedmemCarveoutMaxShared);
             e != cudaSuccess)
             return e;
         raised.fetch_or(bit, std::memory_order_release);
     }
-    return detail::launch_overlapped_smem(detail::kPdlAttention, attention_mma_kernel<D, R, C, kDecode, kQ8, kFp8>, grid,
+    return detail::launch_overlapped_smem(detail::kPdlAttention, attention_mma_kernel<D, R, C, kDecode, kQ8, kFormat>, grid,
                                           dim3(Cf::kThreads), bytes, s, a);
 }
 
 // Prefill blocks: PR row groups of 16 rows, PC warps each.
-template <int D, int PR, int PC, bool kQ8, bool kFp8>
+template <int D, int PR, int PC, bool kQ8, KvFormat kFormat>
 cudaError_t launch_kernels(Args a, const AttentionBatch& b, cudaStream_t s) {
     const int max_n_query = std::max(1, b.max_n_query);
     const unsigned seq_heads = static_cast<unsigned>(b.n_seqs * a.n_head_kv);
@@ -695,7 +722,7 @@ cudaError_t launch_kernels(Args a, const AttentionBatch& b, cudaStream_t s) {
     // Without a decode sequence (a prefill: 4.5 us a layer for the two empty launches) neither the decode
     // kernel nor the merge of its partials runs.
     const bool some_decode = b.min_n_query <= 0 || is_decode_sequence(b.min_n_query, a.group);
-    if (cudaError_t e = some_decode ? launch<D, 1, 4, true, kQ8, kFp8>(a, dim3(groups, seq_heads), s) : cudaSuccess;
+    if (cudaError_t e = some_decode ? launch<D, 1, 4, true, kQ8, kFormat>(a, dim3(groups, seq_heads), s) : cudaSuccess;
         e != cudaSuccess)
         return e;
     if (!is_decode_sequence(max_n_query, a.group)) {  // some sequence may have more rows
@@ -705,7 +732,7 @@ cudaError_t launch_kernels(Args a, const AttentionBatch& b, cudaStream_t s) {
         // its index; in tile order the longest tiles of the last heads started last, behind the short ones
         // (8B pp512: 53 us a layer before).
         if (tiles > 65535) return cudaErrorInvalidValue;  // grid y
-        if (cudaError_t e = launch<D, PR, PC, false, kQ8, kFp8>(a, dim3(seq_heads, tiles), s); e != cudaSuccess) return e;
+        if (cudaError_t e = launch<D, PR, PC, false, kQ8, kFormat>(a, dim3(seq_heads, tiles), s); e != cudaSuccess) return e;
     }
     if (some_decode && a.chunks_per_block < a.n_chunks) {
         const dim3 grid(static_cast<unsigned>(b.n_seqs), static_cast<unsigned>(a.n_head));
@@ -716,18 +743,22 @@ cudaError_t launch_kernels(Args a, const AttentionBatch& b, cudaStream_t s) {
 }
 
 // The kQ8 instances write the Q8 copy of the output (only at the head sizes q8_in_kernel() allows).
-template <int D, int PR, int PC, bool kFp8>
+template <int D, int PR, int PC, KvFormat kFormat>
 cudaError_t launch_for_cache(const Args& a, const AttentionBatch& b, cudaStream_t s) {
     const bool q8 = a.act.format == static_cast<int>(ActivationFormat::Q8_0) ||
                     a.act.format == static_cast<int>(ActivationFormat::Q8_1);
     if constexpr (q8_in_kernel(D)) {
-        if (q8) return launch_kernels<D, PR, PC, true, kFp8>(a, b, s);
+        if (q8) return launch_kernels<D, PR, PC, true, kFormat>(a, b, s);
     }
-    return q8 ? cudaErrorInvalidValue : launch_kernels<D, PR, PC, false, kFp8>(a, b, s);
+    return q8 ? cudaErrorInvalidValue : launch_kernels<D, PR, PC, false, kFormat>(a, b, s);
 }
 template <int D, int PR, int PC>
 cudaError_t launch_for_dim(const Args& a, const AttentionBatch& b, cudaStream_t s) {
-    return a.kv_fp8 ? launch_for_cache<D, PR, PC, true>(a, b, s) : launch_for_cache<D, PR, PC, false>(a, b, s);
+    switch (a.kv_format) {
+        case KvFormat::Fp8: return launch_for_cache<D, PR, PC, KvFormat::Fp8>(a, b, s);
+        case KvFormat::Q8_0: return launch_for_cache<D, PR, PC, KvFormat::Q8_0>(a, b, s);
+        default: return launch_for_cache<D, PR, PC, KvFormat::F16>(a, b, s);
+    }
 }
 
 }  // namespace

@@ -4,8 +4,9 @@
 // of values): a row is spread over several blocks, so that a decode step of
 // one row does not wait on one block's serial loop (a single 128-thread block
 // per row took 10.7 us for the 8B shape; bench/results/cuda-decode-profile-*).
-// An fp8 cache's keys and values go one thread per value instead, a warp per
-// block of 32: the warp's largest magnitude gives the block's scale.
+// A quantized cache's (fp8, Q8_0) keys and values go one thread per value
+// instead, a warp per block of 32: the warp's largest magnitude gives the
+// block's scale.
 #include <cmath>
 
 #include <cuda_fp16.h>
@@ -28,10 +29,11 @@ __device__ __forceinline__ int64_t cache_index(int64_t slot, int head, int d, in
     return ((block * n_head_kv + head) * block_size + offset) * head_dim + d;
 }
 
-// Where value d of (slot, kv head) and its block's scale byte sit in an fp8 layer (PagedKvLayer::Fp8).
-struct Fp8Layout {
+// Where value d of (slot, kv head) and its block's scale sit in a quantized layer (PagedKvLayer's Fp8 and
+// Q8_0 layouts: scale_width bytes a scale).
+struct BlockLayout {
     int64_t block_bytes;
-    int block_size, n_head_kv, head_dim;
+    int block_size, n_head_kv, head_dim, scale_width;
     __device__ __forceinline__ int64_t value(int64_t slot, int head, int d) const {
         const int64_t block = slot / block_size, offset = slot % block_size;
         return block * block_bytes + (head * int64_t{block_size} + offset) * head_dim + d;
@@ -39,12 +41,13 @@ struct Fp8Layout {
     __device__ __forceinline__ int64_t scale(int64_t slot, int head, int d) const {
         const int64_t block = slot / block_size, offset = slot % block_size;
         return block * block_bytes + int64_t{n_head_kv} * block_size * head_dim +
-               (head * int64_t{block_size} + offset) * (head_dim / 32) + d / 32;
+               ((head * int64_t{block_size} + offset) * (head_dim / 32) + d / 32) * scale_width;
     }
 };
 
-Fp8Layout fp8_layout(const PagedKvLayer& kv) {
-    return {static_cast<int64_t>(kv.block_bytes()), kv.block_size, kv.n_head_kv, kv.head_dim};
+BlockLayout block_layout(const PagedKvLayer& kv) {
+    return {static_cast<int64_t>(kv.block_bytes()), kv.block_size, kv.n_head_kv, kv.head_dim,
+            kv.format == KvFormat::Q8_0 ? 2 : 1};
 }
 
 // The E8M0 byte of a block whose largest magnitude is amax (cpu::mx_scale_byte, the same float operations).
@@ -56,19 +59,31 @@ __device__ __forceinline__ int mx_scale_byte(float amax) {
     return min(max(e + 127, 0), 254);
 }
 
-// A warp's 32 values x (lane i: value i of the block) stored as one fp8 block.
-__device__ __forceinline__ void store_fp8_block(float x, unsigned char* values, unsigned char* scale, int lane) {
+// A warp's 32 values x (lane i: value i of the block) stored as one block: fp8 (cpu::vec::quantize_fp8) or
+// Q8_0 (GGML's quantize_row_q8_0_ref, cpu::vec::quantize_q8_0), the same float operations.
+template <KvFormat kFormat>
+__device__ __forceinline__ void store_block(float x, unsigned char* values, unsigned char* scale, int lane) {
     float amax = fabsf(x);
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const int e = mx_scale_byte(amax);
-    const float inv = ldexpf(1.0f, 127 - e);  // x * inv is x / 2^(e - 127) exactly
-    values[lane] = __nv_cvt_float_to_fp8(__fmul_rn(x, inv), __NV_SATFINITE, __NV_E4M3);
-    if (lane == 0) *scale = static_cast<unsigned char>(e);
+    if constexpr (kFormat == KvFormat::Q8_0) {
+        const float d = __fdiv_rn(amax, 127.0f), id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+        values[lane] = static_cast<unsigned char>(static_cast<int8_t>(roundf(__fmul_rn(x, id))));
+        if (lane == 0) *reinterpret_cast<__half*>(scale) = __float2half_rn(d);
+    } else {
+        const int e = mx_scale_byte(amax);
+        const float inv = ldexpf(1.0f, 127 - e);  // x * inv is x / 2^(e - 127) exactly
+        values[lane] = __nv_cvt_float_to_fp8(__fmul_rn(x, inv), __NV_SATFINITE, __NV_E4M3);
+        if (lane == 0) *scale = static_cast<unsigned char>(e);
+    }
 }
 
-__device__ __forceinline__ float fp8_value(unsigned char v, unsigned char e) {
+// A stored value back as float (exact): e4m3 * 2^(e - 127), or q * d.
+template <KvFormat kFormat>
+__device__ __forceinline__ float stored_value(unsigned char v, const unsigned char* scale) {
+    if constexpr (kFormat == KvFormat::Q8_0)
+        return __fmul_rn(__half2float(*reinterpret_cast<const __half*>(scale)), static_cast<float>(static_cast<int8_t>(v)));
     const __half_raw h = __nv_cvt_fp8_to_halfraw(v, __NV_E4M3);
-    return __fmul_rn(__half2float(__half(h)), ldexpf(1.0f, min(int{e}, 254) - 127));
+    return __fmul_rn(__half2float(__half(h)), ldexpf(1.0f, min(int{*scale}, 254) - 127));
 }
 
 // Pair i's angle, built by repeated multiplication in float, then divided by
@@ -149,13 +164,14 @@ __global__ void __launch_bounds__(kRopeThreads)
         __floats2half2_rn(x.x, x.y);
 }
 
-// The fp8 form of rope_store_kv_kernel: the query pairs as there, then one
+// The quantized form of rope_store_kv_kernel: the query pairs as there, then one
 // thread per key or value (keys rotated by the same products), a warp per
 // block of 32 values. blockIdx.x is the row, blockIdx.y the run of
 // kRopeThreads items: the query pairs (n_head * half, a multiple of 32), the
 // keys (n_head_kv * head_dim), the values.
+template <KvFormat kFormat>
 __global__ void __launch_bounds__(kRopeThreads)
-    rope_store_kv_fp8_kernel(float* q, const float* k, const float* v, int n_head, Fp8Layout layout,
+    rope_store_kv_quantized_kernel(float* q, const float* k, const float* v, int n_head, BlockLayout layout,
                              unsigned char* k_cache, unsigned char* v_cache, const int32_t* positions,
                              const int64_t* slot_mapping, float freq_scale, float theta_scale, RopeParams rope) {
     __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2];
@@ -186,8 +202,8 @@ __global__ void __launch_bounds__(kRopeThreads)
         value = first_of_pair ? x0 * c - x1 * s : x0 * s + x1 * c;
     }
     unsigned char* cache = is_key ? k_cache : v_cache;
-    store_fp8_block(value, cache + layout.value(slot, head, d - d % 32), cache + layout.scale(slot, head, d),
-                    d % 32);
+    store_block<kFormat>(value, cache + layout.value(slot, head, d - d % 32), cache + layout.scale(slot, head, d),
+                         d % 32);
 }
 
 // One block per cached slot (blockIdx.x: the list's block, then the slot in
@@ -212,17 +228,18 @@ __global__ void __launch_bounds__(kRopeThreads)
     *kb = __float2half_rn(x0 * s + x1 * c);
 }
 
-// The fp8 form: one block per (slot, kv head), one thread per value. The
-// head's keys are read back whole first (a pair's two values may sit in
+// The quantized form: one block per (slot, kv head), one thread per value.
+// The head's keys are read back whole first (a pair's two values may sit in
 // different blocks of 32), then each warp rotates and stores its block.
-__global__ void shift_keys_fp8_kernel(unsigned char* k_cache, const int32_t* blocks, Fp8Layout layout,
-                                      int32_t position, float freq_scale, float theta_scale, RopeParams rope) {
+template <KvFormat kFormat>
+__global__ void shift_keys_quantized_kernel(unsigned char* k_cache, const int32_t* blocks, BlockLayout layout,
+                                            int32_t position, float freq_scale, float theta_scale, RopeParams rope) {
     __shared__ float cos_s[kMaxHeadDim / 2], sin_s[kMaxHeadDim / 2], x[kMaxHeadDim];
     const int head_dim = layout.head_dim, half = head_dim / 2, d = threadIdx.x, head = blockIdx.y;
     if (d < half) rope_angle(position, freq_scale, theta_scale, rope, d, cos_s[d], sin_s[d]);
     const int64_t slot =
         int64_t{blocks[blockIdx.x / layout.block_size]} * layout.block_size + blockIdx.x % layout.block_size;
-    x[d] = fp8_value(k_cache[layout.value(slot, head, d)], k_cache[layout.scale(slot, head, d)]);
+    x[d] = stored_value<kFormat>(k_cache[layout.value(slot, head, d)], k_cache + layout.scale(slot, head, d));
     __syncthreads();
     const bool first_of_pair = rope.split_half ? d < half : d % 2 == 0;
     const int i = rope.split_half ? d % half : d / 2;
@@ -230,8 +247,8 @@ __global__ void shift_keys_fp8_kernel(unsigned char* k_cache, const int32_t* blo
     const float x0 = x[a], x1 = x[b], c = cos_s[i], s = sin_s[i];
     const float value = first_of_pair ? x0 * c - x1 * s : x0 * s + x1 * c;
     __syncthreads();  // every value read before any block is rewritten
-    store_fp8_block(value, k_cache + layout.value(slot, head, d - d % 32), k_cache + layout.scale(slot, head, d),
-                    d % 32);
+    store_block<kFormat>(value, k_cache + layout.value(slot, head, d - d % 32), k_cache + layout.scale(slot, head, d),
+                         d % 32);
 }
 
 }  // namespace
@@ -243,11 +260,13 @@ cudaError_t shift_keys(const PagedKvLayer& kv, const int32_t* blocks, int32_t n_
         kv.block_size <= 0 || !kv.k || !blocks || !(rope.scale != 0.0f))
         return cudaErrorInvalidValue;
     const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(kv.head_dim));
-    if (kv.format == KvFormat::Fp8) {
+    if (kv.format != KvFormat::F16) {
         if (kv.head_dim % 32 != 0) return cudaErrorInvalidValue;
         const dim3 grid(static_cast<unsigned>(n_blocks * kv.block_size), static_cast<unsigned>(kv.n_head_kv));
-        shift_keys_fp8_kernel<<<grid, kv.head_dim, 0, s>>>(static_cast<unsigned char*>(kv.k), blocks, fp8_layout(kv),
-                                                           -delta, 1.0f / rope.scale, theta_scale, rope);
+        auto* kernel = kv.format == KvFormat::Q8_0 ? shift_keys_quantized_kernel<KvFormat::Q8_0>
+                                                   : shift_keys_quantized_kernel<KvFormat::Fp8>;
+        kernel<<<grid, kv.head_dim, 0, s>>>(static_cast<unsigned char*>(kv.k), blocks, block_layout(kv), -delta,
+                                            1.0f / rope.scale, theta_scale, rope);
         return cudaGetLastError();
     }
     const int items = kv.n_head_kv * (kv.head_dim / 2);
@@ -267,13 +286,15 @@ cudaError_t rope_store_kv(float* q, const float* k, const float* v, int n_head, 
     // base^(-2/d) and 1/scale computed on the host in float, as the CPU backend does.
     const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(kv.head_dim));
     const float freq_scale = 1.0f / rope.scale;
-    if (kv.format == KvFormat::Fp8) {
+    if (kv.format != KvFormat::F16) {
         if (kv.head_dim % 64 != 0) return cudaErrorInvalidValue;  // whole warps of query pairs and of values
         const int items = n_head * (kv.head_dim / 2) + 2 * kv.n_head_kv * kv.head_dim;
         const dim3 grid(static_cast<unsigned>(b.n_tokens),
                         static_cast<unsigned>((items + kRopeThreads - 1) / kRopeThreads));
-        return detail::launch_overlapped(detail::kPdlRope, rope_store_kv_fp8_kernel, grid, dim3(kRopeThreads), s, q,
-                                         k, v, n_head, fp8_layout(kv), static_cast<unsigned char*>(kv.k),
+        auto* kernel = kv.format == KvFormat::Q8_0 ? rope_store_kv_quantized_kernel<KvFormat::Q8_0>
+                                                   : rope_store_kv_quantized_kernel<KvFormat::Fp8>;
+        return detail::launch_overlapped(detail::kPdlRope, kernel, grid, dim3(kRopeThreads), s, q, k, v, n_head,
+                                         block_layout(kv), static_cast<unsigned char*>(kv.k),
                                          static_cast<unsigned char*>(kv.v), b.positions, b.slot_mapping, freq_scale,
                                          theta_scale, rope);
     }

@@ -67,12 +67,12 @@ EngineSettingsDialog::EngineSettingsDialog(const EngineSettings& s, const ModelS
     kv_type_ = new QComboBox(this);
     kv_type_->setObjectName("kvType");
     kv_type_->addItem(tr("F16"), "f16");
-    kv_type_->addItem(tr("Q8_0 (CPU, about half the memory)"), "q8_0");
+    kv_type_->addItem(tr("Q8_0 (about half the memory)"), "q8_0");
     kv_type_->addItem(tr("FP8 (about half the memory)"), "fp8");
     kv_type_->setToolTip(tr("How the KV cache stores keys and values: half-precision values; Q8_0, 8-bit integers "
-                            "in blocks of 32 with a scale each (34 bytes per 32 values, the CPU backend); or FP8 "
-                            "E4M3 in blocks of 32 with a power-of-two scale each (33 bytes per 32 values). Both "
-                            "hold almost twice the tokens of F16 in the same budget."));
+                            "in blocks of 32 with a scale each (34 bytes per 32 values); or FP8 E4M3 in blocks of 32 "
+                            "with a power-of-two scale each (33 bytes per 32 values). Both hold almost twice the "
+                            "tokens of F16 in the same budget; Q8_0 keeps more of the model's quality."));
     if (const int i = kv_type_->findData(s.kv_type); i >= 0) kv_type_->setCurrentIndex(i);
     for (int i = 1; i < kv_type_->count(); ++i)  // heads that are not whole blocks of the type
         if (model.valid() && model.kv_bytes_per_token_as(kv_type_->itemData(i).toString()) == 0)

@@ -38,7 +38,7 @@ struct EngineSettings {
     bool prefix_caching = true;
     int threads = 0;          // 0 = physical cores
     QString device = "cpu";   // "cpu" or "cuda:N"
-    QString kv_type = "f16";  // how the KV cache stores K and V: "f16", "q8_0" (CPU) or "fp8" (folio::kv_type_name)
+    QString kv_type = "f16";  // how the KV cache stores K and V: "f16", "q8_0" or "fp8" (folio::kv_type_name)
     // Speculative decoding for every chat: the method (folio::to_string of a
     // SpecMethod: off, ngram, draft, layer-skip, int4-self), the draft model
     // for "draft", K at most, and adaptive K (else always draft_max).

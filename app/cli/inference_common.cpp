@@ -20,7 +20,7 @@ std::vector<FlagSpec> model_flags() {
         {"-m", "--model", "PATH", "GGUF file or Hugging Face folder"},
         {"-t", "--threads", "N", "CPU threads (default: physical cores)"},
         {"-c", "--ctx-size", "N", "context length in tokens (capped at the model's trained context)"},
-        {"", "--kv-type", "T", "KV cache storage: f16 (default), q8_0 (CPU: 34 bytes per 32 values) or fp8 (E4M3 "
+        {"", "--kv-type", "T", "KV cache storage: f16 (default), q8_0 (34 bytes per 32 values) or fp8 (E4M3 "
                                "with a scale per 32 values: 33 bytes); bench takes a list, f16,q8_0,fp8"},
         {"", "--device", "DEV", "cpu, cuda or cuda:N (default cpu; cuda without a usable GPU falls back to cpu)"},
         {"", "--load-format", "F", "auto (a file or folder) or dummy: -m names a shape, weights are random"},

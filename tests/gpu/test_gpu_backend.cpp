@@ -175,16 +175,16 @@ private slots:
     // 16 positions, then a decode step over the slid table. The GPU's turned
     // keys must give the CPU's logits; a GPU that did not turn them would
     // attend at the wrong distances.
-    // With an fp8 cache too (both backends fp8): the keys are read back,
-    // turned and stored again as fp8 blocks. The two backends' projections
-    // differ in their last bits (F16 activations in cuBLAS), and a key that
-    // differs so can round to the next E4M3 value, a step of 1/8 to 1/16 of
-    // it: their fp8 logits must be closer to each other than to the F16
-    // cache's (the CPU's F16 run of the same steps).
+    // With fp8 and Q8_0 caches too (the same type on both backends): the
+    // keys are read back, turned and stored again as blocks of the type. The
+    // two backends' projections differ in their last bits (F16 activations in
+    // cuBLAS), and a key that differs so can round to the next step of the
+    // type (E4M3: 1/8 to 1/16 of the value): their logits must be closer to
+    // each other than to the F16 cache's (the CPU's F16 run of the same steps).
     void shiftedKeysMatchTheCpu() {
         REQUIRE_GPU();
         std::map<std::string, std::vector<float>> cpu_f16;
-        for (const folio::KvType type : {folio::KvType::F16, folio::KvType::Fp8})
+        for (const folio::KvType type : {folio::KvType::F16, folio::KvType::Fp8, folio::KvType::Q8_0})
         for (const char* shape : {"tiny-llama", "tiny-gemma3"}) {
             auto model = folio::make_dummy_model({shape, folio::TensorType::F16, true, 9});
             QVERIFY(model);
@@ -222,32 +222,35 @@ private slots:
                 QVERIFY2(a.max_rel < 2e-3 && a.argmax_diffs == 0, shape);
             } else {
                 const Agreement q = compare_logits(cpu_f16[shape], want, n_vocab);
-                std::printf("%s: CPU fp8 vs CPU f16 KV: rel %.2e\n", shape, q.max_rel);
+                std::printf("%s: CPU %s vs CPU f16 KV: rel %.2e\n", shape,
+                            std::string(folio::kv_type_name(type)).c_str(), q.max_rel);
                 QVERIFY2(a.max_rel < q.max_rel && a.max_rel < 5e-2, shape);
             }
             QVERIFY(!(*gpu)->shift_keys(std::vector<int32_t>{96}, 16));  // outside the pool: an error, no write
         }
     }
 
-    // An fp8 KV cache on both backends: the same logits as far as the two
-    // backends' float sums allow (the CPU reads the fp8 values back as the
-    // GPU does, tests/inference/test_kv_quant.cpp and test_gpu_attention
-    // pin each side), in 33/64 of the F16 cache's bytes; q8_0 is refused on
-    // the GPU with a clear error. "As far as the sums allow": closer to each
-    // other than to the F16 cache's logits (shiftedKeysMatchTheCpu says why).
-    void fp8KvMatchesTheCpu() {
+    // An fp8 or Q8_0 KV cache on both backends: the same logits as far as
+    // the two backends' float sums allow (tests/inference/test_kv_quant.cpp
+    // and test_gpu_attention pin each side; the GPU's Q8_0 attends over
+    // half(q * d) where the CPU's takes Q8_0 queries), in 33/64 or 34/64 of
+    // the F16 cache's bytes. "As far as the sums allow": closer to each other
+    // than to the F16 cache's logits (shiftedKeysMatchTheCpu says why); KV
+    // blocks of 8 tokens are refused on the GPU with a clear error.
+    void quantizedKvMatchesTheCpu() {
         REQUIRE_GPU();
+        for (const folio::KvType type : {folio::KvType::Fp8, folio::KvType::Q8_0})
         for (const char* shape : {"tiny-llama", "tiny-gemma3"}) {
             auto model = folio::make_dummy_model({shape, folio::TensorType::F16, true, 5});
             QVERIFY(model);
-            auto cpu = folio::create_backend(*model, options_for("cpu", 96, folio::KvType::Fp8));
-            auto gpu = folio::create_backend(*model, options_for("cuda", 96, folio::KvType::Fp8));
+            auto cpu = folio::create_backend(*model, options_for("cpu", 96, type));
+            auto gpu = folio::create_backend(*model, options_for("cuda", 96, type));
             auto gpu_f16 = folio::create_backend(*model, options_for("cuda", 96));
             auto cpu_f16 = folio::create_backend(*model, options_for("cpu", 96));
             QVERIFY2(cpu && gpu && gpu_f16 && cpu_f16,
                      !cpu ? cpu.error().message.c_str() : !gpu ? gpu.error().message.c_str() : "");
-            QVERIFY((*gpu)->kv_type() == folio::KvType::Fp8);
-            QCOMPARE((*gpu)->kv_bytes_per_block() * 64, (*gpu_f16)->kv_bytes_per_block() * 33);
+            QVERIFY((*gpu)->kv_type() == type);
+            QCOMPARE((*gpu)->kv_bytes_per_block() * 64, (*gpu_f16)->kv_bytes_per_block() * folio::kv_type_block_bytes(type));
             QCOMPARE((*gpu)->kv_bytes_per_block(), (*cpu)->kv_bytes_per_block());
             const int32_t n_vocab = (*cpu)->n_vocab();
             for (const folio::Batch& step : two_steps(n_vocab)) {
@@ -260,16 +263,15 @@ private slots:
                 QVERIFY((*cpu_f16)->forward(step, want_f16));
                 const Agreement a = compare_logits(want, got, n_vocab), b = compare_logits(f16, got, n_vocab),
                                 c = compare_logits(want_f16, want, n_vocab);
-                std::printf("%s, fp8 KV, %d rows: GPU vs CPU logits rel %.2e (GPU fp8 vs f16 %.2e, CPU %.2e)\n",
-                            shape, step.n_tokens(), a.max_rel, b.max_rel, c.max_rel);
-                QVERIFY2(a.max_rel < c.max_rel && a.max_rel < 5e-2, shape);
-                QVERIFY2(b.max_rel > 0, "fp8 KV gave the F16 cache's logits: is it fp8 at all?");
+                const std::string name(folio::kv_type_name(type));
+                std::printf("%s, %s KV, %d rows: GPU vs CPU logits rel %.2e (GPU %s vs f16 %.2e, CPU %.2e)\n",
+                            shape, name.c_str(), step.n_tokens(), a.max_rel, name.c_str(), b.max_rel, c.max_rel);
+                QVERIFY2(a.max_rel < c.max_rel && a.max_rel < 5e-2, (std::string(shape) + " " + name).c_str());
+                QVERIFY2(b.max_rel > 0, "quantized KV gave the F16 cache's logits: is it quantized at all?");
             }
         }
         auto model = folio::make_dummy_model({"tiny-llama", folio::TensorType::F16, true, 5});
         QVERIFY(model);
-        auto q8 = folio::create_backend(*model, options_for("cuda", 96, folio::KvType::Q8_0));
-        QVERIFY(!q8 && q8.error().message.find("q8_0 runs on the CPU") != std::string::npos);
         folio::BackendOptions odd = options_for("cuda", 96, folio::KvType::Fp8);
         odd.block_size = 8;
         auto small_blocks = folio::create_backend(*model, odd);

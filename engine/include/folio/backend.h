@@ -40,7 +40,7 @@ struct BackendOptions {
     bool f32_activations = false;            // CPU: quantized weights meet F32 activations (each block
                                              // dequantized), as in an F32 copy of the model, not Q8
                                              // ones: the reference precision of a quantized file
-    KvType kv_type = KvType::F16;            // how K and V are stored (folio/kv_type.h); Q8_0 on the CPU only
+    KvType kv_type = KvType::F16;            // how K and V are stored (folio/kv_type.h)
 };
 
 // What a GPU reports about itself now (NVML); valid = false on the CPU or

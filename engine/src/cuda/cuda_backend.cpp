@@ -245,10 +245,11 @@ Status CudaBackend::init(const ModelDescription& model, std::unique_ptr<model::A
     cache_.head_dim = kv.head_dim;
     cache_.block_size = options.block_size;
     cache_.type = options.kv_type;
-    if (cache_.type == KvType::Fp8 && (!kv_type_fits(cache_.type, static_cast<uint64_t>(kv.head_dim)) ||
+    if (cache_.type != KvType::F16 && (!kv_type_fits(cache_.type, static_cast<uint64_t>(kv.head_dim)) ||
                                        options.block_size % 16 != 0))
-        return make_error("--kv-type fp8 on the GPU stores heads in blocks of 32 values and KV blocks of a multiple "
-                          "of 16 tokens; model '" + model.name + "' has heads of " + std::to_string(kv.head_dim) +
+        return make_error("--kv-type " + std::string(kv_type_name(cache_.type)) +
+                          " on the GPU stores heads in blocks of 32 values and KV blocks of a multiple of 16 tokens; "
+                          "model '" + model.name + "' has heads of " + std::to_string(kv.head_dim) +
                           ", the KV block is " + std::to_string(options.block_size) + " tokens");
     ops_ = std::make_unique<cuda::CudaOps>(stream_, cublas_, cache_);
     FOLIO_RETURN_IF_ERROR(upload_weights(model));
@@ -389,7 +390,9 @@ Status CudaBackend::allocate_kv(const BackendOptions& options) {
         layer.block_size = static_cast<int32_t>(cache_.block_size);
         layer.n_head_kv = cache_.n_head_kv;
         layer.head_dim = cache_.head_dim;
-        layer.format = cache_.type == KvType::Fp8 ? kernels::KvFormat::Fp8 : kernels::KvFormat::F16;
+        layer.format = cache_.type == KvType::Fp8    ? kernels::KvFormat::Fp8
+                       : cache_.type == KvType::Q8_0 ? kernels::KvFormat::Q8_0
+                                                     : kernels::KvFormat::F16;
         cache_.layers.push_back(layer);
     }
     return {};
@@ -609,8 +612,6 @@ Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& mod
     auto device = parse_device(options.device);
     if (!device) return device.error();
     if (options.f32_activations) return make_error("F32 activations (--f32-activations) are a CPU backend option");
-    if (options.kv_type == KvType::Q8_0)
-        return make_error("--kv-type q8_0 runs on the CPU backend; the CUDA backend stores f16 or fp8 KV");
     const int count = cuda_device_count();
     if (count == 0) return make_error(describe_cuda_devices());
     if (*device >= count)

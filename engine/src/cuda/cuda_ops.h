@@ -58,7 +58,7 @@ private:
 };
 
 // The KV pool: per layer, K and V of n_blocks blocks, each [n_head_kv][block_size][head_dim] half
-// (f16) or that many fp8 values and their scales (kernels::PagedKvLayer says how).
+// (f16) or that many fp8 / Q8_0 values and their scales (kernels::PagedKvLayer says how).
 struct DeviceKvCache {
     int n_layer = 0, n_head_kv = 0, head_dim = 0;
     uint32_t block_size = 0, n_blocks = 0;

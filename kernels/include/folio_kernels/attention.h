@@ -20,17 +20,20 @@
 
 namespace folio::kernels {
 
-// How a layer's K and V are stored (folio/kv_type.h names them f16 and fp8).
+// How a layer's K and V are stored (folio/kv_type.h names them f16, fp8 and q8_0).
 enum class KvFormat : int32_t {
-    F16,  // IEEE half
-    Fp8,  // MXFP8: FP8 E4M3 values, blocks of 32 along a head's row sharing an E8M0 scale 2^(e - 127)
+    F16,   // IEEE half
+    Fp8,   // MXFP8: FP8 E4M3 values, blocks of 32 along a head's row sharing an E8M0 scale 2^(e - 127)
+    Q8_0,  // GGML Q8_0: int8 values, blocks of 32 along a head's row sharing an fp16 scale d = amax / 127
 };
 
 // One layer's paged KV cache: K and V each n_blocks blocks of block_bytes() bytes.
 //   F16: a block is [n_head_kv][block_size][head_dim] half.
-//   Fp8: a block is [n_head_kv][block_size][head_dim] E4M3 bytes, then [n_head_kv][block_size][head_dim / 32]
-//        scale bytes; block_size a multiple of 16 (16-byte aligned blocks). A value reads back as
-//        half(e4m3 * 2^(e - 127)), the value the CPU backend's fp8 cache reads.
+//   Fp8:  a block is [n_head_kv][block_size][head_dim] E4M3 bytes, then [n_head_kv][block_size][head_dim / 32]
+//         scale bytes; block_size a multiple of 16 (16-byte aligned blocks). A value reads back as
+//         half(e4m3 * 2^(e - 127)), the value the CPU backend's fp8 cache reads.
+//   Q8_0: the same with int8 values and fp16 scales (2 bytes each). A value reads back as half(q * d) (the
+//         CPU backend's Q8_0 attention instead takes Q8_0 queries and integer dots, as llama.cpp's CPU does).
 struct PagedKvLayer {
     void* k = nullptr;
     void* v = nullptr;
@@ -39,7 +42,7 @@ struct PagedKvLayer {
 
     size_t block_bytes() const {
         const size_t values = static_cast<size_t>(block_size) * static_cast<size_t>(n_head_kv) * static_cast<size_t>(head_dim);
-        return format == KvFormat::Fp8 ? values + values / 32 : 2 * values;
+        return format == KvFormat::Fp8 ? values + values / 32 : format == KvFormat::Q8_0 ? values + values / 16 : 2 * values;
     }
 };
 
@@ -74,7 +77,8 @@ struct RopeParams {
 // RoPE on q (in place, [n_tokens][n_head*head_dim]) and k, then K (rotated) and V ([n_tokens][n_head_kv*head_dim],
 // F32) written into the cache at slot_mapping: as half, or as fp8 blocks (each block of 32 values: the smallest
 // power-of-two scale that brings its largest magnitude to 448 or under, the values divided by it and rounded to
-// the nearest E4M3, ties to even; the CPU backend's vec::quantize_fp8). One kernel (the fused RoPE + cache write). Angles as the
+// the nearest E4M3, ties to even; the CPU backend's vec::quantize_fp8), or as Q8_0 blocks (GGML's reference
+// rounding: d = amax / 127, q = roundf(x / d); vec::quantize_q8_0). One kernel (the fused RoPE + cache write). Angles as the
 // CPU backend computes them: position * base^(-2i/head_dim) (in float, by repeated multiplication), divided by
 // freq_factors[i], times 1/scale; with YaRN blended and scaled as model::RopeParams::angle says.
 // Rows whose slot is negative (padding) rotate q and write nothing.
@@ -102,9 +106,9 @@ size_t attention_workspace_bytes(const AttentionBatch& b, int n_head, int head_d
 // out[row] = softmax(q·Kᵀ·scale [softcapped]) V over the row's causal prefix (positions 0..pos, or the last
 // sliding_window of them), read through the sequence's block table. GQA: head h uses kv head h / (n_head/n_head_kv).
 // q and out are [n_tokens][n_head*head_dim] F32, 16-byte aligned. head_dim 64, 128 or 256; n_head/n_head_kv
-// at most 8. Rows not in any sequence's query range (padding) get no defined output. An Fp8 cache's tiles are
-// copied as bytes and read back into the half tiles the F16 cache's are copied to: the result is the F16
-// cache's attention over the fp8 values, bit for bit (the tensor-core kernels only).
+// at most 8. Rows not in any sequence's query range (padding) get no defined output. An Fp8 or Q8_0 cache's
+// tiles are copied as bytes and read back into the half tiles the F16 cache's are copied to: the result is the
+// F16 cache's attention over the values read back, bit for bit (the tensor-core kernels only).
 // Batch-invariant: a row's output bits depend only on its query, its sequence's keys and values up to its
 // position, the window and the softcap; not on the other sequences of the batch, its place in it, how many rows
 // its sequence has in this step, or the host-side bounds. (Keys are cut into fixed 128-key chunks whose partial
