@@ -12,17 +12,17 @@ echo "# $(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader | hea
 for weights in q4_0 f16; do
   for depth in 0 32768; do
     r=$("$folio" bench -m llama-3.1-8b --load-format dummy --device cuda --dummy-type $weights -p 0 -n 64 -d $depth \
-        -r 2 -c $((depth + 128)) --kv-type f16,fp8 2>&1 | grep -E "tg64|error")
+        -r 2 -c $((depth + 128)) --kv-type f16,q8_0,fp8 2>&1 | grep -E "tg64|error")
     printf '%s weights, depth %s:\n%s\n' "$weights" "$depth" "$r" | tee -a "$OUT"
   done
 done
-for kv in f16 fp8; do
+for kv in f16 q8_0 fp8; do
   "$folio" run -m llama-3-8b --load-format dummy --device cuda --dummy-type q4_0 --kv-type $kv --kv-budget 8192 \
       -p "hi" -n 1 2>&1 | grep -E "KV cache [0-9]+ blocks" | sed "s/^/$kv: /" | tee -a "$OUT"
 done
 # 128 requests at once in 4 GiB of KV (bench/results/cuda-preemption-2026-11-30.txt's workload, recompute):
 # fp8 holds 1.94x the blocks, so fewer sequences wait or are preempted.
-for kv in f16 fp8; do
+for kv in f16 q8_0 fp8; do
   r=$("$folio" bench -m llama-3-8b --load-format dummy --device cuda --dummy-type f16 --workload synthetic \
       --requests 128 --rate inf --prompt-len 512:512 --output-len 256:256 --modes paged --max-seqs 128 \
       -b 8192 --kv-budget 4096 --swap-space 0 --seed 1 --kv-type $kv 2>&1 | grep -vE "^folio: (load|dummy)" | tail -6)
