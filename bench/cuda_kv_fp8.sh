@@ -10,7 +10,7 @@ B=${1:?}; OUT=${2:?}
 folio="$B/app/folio"
 echo "# $(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" | tee -a "$OUT"
 for weights in q4_0 f16; do
-  for depth in 0 32768; do
+  for depth in 32768 0; do
     r=$("$folio" bench -m llama-3.1-8b --load-format dummy --device cuda --dummy-type $weights -p 0 -n 64 -d $depth \
         -r 2 -c $((depth + 128)) --kv-type f16,q8_0,fp8 2>&1 | grep -E "tg64|error")
     printf '%s weights, depth %s:\n%s\n' "$weights" "$depth" "$r" | tee -a "$OUT"
