@@ -115,7 +115,7 @@ struct EngineMetrics {
         uint32_t block_size = 0;
         uint32_t num_blocks = 0;
         uint64_t bytes_per_block = 0;  // every layer's K and V, in the cache's type
-        std::string cache_dtype;       // "f16", "q8_0" (kv_type_name)
+        std::string cache_dtype;       // "f16", "q8_0", "fp8" (kv_type_name)
     } cache_config;
 
     // ---- histograms, one observation per request (inter-token: per token) ----
