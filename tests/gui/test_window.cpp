@@ -14,6 +14,8 @@
 #include <QDockWidget>
 #include <QDropEvent>
 #include <QLabel>
+#include <QStandardItemModel>
+#include <QComboBox>
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QSpinBox>
@@ -206,6 +208,40 @@ private slots:
         boxes[1]->setValue(40);
         boxes[2]->setValue(1024);  // a shorter context fits in 40 MiB
         QVERIFY(dialog.contextWarning().isEmpty());
+    }
+
+    // The KV cache type box: F16, Q8_0 and FP8, the quantized ones disabled for heads that are not whole
+    // blocks of 32; the budget warning counts the chosen type's bytes (SmolLM2-135M: 11,880 B a token as fp8).
+    void settings_dialog_offers_the_kv_types_the_heads_fit() {
+        ModelSummary model;
+        model.path = "/m.gguf";
+        model.name = "m";
+        model.weight_bytes = 100 << 20;
+        model.kv_bytes_per_token = 23040;
+        model.kv_bytes_per_token_by_type = {{"q8_0", 12240}, {"fp8", 11880}};
+        model.n_ctx_train = 8192;
+        EngineSettings s;
+        s.max_context = 4096;
+        s.kv_budget_mib = 16;
+        EngineSettingsDialog dialog(s, model);
+        auto* types = dialog.findChild<QComboBox*>("kvType");
+        QVERIFY(types);
+        QCOMPARE(types->count(), 3);
+        QCOMPARE(types->itemData(1).toString(), QString("q8_0"));
+        QCOMPARE(types->itemData(2).toString(), QString("fp8"));
+        auto* items = qobject_cast<QStandardItemModel*>(types->model());
+        QVERIFY(items && items->item(1)->isEnabled() && items->item(2)->isEnabled());
+        QVERIFY2(dialog.contextWarning().contains("holds 720 tokens"), qPrintable(dialog.contextWarning()));
+        types->setCurrentIndex(2);
+        QCOMPARE(dialog.settings().kv_type, QString("fp8"));
+        QVERIFY2(dialog.contextWarning().contains("holds 1408 tokens"), qPrintable(dialog.contextWarning()));
+
+        model.kv_bytes_per_token_by_type.clear();  // heads of 48 values: neither quantized type fits
+        EngineSettingsDialog odd(EngineSettings{}, model);
+        auto* odd_types = odd.findChild<QComboBox*>("kvType");
+        QVERIFY(odd_types);
+        auto* odd_items = qobject_cast<QStandardItemModel*>(odd_types->model());
+        QVERIFY(odd_items && !odd_items->item(1)->isEnabled() && !odd_items->item(2)->isEnabled());
     }
 
     void small_window_gives_the_chat_priority_and_a_larger_one_restores_the_layout() {
