@@ -35,10 +35,6 @@
 namespace folio::kernels::attention_detail {
 namespace {
 
-// Whether a cache format is stored in blocks of 32 with scales, and the scale's bytes.
-__host__ __device__ constexpr bool quantized(KvFormat f) { return f != KvFormat::F16; }
-__host__ __device__ constexpr int scale_width(KvFormat f) { return f == KvFormat::Q8_0 ? 2 : 1; }
-
 template <int D, int R, int C, bool kDecode, KvFormat kFormat = KvFormat::F16>
 struct Config {
     static constexpr int kWarps = R * C;
@@ -60,12 +56,13 @@ struct Config {
     static constexpr size_t kQScoreBytes = kDecode ? (kQBytes > kScoreBytes ? kQBytes : kScoreBytes)
                                                    : kQBytes + kScoreBytes;
     // K and V half tiles: two stages, or one that a quantized stage is read back into.
-    static constexpr int kKvStages = quantized(kFormat) ? 1 : 2;
+    static constexpr bool kQuantized = kFormat != KvFormat::F16;
+    static constexpr int kKvStages = kQuantized ? 1 : 2;
     static constexpr size_t kKvBytes = sizeof(__half) * 2 * kKvStages * kTileKeys * kStride;
     // A quantized stage: K and V values [kTileKeys][D] bytes, then their scales [kTileKeys][D / 32 scales];
     // two stages.
-    static constexpr int kScaleBytes = D / 32 * scale_width(kFormat);  // of a key row
-    static constexpr size_t kStageBytes = quantized(kFormat) ? 2 * size_t{kTileKeys} * (D + kScaleBytes) : 0;
+    static constexpr int kScaleBytes = D / 32 * kv_scale_bytes(kFormat);  // of a key row
+    static constexpr size_t kStageBytes = kQuantized ? 2 * size_t{kTileKeys} * (D + kScaleBytes) : 0;
     static constexpr size_t smem_bytes() { return kQScoreBytes + kKvBytes + 2 * kStageBytes + sizeof(int) * 2 * kRows; }
     static_assert(kStageBytes % 16 == 0, "16-byte aligned stages");
     static_assert(kNTiles % kSumGroups == 0 && kWarpDTiles % 2 == 0, "whole n8 tiles per sum group, column pairs");
@@ -172,7 +169,7 @@ template <int D, int R, int C, bool kDecode, bool kQ8, KvFormat kFormat>
 __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C == 8 ? 2 : 1)
     attention_mma_kernel(const Args a) {
     using Cf = Config<D, R, C, kDecode, kFormat>;
-    constexpr bool kQuantKv = quantized(kFormat);
+    constexpr bool kQuantKv = Cf::kQuantized;
     constexpr int TK = Cf::kTileKeys, NT = Cf::kNTiles, NTW = Cf::kWarpNTiles, S = Cf::kStride;
     constexpr int kRows = Cf::kRows, kThreads = Cf::kThreads, PS = Cf::kPStride;
     constexpr int NTG = NT / kSumGroups;  // n8 tiles of a sum group
@@ -254,45 +251,47 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
     // a piece for fp8 at head_dim 64: a KV block holds an even number of keys). Keys outside every row's
     // range are zeros, as in the half tiles.
     auto load_quantized_tile = [&](int t, int buf) {
-        constexpr int SB = Cf::kScaleBytes;
-        constexpr int kPieces = D / 16, kPerThread = TK * kPieces / kThreads;
-        static_assert(TK * kPieces % kThreads == 0);
-        const int tile_key = first_key + t * TK;
-        const auto* k8 = reinterpret_cast<const unsigned char*>(a.k);
-        const auto* v8 = reinterpret_cast<const unsigned char*>(a.v);
-        unsigned char* st = stage_s + buf * Cf::kStageBytes;
-        const int64_t values_bytes = int64_t{a.n_head_kv} * a.block_size * D;  // a block's values
+        if constexpr (kQuantKv) {  // (an F16 cache has no scales to size the pieces by)
+            constexpr int SB = Cf::kScaleBytes;
+            constexpr int kPieces = D / 16, kPerThread = TK * kPieces / kThreads;
+            static_assert(TK * kPieces % kThreads == 0);
+            const int tile_key = first_key + t * TK;
+            const auto* k8 = reinterpret_cast<const unsigned char*>(a.k);
+            const auto* v8 = reinterpret_cast<const unsigned char*>(a.v);
+            unsigned char* st = stage_s + buf * Cf::kStageBytes;
+            const int64_t values_bytes = int64_t{a.n_head_kv} * a.block_size * D;  // a block's values
 #pragma unroll
-        for (int it = 0; it < kPerThread; ++it) {
-            const int c = tid + it * kThreads, j = c / kPieces, part = c % kPieces, key = tile_key + j;
-            unsigned char* k_dst = st + j * D + part * 16;
-            unsigned char* v_dst = k_dst + TK * D;
-            if (key >= lo_all && key <= hi_all) {
-                const int64_t at = table[key / a.block_size] * a.kv_block_bytes +
-                                   (int64_t{kv_head} * a.block_size + key % a.block_size) * D + part * 16;
-                cp_async16(k_dst, k8 + at);
-                cp_async16(v_dst, v8 + at);
-            } else {
-                *reinterpret_cast<uint4*>(k_dst) = make_uint4(0, 0, 0, 0);
-                *reinterpret_cast<uint4*>(v_dst) = make_uint4(0, 0, 0, 0);
+            for (int it = 0; it < kPerThread; ++it) {
+                const int c = tid + it * kThreads, j = c / kPieces, part = c % kPieces, key = tile_key + j;
+                unsigned char* k_dst = st + j * D + part * 16;
+                unsigned char* v_dst = k_dst + TK * D;
+                if (key >= lo_all && key <= hi_all) {
+                    const int64_t at = table[key / a.block_size] * a.kv_block_bytes +
+                                       (int64_t{kv_head} * a.block_size + key % a.block_size) * D + part * 16;
+                    cp_async16(k_dst, k8 + at);
+                    cp_async16(v_dst, v8 + at);
+                } else {
+                    *reinterpret_cast<uint4*>(k_dst) = make_uint4(0, 0, 0, 0);
+                    *reinterpret_cast<uint4*>(v_dst) = make_uint4(0, 0, 0, 0);
+                }
             }
-        }
-        constexpr int kKeysPerPiece = SB >= 4 ? 1 : 4 / SB, kPiecesPerKey = SB >= 4 ? SB / 4 : 1;
-        constexpr int kScalePieces = TK / kKeysPerPiece * kPiecesPerKey;
-        static_assert(kScalePieces <= kThreads);
-        if (tid < kScalePieces) {
-            const int j = tid / kPiecesPerKey * kKeysPerPiece, part = tid % kPiecesPerKey, key = tile_key + j;
-            unsigned char* k_dst = st + 2 * TK * D + j * SB + part * 4;
-            unsigned char* v_dst = k_dst + TK * SB;
-            if (key + kKeysPerPiece - 1 >= lo_all && key <= hi_all) {
-                const int in_range = max(key, lo_all);  // the piece's keys share a KV block
-                const int64_t at = table[in_range / a.block_size] * a.kv_block_bytes + values_bytes +
-                                   (int64_t{kv_head} * a.block_size + key % a.block_size) * SB + part * 4;
-                cp_async4(k_dst, k8 + at);
-                cp_async4(v_dst, v8 + at);
-            } else {
-                *reinterpret_cast<uint32_t*>(k_dst) = 0;
-                *reinterpret_cast<uint32_t*>(v_dst) = 0;
+            constexpr int kKeysPerPiece = SB >= 4 ? 1 : 4 / SB, kPiecesPerKey = SB >= 4 ? SB / 4 : 1;
+            constexpr int kScalePieces = TK / kKeysPerPiece * kPiecesPerKey;
+            static_assert(kScalePieces <= kThreads);
+            if (tid < kScalePieces) {
+                const int j = tid / kPiecesPerKey * kKeysPerPiece, part = tid % kPiecesPerKey, key = tile_key + j;
+                unsigned char* k_dst = st + 2 * TK * D + j * SB + part * 4;
+                unsigned char* v_dst = k_dst + TK * SB;
+                if (key + kKeysPerPiece - 1 >= lo_all && key <= hi_all) {
+                    const int in_range = max(key, lo_all);  // the piece's keys share a KV block
+                    const int64_t at = table[in_range / a.block_size] * a.kv_block_bytes + values_bytes +
+                                       (int64_t{kv_head} * a.block_size + key % a.block_size) * SB + part * 4;
+                    cp_async4(k_dst, k8 + at);
+                    cp_async4(v_dst, v8 + at);
+                } else {
+                    *reinterpret_cast<uint32_t*>(k_dst) = 0;
+                    *reinterpret_cast<uint32_t*>(v_dst) = 0;
+                }
             }
         }
         cp_async_commit();
@@ -304,7 +303,7 @@ __global__ void __launch_bounds__(32 * R * C, D > 128 ? 1 : kDecode ? 3 : R * C 
         for (int c = tid; c < 2 * TK * kOcts; c += kThreads) {
             const int which = c / (TK * kOcts), j = c % (TK * kOcts) / kOcts, part = c % kOcts;
             const uint2 raw = *reinterpret_cast<const uint2*>(st + which * TK * D + j * D + part * 8);
-            const unsigned char* scale = st + 2 * TK * D + which * TK * SB + j * SB + part / 4 * scale_width(kFormat);
+            const unsigned char* scale = st + 2 * TK * D + which * TK * SB + j * SB + part / 4 * kv_scale_bytes(kFormat);
             uint4 halves;
             if constexpr (kFormat == KvFormat::Q8_0)
                 halves = q8x8_to_half8(raw, *reinterpret_cast<const __half*>(scale));

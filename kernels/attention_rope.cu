@@ -30,7 +30,7 @@ __device__ __forceinline__ int64_t cache_index(int64_t slot, int head, int d, in
 }
 
 // Where value d of (slot, kv head) and its block's scale sit in a quantized layer (PagedKvLayer's Fp8 and
-// Q8_0 layouts: scale_width bytes a scale).
+// Q8_0 layouts: scale_width bytes a scale, kv_scale_bytes).
 struct BlockLayout {
     int64_t block_bytes;
     int block_size, n_head_kv, head_dim, scale_width;
@@ -47,7 +47,7 @@ struct BlockLayout {
 
 BlockLayout block_layout(const PagedKvLayer& kv) {
     return {static_cast<int64_t>(kv.block_bytes()), kv.block_size, kv.n_head_kv, kv.head_dim,
-            kv.format == KvFormat::Q8_0 ? 2 : 1};
+            kv_scale_bytes(kv.format)};
 }
 
 // The E8M0 byte of a block whose largest magnitude is amax (cpu::mx_scale_byte, the same float operations).
@@ -107,15 +107,29 @@ __device__ __forceinline__ void rope_angle(int32_t position, float freq_scale, f
     s = __fmul_rn(sinf(theta), rope.mscale);
 }
 
+// The pair (a, b) that pair i of a head rotates: (2i, 2i + 1), or (i, i + d/2) (NeoX).
+__device__ __forceinline__ int2 rope_pair(int i, int head_dim, bool split_half) {
+    return split_half ? make_int2(i, i + head_dim / 2) : make_int2(2 * i, 2 * i + 1);
+}
+
 // Query pair `item` (head item / half, pair item % half) of a row's heads q, rotated in place.
 __device__ __forceinline__ void rotate_query_pair(float* q, int item, int head_dim, const RopeParams& rope,
                                                   const float* cos_s, const float* sin_s) {
     const int half = head_dim / 2, head = item / half, i = item % half;
     float* x = q + head * head_dim;
-    const int a = rope.split_half ? i : 2 * i, b = rope.split_half ? i + half : 2 * i + 1;
-    const float x0 = x[a], x1 = x[b], c = cos_s[i], s = sin_s[i];
-    x[a] = x0 * c - x1 * s;
-    x[b] = x0 * s + x1 * c;
+    const int2 p = rope_pair(i, head_dim, rope.split_half);
+    const float x0 = x[p.x], x1 = x[p.y], c = cos_s[i], s = sin_s[i];
+    x[p.x] = x0 * c - x1 * s;
+    x[p.y] = x0 * s + x1 * c;
+}
+
+// Value d of a head x after RoPE: its pair rotated by (cos_s, sin_s), the same products as rotate_query_pair.
+__device__ __forceinline__ float rotated_value(const float* x, int d, int head_dim, bool split_half,
+                                               const float* cos_s, const float* sin_s) {
+    const int half = head_dim / 2, i = split_half ? d % half : d / 2;
+    const int2 p = rope_pair(i, head_dim, split_half);
+    const float x0 = x[p.x], x1 = x[p.y], c = cos_s[i], s = sin_s[i];
+    return d == p.x ? x0 * c - x1 * s : x0 * s + x1 * c;
 }
 
 // Items of a row, in order: the query pairs (n_head * half), the key pairs
@@ -187,20 +201,12 @@ __global__ void __launch_bounds__(kRopeThreads)
     __syncthreads();
     detail::wait_for_earlier_grids();
     if (item >= q_items + 2 * kv_dim) return;  // whole warps: every range is a multiple of 32
-    const int a_step = rope.split_half ? 1 : 2, b_offset = rope.split_half ? half : 1;
     if (item < q_items) return rotate_query_pair(q + row * int64_t{n_head} * head_dim, item, head_dim, rope, cos_s, sin_s);
     if (slot < 0) return;  // a padding row: nothing to store
     const bool is_key = item < q_items + kv_dim;
     const int at = (item - q_items) % kv_dim, head = at / head_dim, d = at % head_dim;
     const float* x = (is_key ? k : v) + row * kv_dim + head * head_dim;
-    float value = x[d];
-    if (is_key) {  // value d of its pair (a, b), as rope_store_kv_kernel computes it
-        const bool first_of_pair = rope.split_half ? d < half : d % 2 == 0;
-        const int i = rope.split_half ? d % half : d / 2;
-        const int a = i * a_step, b = a + b_offset;
-        const float x0 = x[a], x1 = x[b], c = cos_s[i], s = sin_s[i];
-        value = first_of_pair ? x0 * c - x1 * s : x0 * s + x1 * c;
-    }
+    const float value = is_key ? rotated_value(x, d, head_dim, rope.split_half, cos_s, sin_s) : x[d];
     unsigned char* cache = is_key ? k_cache : v_cache;
     store_block<kFormat>(value, cache + layout.value(slot, head, d - d % 32), cache + layout.scale(slot, head, d),
                          d % 32);
@@ -241,11 +247,7 @@ __global__ void shift_keys_quantized_kernel(unsigned char* k_cache, const int32_
         int64_t{blocks[blockIdx.x / layout.block_size]} * layout.block_size + blockIdx.x % layout.block_size;
     x[d] = stored_value<kFormat>(k_cache[layout.value(slot, head, d)], k_cache + layout.scale(slot, head, d));
     __syncthreads();
-    const bool first_of_pair = rope.split_half ? d < half : d % 2 == 0;
-    const int i = rope.split_half ? d % half : d / 2;
-    const int a = rope.split_half ? i : 2 * i, b = rope.split_half ? i + half : 2 * i + 1;
-    const float x0 = x[a], x1 = x[b], c = cos_s[i], s = sin_s[i];
-    const float value = first_of_pair ? x0 * c - x1 * s : x0 * s + x1 * c;
+    const float value = rotated_value(x, d, head_dim, rope.split_half, cos_s, sin_s);
     __syncthreads();  // every value read before any block is rewritten
     store_block<kFormat>(value, k_cache + layout.value(slot, head, d - d % 32), k_cache + layout.scale(slot, head, d),
                          d % 32);

@@ -9,6 +9,7 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
+#include "folio/kv_type.h"
 #include "ui/model_summary.h"
 
 namespace folio::ui {
@@ -120,9 +121,11 @@ void ModelPanel::showSummary(const ModelSummary& s, const EngineSettings& settin
     add(tr("Vocabulary"), QString::number(s.n_vocab), shape);
     add(tr("Trained context"), tr("%1 tokens").arg(s.n_ctx_train), shape);
     QStringList kv_per_token{tr("%1 F16").arg(format_bytes(s.kv_bytes_per_token))};
-    for (const char* type : {"q8_0", "fp8"})
-        if (const uint64_t bytes = s.kv_bytes_per_token_as(QLatin1String(type)))
-            kv_per_token << tr("%1 %2").arg(format_bytes(bytes), QString::fromLatin1(type).toUpper());
+    for (const folio::KvType type : folio::kKvTypes) {
+        const QString name = QString::fromLatin1(folio::kv_type_name(type));
+        if (const uint64_t bytes = s.kv_bytes_per_token_as(name); type != folio::KvType::F16 && bytes)
+            kv_per_token << tr("%1 %2").arg(format_bytes(bytes), name.toUpper());
+    }
     add(tr("KV per token"), kv_per_token.join(QStringLiteral(", ")), shape);
     shape->setExpanded(true);
     QTreeWidgetItem* mix = add(tr("Quantization mix"), tr("%1 types").arg(s.quant_mix.size()));

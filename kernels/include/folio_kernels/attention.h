@@ -27,6 +27,17 @@ enum class KvFormat : int32_t {
     Q8_0,  // GGML Q8_0: int8 values, blocks of 32 along a head's row sharing an fp16 scale d = amax / 127
 };
 
+#if defined(__CUDACC__)
+#define FOLIO_KV_HOST_DEVICE __host__ __device__
+#else
+#define FOLIO_KV_HOST_DEVICE
+#endif
+// Bytes of a block-of-32 scale in `format` (0: F16 has none, nor blocks).
+FOLIO_KV_HOST_DEVICE constexpr int kv_scale_bytes(KvFormat format) {
+    return format == KvFormat::Q8_0 ? 2 : format == KvFormat::Fp8 ? 1 : 0;
+}
+#undef FOLIO_KV_HOST_DEVICE
+
 // One layer's paged KV cache: K and V each n_blocks blocks of block_bytes() bytes.
 //   F16: a block is [n_head_kv][block_size][head_dim] half.
 //   Fp8:  a block is [n_head_kv][block_size][head_dim] E4M3 bytes, then [n_head_kv][block_size][head_dim / 32]
@@ -42,7 +53,7 @@ struct PagedKvLayer {
 
     size_t block_bytes() const {
         const size_t values = static_cast<size_t>(block_size) * static_cast<size_t>(n_head_kv) * static_cast<size_t>(head_dim);
-        return format == KvFormat::Fp8 ? values + values / 32 : format == KvFormat::Q8_0 ? values + values / 16 : 2 * values;
+        return format == KvFormat::F16 ? 2 * values : values + values / 32 * static_cast<size_t>(kv_scale_bytes(format));
     }
 };
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/vec.h"
@@ -54,8 +55,6 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
     const bool q8 = cache_.type == KvType::Q8_0, fp8 = cache_.type == KvType::Fp8;
     uint8_t* k_bytes = cache_.k[static_cast<size_t>(p.layer)].get();
     uint8_t* v_bytes = cache_.v[static_cast<size_t>(p.layer)].get();
-    auto* k_cache = reinterpret_cast<uint16_t*>(k_bytes);
-    auto* v_cache = reinterpret_cast<uint16_t*>(v_bytes);
     const int64_t slot_bytes = cache_.slot_bytes(), row_bytes = cache_.row_bytes();
 
     // This step's keys and values go into their slots first: rows of a
@@ -136,12 +135,15 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
             }
         };
         const int64_t kv_head = head / group;
-        // An fp8 run's rows of this head, read back as half.
-        uint16_t* half_rows = fp8 ? half_rows_[static_cast<size_t>(thread)].data() : nullptr;
-        auto read_half = [&](const uint8_t* bytes, int64_t slot, int64_t run) {
+        // A run of this head's K or V rows as half, and their stride: an F16
+        // cache's in place, an fp8 cache's read back into this thread's rows.
+        auto half_run = [&](const uint8_t* bytes, int64_t slot, int64_t run) -> std::pair<const uint16_t*, int64_t> {
+            if (!fp8) return {reinterpret_cast<const uint16_t*>(bytes) + slot * kv_dim + kv_offset, kv_dim};
+            uint16_t* rows = half_rows_[static_cast<size_t>(thread)].data();
             for (int64_t r = 0; r < run; ++r)
-                vec::dequantize_fp8_f16(bytes + (slot + r) * slot_bytes + kv_head * row_bytes,
-                                        half_rows + r * p.head_dim, p.head_dim);
+                vec::dequantize_fp8_f16(bytes + (slot + r) * slot_bytes + kv_head * row_bytes, rows + r * p.head_dim,
+                                        p.head_dim);
+            return {rows, p.head_dim};
         };
         for_each_run([&](int64_t j, int64_t run, int64_t slot) {
             float* out_rows[vec::kMaxQueries];
@@ -149,12 +151,9 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
             if (q8) {
                 vec::scores_q8_0_multi(q8_rows, qb.n_rows, k_bytes + slot * slot_bytes + kv_head * row_bytes,
                                        slot_bytes, run, p.head_dim, p.scale, out_rows);
-            } else if (fp8) {
-                read_half(k_bytes, slot, run);
-                vec::scores_f16_multi(q_rows, qb.n_rows, half_rows, p.head_dim, run, p.head_dim, p.scale, out_rows);
             } else {
-                vec::scores_f16_multi(q_rows, qb.n_rows, k_cache + slot * kv_dim + kv_offset, kv_dim, run,
-                                      p.head_dim, p.scale, out_rows);
+                const auto [rows, row_stride] = half_run(k_bytes, slot, run);
+                vec::scores_f16_multi(q_rows, qb.n_rows, rows, row_stride, run, p.head_dim, p.scale, out_rows);
             }
         });
         for (int i = 0; i < qb.n_rows; ++i) {
@@ -177,12 +176,9 @@ Status CpuOps::attention(const model::AttentionParams& p, const Batch& batch, fl
             if (q8) {
                 vec::weighted_sum_q8_0_multi(o_rows, weights, qb.n_rows, v_bytes + slot * slot_bytes + kv_head * row_bytes,
                                              slot_bytes, run, p.head_dim);
-            } else if (fp8) {
-                read_half(v_bytes, slot, run);
-                vec::weighted_sum_f16_multi(o_rows, weights, qb.n_rows, half_rows, p.head_dim, run, p.head_dim);
             } else {
-                vec::weighted_sum_f16_multi(o_rows, weights, qb.n_rows, v_cache + slot * kv_dim + kv_offset, kv_dim,
-                                            run, p.head_dim);
+                const auto [rows, row_stride] = half_run(v_bytes, slot, run);
+                vec::weighted_sum_f16_multi(o_rows, weights, qb.n_rows, rows, row_stride, run, p.head_dim);
             }
         });
     };
