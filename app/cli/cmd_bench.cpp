@@ -105,7 +105,10 @@ int run_bench(int argc, char** argv) {
             return fail("bench", "the test needs a context of " + std::to_string(context) + " tokens; the model allows " +
                                      std::to_string(m.backend->max_context()));
         EngineConfig config;
-        config.scheduler.max_num_batched_tokens = static_cast<uint32_t>(std::max<int64_t>(*n_prompt, 1));
+        // The pp test runs as one batch; the -d context fills in batches of up to 2048 tokens (llama-bench's
+        // default), not one token a step as a batch sized by -p 0 would make it.
+        config.scheduler.max_num_batched_tokens =
+            static_cast<uint32_t>(std::max<int64_t>({*n_prompt, std::min<int64_t>(*depth, 2048), 1}));
         config.enable_prefix_caching = false;
         auto engine = Engine::start(m.model, m.tokenizer, *m.backend, config);
         if (!engine) return fail("bench", engine.error().message);

@@ -409,6 +409,8 @@ private slots:
             {"d128 gqa4 chunk after 4096", {8, 2, 128, 16}, {{1, 4100}, {1, 5000}, {64, 4160}}},
             {"d256 gqa2 window 1024 softcap", {4, 2, 256, 32, 1024, 30.f, 3.f}, {{1, 4500}, {32, 4200}}},
             {"d64 gqa3 decode 8192", {9, 3, 64, 16}, {{1, 8192}}},
+            // more than 128 chunks: the merge folds several segments of partials
+            {"d128 gqa4 decode 20000", {8, 2, 128, 16}, {{1, 20000}, {1, 16500}}},
         };
         for (const BatchCase& c : cases) {
             double err = 0;
