@@ -144,6 +144,71 @@ cudaError_t launch_matvec(const DeviceMatrix& w, const float* x, int64_t j0, con
                              w.rows, w.cols, x, j0, y);
 }
 
+// Grouped products of float experts (folio_kernels/moe.h): block (x, g) is
+// weight rows 4x .. 4x + 3 of group g's expert times the group's rows, NT at
+// a time, F32 sums in a fixed order per row (lane l: elements l, l + 32, ...
+// of 16-byte chunks, one butterfly), the same whatever the tile.
+template <WeightType T, int NT>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, 4)
+    grouped_float_kernel(const uint8_t* __restrict__ w, size_t stride, int64_t rows, int64_t cols,
+                         const float* __restrict__ x, const int4* __restrict__ groups,
+                         const int32_t* __restrict__ n_groups, float* __restrict__ y) {
+    constexpr int kElems = 16 / kElemBytes<T>;
+    allow_later_grids();
+    wait_for_earlier_grids();
+    const int lane = threadIdx.x % 32;
+    const int64_t row = blockIdx.x * static_cast<int64_t>(kWarpsPerBlock) + threadIdx.x / 32;
+    if (row >= rows || static_cast<int>(blockIdx.y) >= *n_groups) return;
+    const int4 g = groups[blockIdx.y];  // expert, first position, count
+    const uint8_t* wr = w + static_cast<size_t>(g.x) * stride + row * cols * kElemBytes<T>;
+    const int64_t chunks = cols / kElems;  // whole: grouped_float_matmul checks
+    for (int first = 0; first < g.z; first += NT) {
+        const int valid = g.z - first < NT ? g.z - first : NT;
+        const float* xs = x + (g.y + first) * cols;
+        float acc[NT];
+#pragma unroll
+        for (int j = 0; j < NT; ++j) acc[j] = 0.0f;
+        for (int64_t c = lane; c < chunks; c += 32) {
+            float f[kElems];
+            unpack16<T>(__ldg(reinterpret_cast<const uint4*>(wr) + c), f);
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                if (j >= valid) break;
+                const float4* xv = reinterpret_cast<const float4*>(xs + j * cols + c * kElems);
+#pragma unroll
+                for (int q = 0; q < kElems / 4; ++q) {
+                    const float4 a = __ldg(xv + q);
+                    acc[j] = fmaf(f[4 * q], a.x, acc[j]);
+                    acc[j] = fmaf(f[4 * q + 1], a.y, acc[j]);
+                    acc[j] = fmaf(f[4 * q + 2], a.z, acc[j]);
+                    acc[j] = fmaf(f[4 * q + 3], a.w, acc[j]);
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], o);
+            if (lane == j && j < valid) y[(g.y + first + j) * rows + row] = acc[j];
+        }
+    }
+}
+
+template <WeightType T>
+cudaError_t launch_grouped_float(const DeviceExperts& w, const float* x, int tile, const int4* groups,
+                                 const int32_t* n_groups, unsigned max_groups, float* y, cudaStream_t s) {
+    const dim3 grid(blocks_for(w.rows, kWarpsPerBlock), max_groups);
+    const auto* wp = static_cast<const uint8_t*>(w.data);
+    if (tile == 1)
+        return launch_overlapped(kPdlMatmul, grouped_float_kernel<T, 1>, grid, dim3(kWarpsPerBlock * 32), s, wp,
+                                 w.stride, w.rows, w.cols, x, groups, n_groups, y);
+    if (tile <= 4)
+        return launch_overlapped(kPdlMatmul, grouped_float_kernel<T, 4>, grid, dim3(kWarpsPerBlock * 32), s, wp,
+                                 w.stride, w.rows, w.cols, x, groups, n_groups, y);
+    return launch_overlapped(kPdlMatmul, grouped_float_kernel<T, 8>, grid, dim3(kWarpsPerBlock * 32), s, wp,
+                             w.stride, w.rows, w.cols, x, groups, n_groups, y);
+}
+
 template <WeightType T>
 __global__ void convert_activations(const float* __restrict__ x, size_t count, void* __restrict__ out) {
     for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
@@ -237,6 +302,18 @@ cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const
         case WeightType::F32: return launch_matvec<WeightType::F32, 1>(w, x, 0, y, s);
         case WeightType::F16: return launch_matvec<WeightType::F16, 1>(w, x, 0, y, s);
         case WeightType::BF16: return launch_matvec<WeightType::BF16, 1>(w, x, 0, y, s);
+        default: return cudaErrorInvalidValue;
+    }
+}
+
+cudaError_t grouped_float_matmul(const DeviceExperts& w, const float* x, int tile, const int4* groups,
+                                 const int32_t* n_groups, unsigned max_groups, float* y, cudaStream_t s) {
+    if (w.cols % (16 / (w.type == WeightType::F32 ? 4 : 2)) != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
+        return cudaErrorInvalidValue;
+    switch (w.type) {
+        case WeightType::F32: return launch_grouped_float<WeightType::F32>(w, x, tile, groups, n_groups, max_groups, y, s);
+        case WeightType::F16: return launch_grouped_float<WeightType::F16>(w, x, tile, groups, n_groups, max_groups, y, s);
+        case WeightType::BF16: return launch_grouped_float<WeightType::BF16>(w, x, tile, groups, n_groups, max_groups, y, s);
         default: return cudaErrorInvalidValue;
     }
 }

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "folio_kernels/matmul.h"
+#include "folio_kernels/moe.h"
 #include "launch.cuh"
 
 namespace folio::kernels::detail {
@@ -143,5 +144,16 @@ size_t float_workspace_bytes(WeightType t, int64_t n, int64_t cols);
 cudaError_t convert_to(WeightType t, const float* x, size_t count, void* out, cudaStream_t s);
 cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& parts,
                          const MatmulWorkspace& ws, cudaStream_t s);
+
+// Grouped products of stacked experts (moe.cu): grid.y = max_groups blocks
+// of groups, those past *n_groups idle; tile = the rows a kernel takes at a
+// time (1 .. kMatmulTileRows). The quantized one reads x rows past n_entries
+// from its workspace's padding (grouped_quantized_workspace_bytes).
+size_t grouped_quantized_workspace_bytes(WeightType t, int64_t n_entries, int64_t cols);
+cudaError_t grouped_quantized_matmul(const DeviceExperts& w, const float* x, int64_t n_entries, int tile,
+                                     const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,
+                                     void* ws, bool x_in_workspace, cudaStream_t s);
+cudaError_t grouped_float_matmul(const DeviceExperts& w, const float* x, int tile, const int4* groups,
+                                 const int32_t* n_groups, unsigned max_groups, float* y, cudaStream_t s);
 
 }  // namespace folio::kernels::detail

@@ -501,27 +501,30 @@ cudaError_t launch_tiles(const DeviceMatrix& w, const SplitLayout& l, const ActQ
                              static_cast<const uint8_t*>(w.data), l, w.rows, w.cols, a, j_begin, tiles, y);
 }
 
+// Quantizes n rows of x (unless the producer did: x_in_workspace) into ws,
+// laid out for n_alloc >= n rows; the kernels' view of them.
 template <WeightType T>
-cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y, void* ws,
-                       bool x_in_workspace, cudaStream_t s) {
+cudaError_t quantize_rows(const float* x, int64_t n, int64_t n_alloc, int64_t cols, void* ws, bool x_in_workspace,
+                          cudaStream_t s, ActQ8& a) {
     constexpr bool kK = kSuperBlocks<T>;
-    const ActLayout al = act_layout(kK, n, w.cols);
+    const ActLayout al = act_layout(kK, n_alloc, cols);
     auto* base = static_cast<uint8_t*>(ws);
-    ActQ8 a;
-    a.cols = w.cols;
+    a = ActQ8{};
+    a.cols = cols;
     a.qs = reinterpret_cast<const int8_t*>(base);
     constexpr int kThreads = 256;
     if constexpr (kK) {
         a.d = reinterpret_cast<const float*>(base + al.d_offset);
         a.bsums = reinterpret_cast<const int16_t*>(base + al.bsums_offset);
-        const int64_t blocks = n * (w.cols / kQKK);
-        FOLIO_CUDA_TRY(launch_overlapped(kPdlMatmul, quantize_q8_k_blocks, dim3(blocks_for(blocks * 32, kThreads)),
-                                         dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
-                                         reinterpret_cast<float*>(base + al.d_offset),
-                                         reinterpret_cast<int16_t*>(base + al.bsums_offset)));
+        const int64_t blocks = n * (cols / kQKK);
+        if (!x_in_workspace)
+            FOLIO_CUDA_TRY(launch_overlapped(kPdlMatmul, quantize_q8_k_blocks, dim3(blocks_for(blocks * 32, kThreads)),
+                                             dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
+                                             reinterpret_cast<float*>(base + al.d_offset),
+                                             reinterpret_cast<int16_t*>(base + al.bsums_offset)));
     } else {
         a.meta = reinterpret_cast<const float2*>(base + al.meta_offset);
-        const int64_t blocks = n * (w.cols / kQK);
+        const int64_t blocks = n * (cols / kQK);
         constexpr bool kQ8_1 = has_min(T);
         // x_in_workspace: the kernel that produced x wrote its blocks already.
         if (!x_in_workspace)
@@ -529,6 +532,15 @@ cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const S
                                              dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
                                              reinterpret_cast<float2*>(base + al.meta_offset)));
     }
+    return cudaSuccess;
+}
+
+template <WeightType T>
+cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y, void* ws,
+                       bool x_in_workspace, cudaStream_t s) {
+    ActQ8 a;
+    // The K-quants' Q8_K rows are always quantized here (no producer writes them).
+    FOLIO_CUDA_TRY(quantize_rows<T>(x, n, n, w.cols, ws, x_in_workspace && !kSuperBlocks<T>, s, a));
     const SplitLayout l = is_split(T) ? split_layout(T, w.rows, w.cols) : SplitLayout{};
     constexpr int kTile = kMatmulTileRows;
     const int64_t full = n / kTile;
@@ -550,7 +562,93 @@ cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const S
     }
 }
 
+
+// ---- grouped products (mixture of experts, folio_kernels/moe.h) ----------------
+// Block (x, g): weight rows 4x .. 4x + 3 of group g's expert times the
+// group's rows (consecutive sorted positions), in tiles of NT as mmq_kernel
+// walks them; a partial last tile computes rows past the group (quantized
+// padding or the next group's rows) and stores only its own. The group is
+// known only after the routing kernel: the weights load after the wait.
+template <WeightType T, int NT>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, kMinBlocks<T, NT>)
+    grouped_mmq_kernel(const uint8_t* __restrict__ w, size_t stride, SplitLayout l, int64_t rows, int64_t cols,
+                       ActQ8 a, const int4* __restrict__ groups, const int32_t* __restrict__ n_groups,
+                       float* __restrict__ y) {
+    using U = typename UnitOf<T>::type;
+    constexpr int kU = kUnroll<T>;
+    allow_later_grids();
+    wait_for_earlier_grids();
+    const int lane = threadIdx.x % 32;
+    const int64_t row = blockIdx.x * static_cast<int64_t>(kWarpsPerBlock) + threadIdx.x / 32;
+    if (row >= rows || static_cast<int>(blockIdx.y) >= *n_groups) return;
+    const int4 g = groups[blockIdx.y];  // expert, first position, count
+    const uint8_t* we = w + static_cast<size_t>(g.x) * stride;
+    const int units = static_cast<int>(cols / U::kUnitElems);
+    typename U::Unit unit[kU];
+    load_first<T>(we, l, row * units, units, lane, unit);
+    const bool row_in_registers = units <= 32 * kU;
+    for (int first = 0; first < g.z; first += NT) {
+        const int64_t j0 = g.y + first;
+        float acc[NT];
+        row_dot<T, NT>(we, l, row * units, units, lane, unit, first == 0 || row_in_registers, a, j0, acc);
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+            if (lane == j && first + j < g.z) y[(j0 + j) * rows + row] = acc[j];
+    }
+}
+
+template <WeightType T, int NT>
+cudaError_t launch_grouped_tiles(const DeviceExperts& w, const SplitLayout& l, const ActQ8& a, const int4* groups,
+                                 const int32_t* n_groups, unsigned max_groups, float* y, cudaStream_t s) {
+    const dim3 grid(blocks_for(w.rows, kWarpsPerBlock), max_groups);
+    return launch_overlapped(kPdlMatmul, grouped_mmq_kernel<T, NT>, grid, dim3(kWarpsPerBlock * 32), s,
+                             static_cast<const uint8_t*>(w.data), w.stride, l, w.rows, w.cols, a, groups, n_groups, y);
+}
+
+template <WeightType T>
+cudaError_t launch_grouped_mmq(const DeviceExperts& w, const float* x, int64_t n_entries, int tile,
+                               const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y, void* ws,
+                               bool x_in_workspace, cudaStream_t s) {
+    ActQ8 a;
+    FOLIO_CUDA_TRY(quantize_rows<T>(x, n_entries, n_entries + kMatmulTileRows, w.cols, ws, x_in_workspace, s, a));
+    const SplitLayout l = is_split(T) ? split_layout(T, w.rows, w.cols) : SplitLayout{};
+    switch (tile) {
+        case 1: return launch_grouped_tiles<T, 1>(w, l, a, groups, n_groups, max_groups, y, s);
+        case 2: return launch_grouped_tiles<T, 2>(w, l, a, groups, n_groups, max_groups, y, s);
+        case 3: return launch_grouped_tiles<T, 3>(w, l, a, groups, n_groups, max_groups, y, s);
+        case 4: return launch_grouped_tiles<T, 4>(w, l, a, groups, n_groups, max_groups, y, s);
+        case 5: return launch_grouped_tiles<T, 5>(w, l, a, groups, n_groups, max_groups, y, s);
+        case 6: return launch_grouped_tiles<T, 6>(w, l, a, groups, n_groups, max_groups, y, s);
+        case 7: return launch_grouped_tiles<T, 7>(w, l, a, groups, n_groups, max_groups, y, s);
+        default: return launch_grouped_tiles<T, 8>(w, l, a, groups, n_groups, max_groups, y, s);
+    }
+}
+
 }  // namespace
+
+size_t grouped_quantized_workspace_bytes(WeightType t, int64_t n_entries, int64_t cols) {
+    return quantized_workspace_bytes(t, n_entries + kMatmulTileRows, cols);
+}
+
+cudaError_t grouped_quantized_matmul(const DeviceExperts& w, const float* x, int64_t n_entries, int tile,
+                                     const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,
+                                     void* ws, bool x_in_workspace, cudaStream_t s) {
+    switch (w.type) {
+#define FOLIO_GROUPED(T) \
+    case WeightType::T: \
+        return launch_grouped_mmq<WeightType::T>(w, x, n_entries, tile, groups, n_groups, max_groups, y, ws, x_in_workspace, s);
+        FOLIO_GROUPED(Q4_0)
+        FOLIO_GROUPED(Q4_1)
+        FOLIO_GROUPED(Q5_0)
+        FOLIO_GROUPED(Q5_1)
+        FOLIO_GROUPED(Q8_0)
+        FOLIO_GROUPED(Q4_K)
+        FOLIO_GROUPED(Q5_K)
+        FOLIO_GROUPED(Q6_K)
+#undef FOLIO_GROUPED
+        default: return cudaErrorInvalidValue;
+    }
+}
 
 size_t quantized_workspace_bytes(WeightType t, int64_t n, int64_t cols) {
     const bool k = t == WeightType::Q4_K || t == WeightType::Q5_K || t == WeightType::Q6_K;

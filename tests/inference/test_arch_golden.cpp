@@ -131,7 +131,6 @@ private:
     void check_family(const std::string& family, bool drop_factors, bool drop_attn_factor = false,
                       const std::string& golden_name = "") {
         const bool experts = family == "qwen3moe" || family == "mixtral";
-        if (kOnGpu && experts) QSKIP("the CUDA backend does not run mixture-of-experts layers yet (no CudaOps::moe_ffn)");
         nlohmann::json golden;
         {
             std::ifstream in(

@@ -17,6 +17,7 @@
 #include "folio/backend.h"
 #include "folio_kernels/check.h"
 #include "folio_kernels/matmul.h"
+#include "folio_kernels/moe.h"
 #include "folio_kernels/sampling.h"
 #include "model/architecture.h"
 #include "model/batch_check.h"
@@ -261,10 +262,13 @@ Status CudaBackend::upload_weights(const ModelDescription& model) {
     // What goes to the device: each group of matrices that share their input
     // and type (Q K V, gate up) as one matrix of their rows stacked, every
     // other matrix once (a tied output head is the embedding table).
+    // The experts of a stacked expert matrix are uploads of their own, one
+    // after the other (a fixed stride apart: kernels::DeviceExperts).
     struct Upload {
         std::vector<model::Weight> members;  // stacked in this order
         int64_t rows = 0;
         size_t offset = 0;
+        bool expert = false;
     };
     std::vector<Upload> uploads;
     std::unordered_set<const void*> placed;
@@ -284,6 +288,16 @@ Status CudaBackend::upload_weights(const ModelDescription& model) {
     for (const model::Weight& w : arch_->matrices()) singles.push_back(w);
     for (const model::Weight& w : singles)
         if (placed.insert(w.data).second) uploads.push_back(Upload{{w}, w.out_features, 0});
+    const std::vector<model::ExpertMatrix> expert_matrices = arch_->expert_matrices();
+    std::vector<size_t> first_expert;  // index in uploads, per expert matrix
+    for (const model::ExpertMatrix& em : expert_matrices) {
+        if (em.n_expert > kernels::kMaxExperts || model.hparams.n_expert_used > static_cast<uint32_t>(kernels::kMaxExpertsUsed))
+            return make_error("model '" + model.name + "': " + std::to_string(model.hparams.n_expert_used) + " of " +
+                              std::to_string(em.n_expert) + " experts per token; the CUDA backend routes at most " +
+                              std::to_string(kernels::kMaxExpertsUsed) + " of " + std::to_string(kernels::kMaxExperts));
+        first_expert.push_back(uploads.size());
+        for (int32_t e = 0; e < em.n_expert; ++e) uploads.push_back(Upload{{em.expert(e)}, em.out_features, 0, true});
+    }
 
     size_t total = 0, staging = 0;
     for (Upload& u : uploads) {
@@ -325,7 +339,9 @@ Status CudaBackend::upload_weights(const ModelDescription& model) {
             // The staging buffer is reused by the next matrix.
             FOLIO_CUDA_OR_ERROR(cudaStreamSynchronize(stream_), "weight upload");
         }
-        if (u.members.size() == 1) {
+        if (u.expert) {
+            // Registered below, as a whole.
+        } else if (u.members.size() == 1) {
             ops_->add_matrix(w.data, m);
         } else {
             std::vector<const void*> members;
@@ -336,6 +352,13 @@ Status CudaBackend::upload_weights(const ModelDescription& model) {
             }
             ops_->add_stacked(m, std::move(members), std::move(rows));
         }
+    }
+    for (size_t i = 0; i < expert_matrices.size(); ++i) {
+        const model::ExpertMatrix& em = expert_matrices[i];
+        const kernels::WeightType t = kernel_type(em.type);
+        ops_->add_experts(em.data, kernels::DeviceExperts{t, static_cast<std::byte*>(weights_.data()) + uploads[first_expert[i]].offset,
+                                                          kernels::expert_stride(t, em.out_features, em.in_features),
+                                                          em.out_features, em.in_features, em.n_expert});
     }
     // Norm weights and biases: small, one buffer.
     const auto vectors = arch_->vectors();
@@ -621,11 +644,6 @@ Result<std::unique_ptr<Backend>> create_cuda_backend(const ModelDescription& mod
         return make_error("KV block size must be between 1 and 1024 tokens");
     auto arch = model::create_architecture(model);
     if (!arch) return arch.error();
-    // CudaOps has no moe_ffn yet (a grouped kernel per expert matrix, model/moe.h).
-    if (!(*arch)->expert_matrices().empty())
-        return make_error("model '" + model.name + "' is a mixture of experts (" +
-                          std::to_string(model.hparams.n_expert_used) + " of " + std::to_string(model.hparams.n_expert) +
-                          " experts per token), which the CUDA backend does not run yet; use --device cpu");
     auto backend = std::make_unique<CudaBackend>();
     if (Status s = backend->init(model, std::move(*arch), options, *device, scan_devices().usable[*device]); !s)
         return s.error();

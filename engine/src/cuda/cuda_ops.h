@@ -18,6 +18,7 @@
 #include "folio/kv_type.h"
 #include "folio_kernels/attention.h"
 #include "folio_kernels/matmul.h"
+#include "folio_kernels/moe.h"
 #include "model/ops.h"
 
 namespace folio::cuda {
@@ -92,6 +93,8 @@ public:
         count_format(m.type);
     }
     void add_vector(const float* host, const float* device) { vectors_[host] = device; }
+    // A stacked expert matrix's device copy, by its host address (ExpertMatrix::data).
+    void add_experts(const void* host, const kernels::DeviceExperts& e) { experts_[host] = e; }
     // Matrices stored as one (their rows stacked, in order), for matmuls().
     void add_stacked(const kernels::DeviceMatrix& m, std::vector<const void*> members, std::vector<int64_t> rows) {
         const void* first = members[0];
@@ -122,6 +125,8 @@ public:
                    std::span<float* const> y) override;
     Status gated_matmuls(std::span<const model::Weight> w, Glu act, const float* x, int64_t n_rows, float* gate,
                          float* up) override;
+    // Routing, grouping and the grouped products on the device (folio_kernels/moe.h).
+    Status moe_ffn(const model::MoeFfn& ffn, const float* x, int64_t n_rows, float* out) override;
     Status attention(const model::AttentionParams& params, const Batch& batch, float* q, float* k, const float* v,
                      float* out) override;
     void silu_mul(float* gate, const float* up, int64_t n) override;
@@ -172,6 +177,7 @@ private:
     bool grow(DeviceBuffer& buf, size_t bytes, const char* what, InGraphs in_graphs = InGraphs::Yes);
     const float* vector(const float* host, const char* what);
     const kernels::DeviceMatrix* matrix(const model::Weight& w);
+    const kernels::DeviceExperts* experts(const model::ExpertMatrix& m);
 
     // Activation quantization (or F16 conversion) fused into the kernel that
     // produces a matmul's input (a norm, a gated activation): it writes its
@@ -205,6 +211,8 @@ private:
     DeviceKvCache& cache_;
     std::unordered_map<const void*, kernels::DeviceMatrix> matrices_;
     std::unordered_map<const float*, const float*> vectors_;
+    std::unordered_map<const void*, kernels::DeviceExperts> experts_;
+    DeviceBuffer moe_scratch_;  // moe_ffn: router logits, routing, sorted rows, expert outputs
     struct Stacked {
         kernels::DeviceMatrix matrix;
         std::vector<const void*> members;

@@ -19,19 +19,24 @@ struct Shape {
     uint32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx;
     float rope_base;
     bool tied;
+    uint32_t n_expert = 0, n_expert_used = 0;  // a mixture of experts of n_ff each (qwen3moe)
 };
 
 // Llama 3 8B / 3.1 8B (the same block, a 128k context; its RoPE factors left
-// out) / 3.2 1B, SmolLM2 135M and Gemma 3 270M as their configs give them;
-// the tiny ones for tests.
+// out) / 3.2 1B, Qwen3 8B, Qwen3 30B-A3B (128 experts of 768, 8 a token),
+// SmolLM2 135M and Gemma 3 270M as their configs give them; the tiny ones
+// for tests.
 constexpr Shape kShapes[] = {
     {"llama-3-8b", "llama", 128256, 4096, 32, 32, 8, 128, 14336, 8192, 500000.0f, false},
     {"llama-3.1-8b", "llama", 128256, 4096, 32, 32, 8, 128, 14336, 131072, 500000.0f, false},
     {"llama-3.2-1b", "llama", 128256, 2048, 16, 32, 8, 64, 8192, 131072, 500000.0f, true},
+    {"qwen3-8b", "qwen3", 151936, 4096, 36, 32, 8, 128, 12288, 40960, 1000000.0f, false},
+    {"qwen3-30b-a3b", "qwen3moe", 151936, 2048, 48, 32, 4, 128, 768, 40960, 1000000.0f, false, 128, 8},
     {"smollm2-135m", "llama", 49152, 576, 30, 9, 3, 64, 1536, 8192, 100000.0f, true},
     {"gemma-3-270m", "gemma3", 262144, 640, 18, 4, 1, 256, 2048, 32768, 1000000.0f, true},
     {"tiny-llama", "llama", 512, 256, 2, 4, 2, 64, 512, 2048, 10000.0f, false},
     {"tiny-gemma3", "gemma3", 512, 256, 7, 2, 1, 128, 512, 2048, 1000000.0f, true},
+    {"tiny-qwen3moe", "qwen3moe", 512, 256, 2, 4, 2, 64, 256, 2048, 1000000.0f, false, 8, 2},
 };
 
 // splitmix64: a counter-based generator, so any tensor can be generated alone.
@@ -148,6 +153,8 @@ Result<ModelDescription> make_dummy_model(const DummyModelOptions& options) {
     if (!shape) return make_error("unknown dummy model shape '" + options.shape + "' (" + dummy_model_shapes() + ")");
     const TensorTypeTraits tt = traits(options.type);
     const bool gemma = std::strcmp(shape->architecture, "gemma3") == 0;
+    const bool qk_norm = gemma || std::strncmp(shape->architecture, "qwen3", 5) == 0;
+    const bool moe = shape->n_expert > 0;
 
     ModelDescription m;
     m.path = "dummy:" + options.shape;
@@ -164,6 +171,12 @@ Result<ModelDescription> make_dummy_model(const DummyModelOptions& options) {
     hp.n_ff = shape->n_ff;
     hp.rope_freq_base = shape->rope_base;
     hp.tied_embeddings = shape->tied;
+    if (moe) {
+        hp.n_expert = shape->n_expert;
+        hp.n_expert_used = shape->n_expert_used;
+        hp.n_ff_expert = shape->n_ff;
+    }
+    if (qk_norm && !gemma) hp.rms_norm_eps = 1e-6f;
     if (gemma) {
         hp.rms_norm_eps = 1e-6f;
         hp.rope_freq_base_swa = 10000.0f;
@@ -200,12 +213,22 @@ Result<ModelDescription> make_dummy_model(const DummyModelOptions& options) {
         add(p + "attn_v.weight", options.type, {embd, kv_dim});
         add(p + "attn_output.weight", options.type, {q_dim, embd});
         add(p + "ffn_norm.weight", TensorType::F32, {embd});
-        add(p + "ffn_gate.weight", options.type, {embd, ff});
-        add(p + "ffn_up.weight", options.type, {embd, ff});
-        add(p + "ffn_down.weight", options.type, {ff, embd});
-        if (gemma) {
+        if (moe) {  // the router in F32, as llama.cpp's quantized files keep it
+            const int64_t experts = shape->n_expert;
+            add(p + "ffn_gate_inp.weight", TensorType::F32, {embd, experts});
+            add(p + "ffn_gate_exps.weight", options.type, {embd, ff, experts});
+            add(p + "ffn_up_exps.weight", options.type, {embd, ff, experts});
+            add(p + "ffn_down_exps.weight", options.type, {ff, embd, experts});
+        } else {
+            add(p + "ffn_gate.weight", options.type, {embd, ff});
+            add(p + "ffn_up.weight", options.type, {embd, ff});
+            add(p + "ffn_down.weight", options.type, {ff, embd});
+        }
+        if (qk_norm) {
             add(p + "attn_q_norm.weight", TensorType::F32, {int64_t{shape->head_dim}});
             add(p + "attn_k_norm.weight", TensorType::F32, {int64_t{shape->head_dim}});
+        }
+        if (gemma) {
             add(p + "post_attention_norm.weight", TensorType::F32, {embd});
             add(p + "post_ffw_norm.weight", TensorType::F32, {embd});
         }
