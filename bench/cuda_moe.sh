@@ -39,7 +39,7 @@ if [ "$step" = prepare ]; then
     fi
     echo "llama.cpp built at $(date -u +%T)"
     wait $gen1 $gen2
-    tail -2 "$WORK"/*.gguf.log
+    for f in "$WORK"/*.gguf.log; do echo "$f: $(tail -n 1 "$f")"; done
     if [ -f "$WORK/q8b.F16.gguf" ] && [ ! -f "$WORK/q8b.Q4_K_M.gguf" ]; then
         "$WORK/llama.cpp/build/bin/llama-quantize" "$WORK/q8b.F16.gguf" "$WORK/q8b.Q4_K_M.gguf.part" Q4_K_M 16 \
             > "$WORK/quantize.log" 2>&1 && mv "$WORK/q8b.Q4_K_M.gguf.part" "$WORK/q8b.Q4_K_M.gguf"
@@ -70,7 +70,8 @@ for m in ${MODELS:-q30a3b.Q4_K q8b.Q4_K_M q8b.F16}; do
     run "llama-$m-64" "$L/llama-batched-bench" -m "$Q" -ngl 99 -fa on -c 17408 -b 2048 -ub 512 \
         -npp 128 -ntg 128 -npl 64
     run "folio-$m-64" "$F" bench -m "$Q" --device cuda --workload synthetic --requests 64 --rate inf \
-        --prompt-len 128:128 --output-len 128:128 --modes paged -c 1024 --max-seqs 64 -b 2048
+        --prompt-len 128:128 --output-len 128:128 --modes paged -c 1024 --max-seqs 64 -b 2048 \
+        --kv-budget 4096
     [ -n "${SHORT:-}" ] && continue
     run "folio-$m-1b" "$F" bench -m "$Q" --device cuda -p 512 -n 128 -r 3
     run "llama-$m-1b" "$L/llama-bench" -m "$Q" -ngl 99 -fa 1 -p 512 -n 128 -r 3
