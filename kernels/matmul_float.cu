@@ -151,8 +151,9 @@ cudaError_t launch_matvec(const DeviceMatrix& w, const float* x, int64_t j0, con
 template <WeightType T, int NT>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4)
     grouped_float_kernel(const uint8_t* __restrict__ w, size_t stride, int64_t rows, int64_t cols,
-                         const float* __restrict__ x, const int4* __restrict__ groups,
-                         const int32_t* __restrict__ n_groups, float* __restrict__ y) {
+                         const float* __restrict__ x, const int32_t* __restrict__ x_row,
+                         const int4* __restrict__ groups, const int32_t* __restrict__ n_groups,
+                         float* __restrict__ y) {
     constexpr int kElems = 16 / kElemBytes<T>;
     allow_later_grids();
     wait_for_earlier_grids();
@@ -164,7 +165,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4)
     const int64_t chunks = cols / kElems;  // whole: grouped_float_matmul checks
     for (int first = 0; first < g.z; first += NT) {
         const int valid = g.z - first < NT ? g.z - first : NT;
-        const float* xs = x + (g.y + first) * cols;
+        const float* xs[NT];
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const int64_t p = g.y + first + (j < valid ? j : 0);
+            xs[j] = x + (x_row ? static_cast<int64_t>(x_row[p]) : p) * cols;
+        }
         float acc[NT];
 #pragma unroll
         for (int j = 0; j < NT; ++j) acc[j] = 0.0f;
@@ -174,7 +180,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4)
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
                 if (j >= valid) break;
-                const float4* xv = reinterpret_cast<const float4*>(xs + j * cols + c * kElems);
+                const float4* xv = reinterpret_cast<const float4*>(xs[j] + c * kElems);
 #pragma unroll
                 for (int q = 0; q < kElems / 4; ++q) {
                     const float4 a = __ldg(xv + q);
@@ -195,18 +201,18 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4)
 }
 
 template <WeightType T>
-cudaError_t launch_grouped_float(const DeviceExperts& w, const float* x, int tile, const int4* groups,
+cudaError_t launch_grouped_float(const DeviceExperts& w, const float* x, const int32_t* x_row, int tile, const int4* groups,
                                  const int32_t* n_groups, unsigned max_groups, float* y, cudaStream_t s) {
     const dim3 grid(blocks_for(w.rows, kWarpsPerBlock), max_groups);
     const auto* wp = static_cast<const uint8_t*>(w.data);
     if (tile == 1)
         return launch_overlapped(kPdlMatmul, grouped_float_kernel<T, 1>, grid, dim3(kWarpsPerBlock * 32), s, wp,
-                                 w.stride, w.rows, w.cols, x, groups, n_groups, y);
+                                 w.stride, w.rows, w.cols, x, x_row, groups, n_groups, y);
     if (tile <= 4)
         return launch_overlapped(kPdlMatmul, grouped_float_kernel<T, 4>, grid, dim3(kWarpsPerBlock * 32), s, wp,
-                                 w.stride, w.rows, w.cols, x, groups, n_groups, y);
+                                 w.stride, w.rows, w.cols, x, x_row, groups, n_groups, y);
     return launch_overlapped(kPdlMatmul, grouped_float_kernel<T, 8>, grid, dim3(kWarpsPerBlock * 32), s, wp,
-                             w.stride, w.rows, w.cols, x, groups, n_groups, y);
+                             w.stride, w.rows, w.cols, x, x_row, groups, n_groups, y);
 }
 
 template <WeightType T>
@@ -306,14 +312,15 @@ cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const
     }
 }
 
-cudaError_t grouped_float_matmul(const DeviceExperts& w, const float* x, int tile, const int4* groups,
-                                 const int32_t* n_groups, unsigned max_groups, float* y, cudaStream_t s) {
+cudaError_t grouped_float_matmul(const DeviceExperts& w, const float* x, const int32_t* x_row, int tile,
+                                 const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,
+                                 cudaStream_t s) {
     if (w.cols % (16 / (w.type == WeightType::F32 ? 4 : 2)) != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
         return cudaErrorInvalidValue;
     switch (w.type) {
-        case WeightType::F32: return launch_grouped_float<WeightType::F32>(w, x, tile, groups, n_groups, max_groups, y, s);
-        case WeightType::F16: return launch_grouped_float<WeightType::F16>(w, x, tile, groups, n_groups, max_groups, y, s);
-        case WeightType::BF16: return launch_grouped_float<WeightType::BF16>(w, x, tile, groups, n_groups, max_groups, y, s);
+        case WeightType::F32: return launch_grouped_float<WeightType::F32>(w, x, x_row, tile, groups, n_groups, max_groups, y, s);
+        case WeightType::F16: return launch_grouped_float<WeightType::F16>(w, x, x_row, tile, groups, n_groups, max_groups, y, s);
+        case WeightType::BF16: return launch_grouped_float<WeightType::BF16>(w, x, x_row, tile, groups, n_groups, max_groups, y, s);
         default: return cudaErrorInvalidValue;
     }
 }

@@ -147,13 +147,16 @@ cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const
 
 // Grouped products of stacked experts (moe.cu): grid.y = max_groups blocks
 // of groups, those past *n_groups idle; tile = the rows a kernel takes at a
-// time (1 .. kMatmulTileRows). The quantized one reads x rows past n_entries
+// time (1 .. kMatmulTileRows). x_row: position p's input is x's row
+// x_row[p] (null: row p). The quantized one reads x rows past n_entries
 // from its workspace's padding (grouped_quantized_workspace_bytes).
 size_t grouped_quantized_workspace_bytes(WeightType t, int64_t n_entries, int64_t cols);
-cudaError_t grouped_quantized_matmul(const DeviceExperts& w, const float* x, int64_t n_entries, int tile,
+cudaError_t grouped_quantized_matmul(const DeviceExperts& w, const float* x, const int32_t* x_row, int64_t n_entries,
+                                     int tile,
                                      const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,
                                      void* ws, bool x_in_workspace, cudaStream_t s);
-cudaError_t grouped_float_matmul(const DeviceExperts& w, const float* x, int tile, const int4* groups,
-                                 const int32_t* n_groups, unsigned max_groups, float* y, cudaStream_t s);
+cudaError_t grouped_float_matmul(const DeviceExperts& w, const float* x, const int32_t* x_row, int tile,
+                                 const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,
+                                 cudaStream_t s);
 
 }  // namespace folio::kernels::detail

@@ -122,24 +122,36 @@ __device__ __forceinline__ void quantize_block256(const float* __restrict__ x, i
     if (lane == 0) *d_out = amax != 0.0f ? __fdiv_rn(1.0f, iscale) : 0.0f;
 }
 
+// Where the rows to quantize are: x's rows in order, or (a grouped product's
+// input, folio_kernels/moe.h) row x_row[i] of x for the i-th.
+struct RowsIn {
+    const float* x = nullptr;
+    const int32_t* x_row = nullptr;  // null: in order
+    int64_t blocks_per_row = 1;
+    // Block b of the rows, of `elems` values.
+    __device__ const float* block(int64_t b, int elems) const {
+        if (!x_row) return x + b * elems;
+        return x + (static_cast<int64_t>(x_row[b / blocks_per_row]) * blocks_per_row + b % blocks_per_row) * elems;
+    }
+};
+
 // The activation rows of a matmul, one thread per block of 32.
 template <bool kQ8_1>
-__global__ void quantize_q8_blocks(const float* __restrict__ x, int64_t blocks, int8_t* __restrict__ qs,
-                                   float2* __restrict__ meta) {
+__global__ void quantize_q8_blocks(RowsIn x, int64_t blocks, int8_t* __restrict__ qs, float2* __restrict__ meta) {
     allow_later_grids();  // dependents only start: they wait for this grid to finish
     wait_for_earlier_grids();
     const int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-    if (b < blocks) quantize_block32<kQ8_1>(x + b * kQK, qs + b * kQK, meta + b);
+    if (b < blocks) quantize_block32<kQ8_1>(x.block(b, kQK), qs + b * kQK, meta + b);
 }
 
 // The activation rows of a K-quant matmul, one warp per super-block.
-__global__ void quantize_q8_k_blocks(const float* __restrict__ x, int64_t blocks, int8_t* __restrict__ qs,
-                                     float* __restrict__ d_out, int16_t* __restrict__ bsums) {
+__global__ void quantize_q8_k_blocks(RowsIn x, int64_t blocks, int8_t* __restrict__ qs, float* __restrict__ d_out,
+                                     int16_t* __restrict__ bsums) {
     allow_later_grids();
     wait_for_earlier_grids();
     const int64_t b = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
     if (b >= blocks) return;  // whole warps leave together
-    quantize_block256(x + b * kQKK, threadIdx.x % 32, qs + b * kQKK, d_out + b, bsums + b * (kQKK / 16));
+    quantize_block256(x.block(b, kQKK), threadIdx.x % 32, qs + b * kQKK, d_out + b, bsums + b * (kQKK / 16));
 }
 
 // ---- per-type units ---------------------------------------------------------------
@@ -502,10 +514,11 @@ cudaError_t launch_tiles(const DeviceMatrix& w, const SplitLayout& l, const ActQ
 }
 
 // Quantizes n rows of x (unless the producer did: x_in_workspace) into ws,
-// laid out for n_alloc >= n rows; the kernels' view of them.
+// laid out for n_alloc >= n rows; the kernels' view of them. x_row: row i
+// is x's row x_row[i] (null: x's rows in order).
 template <WeightType T>
-cudaError_t quantize_rows(const float* x, int64_t n, int64_t n_alloc, int64_t cols, void* ws, bool x_in_workspace,
-                          cudaStream_t s, ActQ8& a) {
+cudaError_t quantize_rows(const float* x, const int32_t* x_row, int64_t n, int64_t n_alloc, int64_t cols, void* ws,
+                          bool x_in_workspace, cudaStream_t s, ActQ8& a) {
     constexpr bool kK = kSuperBlocks<T>;
     const ActLayout al = act_layout(kK, n_alloc, cols);
     auto* base = static_cast<uint8_t*>(ws);
@@ -519,8 +532,8 @@ cudaError_t quantize_rows(const float* x, int64_t n, int64_t n_alloc, int64_t co
         const int64_t blocks = n * (cols / kQKK);
         if (!x_in_workspace)
             FOLIO_CUDA_TRY(launch_overlapped(kPdlMatmul, quantize_q8_k_blocks, dim3(blocks_for(blocks * 32, kThreads)),
-                                             dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
-                                             reinterpret_cast<float*>(base + al.d_offset),
+                                             dim3(kThreads), s, RowsIn{x, x_row, cols / kQKK}, blocks,
+                                             reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + al.d_offset),
                                              reinterpret_cast<int16_t*>(base + al.bsums_offset)));
     } else {
         a.meta = reinterpret_cast<const float2*>(base + al.meta_offset);
@@ -529,8 +542,8 @@ cudaError_t quantize_rows(const float* x, int64_t n, int64_t n_alloc, int64_t co
         // x_in_workspace: the kernel that produced x wrote its blocks already.
         if (!x_in_workspace)
             FOLIO_CUDA_TRY(launch_overlapped(kPdlMatmul, quantize_q8_blocks<kQ8_1>, dim3(blocks_for(blocks, kThreads)),
-                                             dim3(kThreads), s, x, blocks, reinterpret_cast<int8_t*>(base),
-                                             reinterpret_cast<float2*>(base + al.meta_offset)));
+                                             dim3(kThreads), s, RowsIn{x, x_row, cols / kQK}, blocks,
+                                             reinterpret_cast<int8_t*>(base), reinterpret_cast<float2*>(base + al.meta_offset)));
     }
     return cudaSuccess;
 }
@@ -540,7 +553,7 @@ cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const S
                        bool x_in_workspace, cudaStream_t s) {
     ActQ8 a;
     // The K-quants' Q8_K rows are always quantized here (no producer writes them).
-    FOLIO_CUDA_TRY(quantize_rows<T>(x, n, n, w.cols, ws, x_in_workspace && !kSuperBlocks<T>, s, a));
+    FOLIO_CUDA_TRY(quantize_rows<T>(x, nullptr, n, n, w.cols, ws, x_in_workspace && !kSuperBlocks<T>, s, a));
     const SplitLayout l = is_split(T) ? split_layout(T, w.rows, w.cols) : SplitLayout{};
     constexpr int kTile = kMatmulTileRows;
     const int64_t full = n / kTile;
@@ -606,11 +619,11 @@ cudaError_t launch_grouped_tiles(const DeviceExperts& w, const SplitLayout& l, c
 }
 
 template <WeightType T>
-cudaError_t launch_grouped_mmq(const DeviceExperts& w, const float* x, int64_t n_entries, int tile,
+cudaError_t launch_grouped_mmq(const DeviceExperts& w, const float* x, const int32_t* x_row, int64_t n_entries, int tile,
                                const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y, void* ws,
                                bool x_in_workspace, cudaStream_t s) {
     ActQ8 a;
-    FOLIO_CUDA_TRY(quantize_rows<T>(x, n_entries, n_entries + kMatmulTileRows, w.cols, ws, x_in_workspace, s, a));
+    FOLIO_CUDA_TRY(quantize_rows<T>(x, x_row, n_entries, n_entries + kMatmulTileRows, w.cols, ws, x_in_workspace, s, a));
     const SplitLayout l = is_split(T) ? split_layout(T, w.rows, w.cols) : SplitLayout{};
     switch (tile) {
         case 1: return launch_grouped_tiles<T, 1>(w, l, a, groups, n_groups, max_groups, y, s);
@@ -630,13 +643,14 @@ size_t grouped_quantized_workspace_bytes(WeightType t, int64_t n_entries, int64_
     return quantized_workspace_bytes(t, n_entries + kMatmulTileRows, cols);
 }
 
-cudaError_t grouped_quantized_matmul(const DeviceExperts& w, const float* x, int64_t n_entries, int tile,
+cudaError_t grouped_quantized_matmul(const DeviceExperts& w, const float* x, const int32_t* x_row, int64_t n_entries,
+                                     int tile,
                                      const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,
                                      void* ws, bool x_in_workspace, cudaStream_t s) {
     switch (w.type) {
 #define FOLIO_GROUPED(T) \
     case WeightType::T: \
-        return launch_grouped_mmq<WeightType::T>(w, x, n_entries, tile, groups, n_groups, max_groups, y, ws, x_in_workspace, s);
+        return launch_grouped_mmq<WeightType::T>(w, x, x_row, n_entries, tile, groups, n_groups, max_groups, y, ws, x_in_workspace, s);
         FOLIO_GROUPED(Q4_0)
         FOLIO_GROUPED(Q4_1)
         FOLIO_GROUPED(Q5_0)
@@ -681,10 +695,10 @@ cudaError_t quantize_activations(const float* x, int64_t count, const Activation
     switch (q.format) {
         case ActivationFormat::Q8_0:
             return launch_overlapped(kPdlMatmul, quantize_q8_blocks<false>, dim3(blocks_for(blocks, kThreads)),
-                                     dim3(kThreads), s, x, blocks, out.qs, out.meta);
+                                     dim3(kThreads), s, RowsIn{x}, blocks, out.qs, out.meta);
         case ActivationFormat::Q8_1:
             return launch_overlapped(kPdlMatmul, quantize_q8_blocks<true>, dim3(blocks_for(blocks, kThreads)),
-                                     dim3(kThreads), s, x, blocks, out.qs, out.meta);
+                                     dim3(kThreads), s, RowsIn{x}, blocks, out.qs, out.meta);
         default: return cudaErrorInvalidValue;
     }
 }

@@ -137,18 +137,28 @@ __global__ void __launch_bounds__(kGroupThreads) route_and_group_kernel(const fl
     }
 }
 
-__global__ void combine_kernel(const float* __restrict__ y, const float* __restrict__ weights,
-                               const int32_t* __restrict__ position, int k, int64_t dim, float* out) {
+// Block (r, y): columns 256y .. 256y + 255 of row r, one a thread; the
+// row's weights and positions in shared memory, its k loads independent.
+constexpr int kCombineThreads = 256;
+__global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* __restrict__ y,
+                                                                  const float* __restrict__ weights,
+                                                                  const int32_t* __restrict__ position, int k,
+                                                                  int64_t dim, float* out) {
+    __shared__ float w[kMaxExpertsUsed];
+    __shared__ int64_t at[kMaxExpertsUsed];
     detail::allow_later_grids();
     detail::wait_for_earlier_grids();
     const int64_t row = blockIdx.x;
-    const float* w = weights + row * k;
-    const int32_t* p = position + row * k;
-    for (int64_t j = threadIdx.x; j < dim; j += blockDim.x) {
-        float o = __fmul_rn(w[0], y[p[0] * dim + j]);
-        for (int s = 1; s < k; ++s) o = __fadd_rn(o, __fmul_rn(w[s], y[p[s] * dim + j]));
-        out[row * dim + j] = o;
+    if (threadIdx.x < k) {
+        w[threadIdx.x] = weights[row * k + threadIdx.x];
+        at[threadIdx.x] = static_cast<int64_t>(position[row * k + threadIdx.x]) * dim;
     }
+    __syncthreads();
+    const int64_t j = blockIdx.y * static_cast<int64_t>(kCombineThreads) + threadIdx.x;
+    if (j >= dim) return;
+    float o = __fmul_rn(w[0], y[at[0] + j]);
+    for (int s = 1; s < k; ++s) o = __fadd_rn(o, __fmul_rn(w[s], y[at[s] + j]));
+    out[row * dim + j] = o;
 }
 
 bool is_float(WeightType t) { return t == WeightType::F32 || t == WeightType::F16 || t == WeightType::BF16; }
@@ -204,8 +214,9 @@ size_t grouped_matmul_workspace_bytes(WeightType t, int64_t n_entries, int64_t c
     return is_float(t) ? 0 : detail::grouped_quantized_workspace_bytes(t, n_entries, cols);
 }
 
-cudaError_t grouped_matmul(const DeviceExperts& w, const float* x, int64_t n_entries, int64_t max_group_rows,
-                           const ExpertRouting& r, float* y, void* ws, bool x_in_workspace, cudaStream_t s) {
+cudaError_t grouped_matmul(const DeviceExperts& w, const float* x, const int32_t* x_row, int64_t n_entries,
+                           int64_t max_group_rows, const ExpertRouting& r, float* y, void* ws, bool x_in_workspace,
+                           cudaStream_t s) {
     if (!w.data || w.n_expert < 1 || w.stride < device_matrix_bytes(w.type, w.rows, w.cols) || w.stride % 256 != 0 ||
         device_matrix_bytes(w.type, w.rows, w.cols) == 0 || !x || !y || max_group_rows < 1 ||
         reinterpret_cast<uintptr_t>(x) % 16 != 0)
@@ -215,19 +226,21 @@ cudaError_t grouped_matmul(const DeviceExperts& w, const float* x, int64_t n_ent
     if (groups > 65535 || w.rows > INT_MAX) return cudaErrorInvalidValue;
     const int tile = static_cast<int>(max_group_rows < kMatmulTileRows ? max_group_rows : kMatmulTileRows);
     if (is_float(w.type))
-        return detail::grouped_float_matmul(w, x, tile, r.groups, r.n_groups, static_cast<unsigned>(groups), y, s);
+        return detail::grouped_float_matmul(w, x, x_row, tile, r.groups, r.n_groups, static_cast<unsigned>(groups), y, s);
     if (!ws || reinterpret_cast<uintptr_t>(ws) % 256 != 0) return cudaErrorInvalidValue;
-    return detail::grouped_quantized_matmul(w, x, n_entries, tile, r.groups, r.n_groups, static_cast<unsigned>(groups),
+    return detail::grouped_quantized_matmul(w, x, x_row, n_entries, tile, r.groups, r.n_groups, static_cast<unsigned>(groups),
                                             y, ws, x_in_workspace, s);
 }
 
 cudaError_t combine_experts(const float* y, const ExpertRouting& r, int64_t n_rows, int32_t k, int64_t dim,
                             float* out, cudaStream_t s) {
     if (n_rows == 0) return cudaSuccess;
-    if (n_rows > INT_MAX || k < 1 || dim < 1) return cudaErrorInvalidValue;
-    return detail::launch_overlapped(detail::kPdlOther, combine_kernel, dim3(static_cast<unsigned>(n_rows)), dim3(256),
-                                     s, y, static_cast<const float*>(r.weights),
-                                     static_cast<const int32_t*>(r.position), k, dim, out);
+    const int64_t chunks = (dim + kCombineThreads - 1) / kCombineThreads;
+    if (n_rows > INT_MAX || k < 1 || k > kMaxExpertsUsed || dim < 1 || chunks > 65535) return cudaErrorInvalidValue;
+    const dim3 grid(static_cast<unsigned>(n_rows), static_cast<unsigned>(chunks));
+    return detail::launch_overlapped(detail::kPdlOther, combine_kernel, grid, dim3(kCombineThreads), s, y,
+                                     static_cast<const float*>(r.weights), static_cast<const int32_t*>(r.position), k,
+                                     dim, out);
 }
 
 }  // namespace folio::kernels

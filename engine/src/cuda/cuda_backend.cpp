@@ -263,7 +263,9 @@ Status CudaBackend::upload_weights(const ModelDescription& model) {
     // and type (Q K V, gate up) as one matrix of their rows stacked, every
     // other matrix once (a tied output head is the embedding table).
     // The experts of a stacked expert matrix are uploads of their own, one
-    // after the other (a fixed stride apart: kernels::DeviceExperts).
+    // after the other (a fixed stride apart: kernels::DeviceExperts); the
+    // expert matrices of a group (gate, up) go as one, each expert's rows of
+    // them stacked.
     struct Upload {
         std::vector<model::Weight> members;  // stacked in this order
         int64_t rows = 0;
@@ -288,15 +290,38 @@ Status CudaBackend::upload_weights(const ModelDescription& model) {
     for (const model::Weight& w : arch_->matrices()) singles.push_back(w);
     for (const model::Weight& w : singles)
         if (placed.insert(w.data).second) uploads.push_back(Upload{{w}, w.out_features, 0});
-    const std::vector<model::ExpertMatrix> expert_matrices = arch_->expert_matrices();
-    std::vector<size_t> first_expert;  // index in uploads, per expert matrix
-    for (const model::ExpertMatrix& em : expert_matrices) {
+    struct ExpertUpload {
+        std::vector<model::ExpertMatrix> members;  // stacked in this order
+        int64_t rows = 0;
+        size_t first = 0;  // index in uploads of expert 0's
+    };
+    std::vector<ExpertUpload> expert_uploads;
+    auto add_experts = [&](std::vector<model::ExpertMatrix> members) {
+        ExpertUpload eu{std::move(members), 0, uploads.size()};
+        for (const model::ExpertMatrix& em : eu.members) {
+            eu.rows += em.out_features;
+            placed.insert(em.data);
+        }
+        for (int32_t e = 0; e < eu.members[0].n_expert; ++e) {
+            Upload u{{}, eu.rows, 0, true};
+            for (const model::ExpertMatrix& em : eu.members) u.members.push_back(em.expert(e));
+            uploads.push_back(std::move(u));
+        }
+        expert_uploads.push_back(std::move(eu));
+    };
+    for (const std::vector<model::ExpertMatrix>& group : arch_->expert_groups()) {
+        bool fusable = group.size() > 1;
+        for (const model::ExpertMatrix& em : group)
+            fusable = fusable && em.type == group[0].type && em.in_features == group[0].in_features &&
+                      em.n_expert == group[0].n_expert && !placed.count(em.data);
+        if (fusable) add_experts(group);
+    }
+    for (const model::ExpertMatrix& em : arch_->expert_matrices()) {
         if (em.n_expert > kernels::kMaxExperts || model.hparams.n_expert_used > static_cast<uint32_t>(kernels::kMaxExpertsUsed))
             return make_error("model '" + model.name + "': " + std::to_string(model.hparams.n_expert_used) + " of " +
                               std::to_string(em.n_expert) + " experts per token; the CUDA backend routes at most " +
                               std::to_string(kernels::kMaxExpertsUsed) + " of " + std::to_string(kernels::kMaxExperts));
-        first_expert.push_back(uploads.size());
-        for (int32_t e = 0; e < em.n_expert; ++e) uploads.push_back(Upload{{em.expert(e)}, em.out_features, 0, true});
+        if (!placed.count(em.data)) add_experts({em});
     }
 
     size_t total = 0, staging = 0;
@@ -353,12 +378,19 @@ Status CudaBackend::upload_weights(const ModelDescription& model) {
             ops_->add_stacked(m, std::move(members), std::move(rows));
         }
     }
-    for (size_t i = 0; i < expert_matrices.size(); ++i) {
-        const model::ExpertMatrix& em = expert_matrices[i];
+    for (const ExpertUpload& eu : expert_uploads) {
+        const model::ExpertMatrix& em = eu.members[0];
         const kernels::WeightType t = kernel_type(em.type);
-        ops_->add_experts(em.data, kernels::DeviceExperts{t, static_cast<std::byte*>(weights_.data()) + uploads[first_expert[i]].offset,
-                                                          kernels::expert_stride(t, em.out_features, em.in_features),
-                                                          em.out_features, em.in_features, em.n_expert});
+        const kernels::DeviceExperts de{t, static_cast<std::byte*>(weights_.data()) + uploads[eu.first].offset,
+                                        kernels::expert_stride(t, eu.rows, em.in_features), eu.rows, em.in_features,
+                                        em.n_expert};
+        std::vector<const void*> members;
+        std::vector<int64_t> rows;
+        for (const model::ExpertMatrix& m : eu.members) {
+            members.push_back(m.data);
+            rows.push_back(m.out_features);
+        }
+        ops_->add_experts(de, std::move(members), std::move(rows));
     }
     // Norm weights and biases: small, one buffer.
     const auto vectors = arch_->vectors();

@@ -88,9 +88,17 @@ const kernels::DeviceMatrix* CudaOps::matrix(const model::Weight& w) {
 
 const kernels::DeviceExperts* CudaOps::experts(const model::ExpertMatrix& m) {
     auto it = experts_.find(m.data);
-    if (it != experts_.end()) return &it->second;
+    if (it != experts_.end() && it->second.members.size() == 1) return &it->second.experts;
     if (error_) error_ = make_error("cuda: expert matrices the model did not declare");
     return nullptr;
+}
+
+const kernels::DeviceExperts* CudaOps::stacked_experts(const model::ExpertMatrix& gate, const model::ExpertMatrix& up) const {
+    auto it = experts_.find(gate.data);
+    if (it == experts_.end() || it->second.members.size() != 2 || it->second.members[1] != up.data ||
+        it->second.rows[0] != it->second.rows[1] || it->second.rows[0] % 4 != 0)
+        return nullptr;
+    return &it->second.experts;
 }
 
 Status CudaOps::begin_step(const Batch& batch, std::span<const int32_t> row_sequence, const StepLayout& layout) {
@@ -302,29 +310,31 @@ Status CudaOps::gated_matmuls(std::span<const model::Weight> w, Glu act, const f
 
 // The block of folio_kernels/moe.h: nothing comes back to the host, so the
 // step stays one graph. Scratch, each part 256-byte aligned: the router's
-// logits, the routing, the rows in expert order, their gate and up (then
-// SwiGLU) products and their down products, all [n_rows * k][..].
+// logits, the routing, the gate and up products ([n_rows * k][2 n_ff] when
+// they are stored as one), their SwiGLU and the down products, all in
+// sorted order.
 Status CudaOps::moe_ffn(const model::MoeFfn& ffn, const float* x, int64_t n_rows, float* out) {
     if (!error_) return error_;  // a failed launch or allocation earlier in this step: launch nothing more
     FOLIO_RETURN_IF_ERROR(model::check_moe_ffn(ffn));
     if (n_rows == 0) return error_;
-    const kernels::DeviceExperts *gate = experts(ffn.gate), *up = experts(ffn.up), *down = experts(ffn.down);
-    if (!gate || !up || !down) return error_;
-    const int64_t n_embd = ffn.router.in_features, n_ff = gate->rows;
+    const kernels::DeviceExperts* gate_up = stacked_experts(ffn.gate, ffn.up);
+    const kernels::DeviceExperts *gate = gate_up ? gate_up : experts(ffn.gate), *up = gate_up ? nullptr : experts(ffn.up),
+                                 *down = experts(ffn.down);
+    if (!gate || (!gate_up && !up) || !down) return error_;
+    const int64_t n_embd = ffn.router.in_features, n_ff = down->cols;
     const auto n_expert = static_cast<int32_t>(ffn.router.out_features);
     const int32_t k = ffn.n_used;
     const int64_t entries = n_rows * k;
     auto floats = [](int64_t count) { return (static_cast<size_t>(count) * sizeof(float) + 255) / 256 * 256; };
     const size_t o_routing = floats(n_rows * n_expert);
-    const size_t o_rows = o_routing + kernels::expert_routing_bytes(n_rows, k, n_expert);
-    const size_t o_gate = o_rows + floats(entries * n_embd), o_up = o_gate + floats(entries * n_ff);
-    const size_t o_down = o_up + floats(entries * n_ff), total = o_down + floats(entries * n_embd);
+    const size_t o_gate = o_routing + kernels::expert_routing_bytes(n_rows, k, n_expert);
+    const size_t o_up = o_gate + floats(entries * 2 * n_ff), o_down = o_up + floats(entries * n_ff);
+    const size_t total = o_down + floats(entries * n_embd);
     if (!grow(moe_scratch_, total, "expert scratch")) return error_;
     auto* base = static_cast<std::byte*>(moe_scratch_.data());
     auto* logits = reinterpret_cast<float*>(base);
-    auto* rows = reinterpret_cast<float*>(base + o_rows);
     auto* g = reinterpret_cast<float*>(base + o_gate);
-    auto* u = reinterpret_cast<float*>(base + o_up);
+    auto* u = reinterpret_cast<float*>(base + o_up);  // stored as one: the SwiGLU
     auto* d = reinterpret_cast<float*>(base + o_down);
     const kernels::ExpertRouting r = kernels::expert_routing(base + o_routing, n_rows, k, n_expert);
 
@@ -334,14 +344,20 @@ Status CudaOps::moe_ffn(const model::MoeFfn& ffn, const float* x, int64_t n_rows
                                kernels::grouped_matmul_workspace_bytes(down->type, entries, down->cols));
     if (!grow(matmul_scratch_, std::max<size_t>(ws, 256), "matmul workspace")) return error_;
     void* w = matmul_scratch_.data();
-    // up reads the rows gate quantized when their types are the same.
-    const bool shared = up->type == gate->type;
-    if (ok(kernels::route_and_group_experts(logits, n_rows, n_expert, k, ffn.norm_weights, r, stream_), "expert routing") &&
-        ok(kernels::gather_rows_f32(x, r.x_row, entries, n_embd, rows, stream_), "expert rows") &&
-        ok(kernels::grouped_matmul(*gate, rows, entries, n_rows, r, g, w, false, stream_), "expert gate") &&
-        ok(kernels::grouped_matmul(*up, rows, entries, n_rows, r, u, w, shared, stream_), "expert up") &&
-        ok(kernels::silu_mul(g, u, entries * n_ff, stream_), "expert silu_mul") &&
-        ok(kernels::grouped_matmul(*down, g, entries, n_rows, r, d, w, false, stream_), "expert down"))
+    if (!ok(kernels::route_and_group_experts(logits, n_rows, n_expert, k, ffn.norm_weights, r, stream_), "expert routing") ||
+        !ok(kernels::grouped_matmul(*gate, x, r.x_row, entries, n_rows, r, g, w, false, stream_), "expert gate"))
+        return error_;
+    float* h = gate_up ? u : g;  // the down projection's input
+    if (gate_up) {
+        if (!ok(kernels::silu_mul_rows(g, entries, n_ff, h, stream_), "expert silu_mul")) return error_;
+    } else {
+        // up reads the rows gate quantized when their types are the same.
+        if (!ok(kernels::grouped_matmul(*up, x, r.x_row, entries, n_rows, r, u, w, up->type == gate->type, stream_),
+                "expert up") ||
+            !ok(kernels::silu_mul(g, u, entries * n_ff, stream_), "expert silu_mul"))
+            return error_;
+    }
+    if (ok(kernels::grouped_matmul(*down, h, nullptr, entries, n_rows, r, d, w, false, stream_), "expert down"))
         ok(kernels::combine_experts(d, r, n_rows, k, n_embd, out, stream_), "expert combine");
     return error_;
 }

@@ -93,8 +93,13 @@ public:
         count_format(m.type);
     }
     void add_vector(const float* host, const float* device) { vectors_[host] = device; }
-    // A stacked expert matrix's device copy, by its host address (ExpertMatrix::data).
-    void add_experts(const void* host, const kernels::DeviceExperts& e) { experts_[host] = e; }
+    // The device copy of stacked expert matrices (one, or a group whose
+    // experts' rows are stacked in order: gate, up), by their host addresses
+    // (ExpertMatrix::data).
+    void add_experts(const kernels::DeviceExperts& e, std::vector<const void*> members, std::vector<int64_t> rows) {
+        const void* first = members[0];
+        experts_[first] = StackedExperts{e, std::move(members), std::move(rows)};
+    }
     // Matrices stored as one (their rows stacked, in order), for matmuls().
     void add_stacked(const kernels::DeviceMatrix& m, std::vector<const void*> members, std::vector<int64_t> rows) {
         const void* first = members[0];
@@ -177,7 +182,10 @@ private:
     bool grow(DeviceBuffer& buf, size_t bytes, const char* what, InGraphs in_graphs = InGraphs::Yes);
     const float* vector(const float* host, const char* what);
     const kernels::DeviceMatrix* matrix(const model::Weight& w);
+    // m's device copy when it is stored alone.
     const kernels::DeviceExperts* experts(const model::ExpertMatrix& m);
+    // gate's and up's when they are stored as one (gate rows, then up rows).
+    const kernels::DeviceExperts* stacked_experts(const model::ExpertMatrix& gate, const model::ExpertMatrix& up) const;
 
     // Activation quantization (or F16 conversion) fused into the kernel that
     // produces a matmul's input (a norm, a gated activation): it writes its
@@ -211,8 +219,13 @@ private:
     DeviceKvCache& cache_;
     std::unordered_map<const void*, kernels::DeviceMatrix> matrices_;
     std::unordered_map<const float*, const float*> vectors_;
-    std::unordered_map<const void*, kernels::DeviceExperts> experts_;
-    DeviceBuffer moe_scratch_;  // moe_ffn: router logits, routing, sorted rows, expert outputs
+    struct StackedExperts {
+        kernels::DeviceExperts experts;
+        std::vector<const void*> members;
+        std::vector<int64_t> rows;
+    };
+    std::unordered_map<const void*, StackedExperts> experts_;  // by the first member
+    DeviceBuffer moe_scratch_;  // moe_ffn: router logits, routing, expert products
     struct Stacked {
         kernels::DeviceMatrix matrix;
         std::vector<const void*> members;

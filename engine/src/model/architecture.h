@@ -72,6 +72,9 @@ public:
     // The stacked expert matrices Ops::moe_ffn multiplies with (none in a
     // dense model), for the same checks and copies as matrices().
     virtual std::vector<ExpertMatrix> expert_matrices() const { return {}; }
+    // The expert matrices one Ops::moe_ffn multiplies one input with (gate,
+    // up), so a backend may store each expert's rows of them as one matrix.
+    virtual std::vector<std::vector<ExpertMatrix>> expert_groups() const { return {}; }
     // The token embedding table (Ops::embed reads rows of it).
     virtual Weight embedding() const = 0;
     // The longest sequence the backend will run (its max_context), told once

@@ -50,6 +50,7 @@ public:
     Weight embedding() const override { return token_embd_; }
     std::vector<std::vector<Weight>> matrix_groups() const override;
     std::vector<ExpertMatrix> expert_matrices() const override;
+    std::vector<std::vector<ExpertMatrix>> expert_groups() const override;
     std::vector<std::span<const float>> vectors() const override;
 
 private:
@@ -152,6 +153,13 @@ std::vector<ExpertMatrix> Llama::expert_matrices() const {
     if (moe_)
         for (const LlamaLayer& L : layers_) all.insert(all.end(), {L.moe.gate, L.moe.up, L.moe.down});
     return all;
+}
+
+std::vector<std::vector<ExpertMatrix>> Llama::expert_groups() const {
+    std::vector<std::vector<ExpertMatrix>> groups;
+    if (moe_)
+        for (const LlamaLayer& L : layers_) groups.push_back({L.moe.gate, L.moe.up});
+    return groups;
 }
 
 std::vector<std::span<const float>> Llama::vectors() const {

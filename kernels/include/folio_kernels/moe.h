@@ -8,8 +8,8 @@
 //   route_and_group_experts -> ids, weights [n][k]; per non-empty expert a group (expert, first, count)
 //                             of sorted positions; order[p] = the entry (r * k + s)
 //                             at position p, x_row[p] = r, position[entry] = p
-//   gather_rows_f32(x, x_row) -> x_sorted [n * k][n_embd]
-//   grouped_matmul(gate), (up) -> [n * k][n_ff] in sorted order; silu_mul
+//   grouped_matmul(gate, up; x through x_row) -> [n * k][n_ff] in sorted order
+//                             (or gate and up stacked per expert: [n * k][2 n_ff]); silu_mul
 //   grouped_matmul(down)   -> [n * k][n_embd] in sorted order
 //   combine_experts        -> out[r] = sum over s of weight[r][s] * down[position[r * k + s]]
 //
@@ -71,16 +71,17 @@ ExpertRouting expert_routing(void* buffer, int64_t n_rows, int32_t k, int32_t n_
 cudaError_t route_and_group_experts(const float* logits, int64_t n_rows, int32_t n_expert, int32_t k,
                                     bool norm_weights, const ExpertRouting& r, cudaStream_t s);
 
-// y[p][0 .. rows) = x[p] · W_{expert of p's group}ᵀ for the n_entries sorted
-// positions (x, y row-major F32, x 16-byte aligned; x rows past n_entries
-// are never needed). ws: grouped_matmul_workspace_bytes, 256-byte aligned.
+// y[p][0 .. rows) = x[x_row[p]] · W_{expert of p's group}ᵀ for the n_entries
+// sorted positions (x_row null: x[p]; x, y row-major F32, x 16-byte
+// aligned). ws: grouped_matmul_workspace_bytes, 256-byte aligned.
 // x_in_workspace: ws holds x quantized already (by the previous grouped
 // product with the same type and x).
 size_t grouped_matmul_workspace_bytes(WeightType t, int64_t n_entries, int64_t cols);
 // max_group_rows: a bound on a group's rows (the routing's n_rows: a row
 // chooses an expert once), which sizes the kernels' tiles.
-cudaError_t grouped_matmul(const DeviceExperts& w, const float* x, int64_t n_entries, int64_t max_group_rows,
-                           const ExpertRouting& r, float* y, void* ws, bool x_in_workspace, cudaStream_t s);
+cudaError_t grouped_matmul(const DeviceExperts& w, const float* x, const int32_t* x_row, int64_t n_entries,
+                           int64_t max_group_rows, const ExpertRouting& r, float* y, void* ws, bool x_in_workspace,
+                           cudaStream_t s);
 
 // out[r][j] = sum over s in order of weights[r * k + s] * y[position[r * k + s]][j]. out may be the FFN's input.
 cudaError_t combine_experts(const float* y, const ExpertRouting& r, int64_t n_rows, int32_t k, int64_t dim,
