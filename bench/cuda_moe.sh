@@ -7,7 +7,8 @@
 # The files are made on the GPU machine in the call (nothing large travels):
 # random weights without a vocabulary (tools/make_random_gguf.py --no-vocab,
 # gguf-py from the llama.cpp tree; the MoE file written as Q4_K blocks
-# directly). Two steps, each one device call (the warm machine keeps WORK):
+# directly). Two steps, each one device call (the warm machine keeps WORK;
+# MODELS limits both to some of the files):
 #   bash bench/cuda_moe.sh prepare LLAMA_TARBALL WORK      # llama.cpp (CUDA, sm_90) and the files
 #   bash bench/cuda_moe.sh bench   FOLIO_BUILD WORK OUT    # the rows, llama.cpp and Folio alternated
 # LLAMA_TARBALL: the llama.cpp tree of the llama-cpp-python==0.3.36 sdist
@@ -20,16 +21,16 @@ if [ "$step" = prepare ]; then
     mkdir -p "$WORK"
     [ -d "$WORK/llama.cpp" ] || tar xJf "$TAR" -C "$WORK"
     # The random files are written on two cores while llama.cpp builds on the others.
+    want() { case " ${MODELS:-q30a3b.Q4_K q8b.Q4_K_M q8b.F16} " in *" $1 "*) return 0 ;; esac; return 1; }
     make() {  # file, options...
         local f=$1; shift
         [ -f "$WORK/$f" ] && return 0
         PYTHONPATH="$WORK/llama.cpp/gguf-py" python3 tools/make_random_gguf.py "$WORK/$f.part" --no-vocab "$@" \
             > "$WORK/$f.log" 2>&1 && mv "$WORK/$f.part" "$WORK/$f"
     }
-    make q30a3b.Q4_K.gguf --shape qwen3-30b-a3b --type Q4_K &
-    gen1=$!
-    make q8b.F16.gguf --shape qwen3-8b &
-    gen2=$!
+    gen1=; gen2=
+    if want q30a3b.Q4_K; then make q30a3b.Q4_K.gguf --shape qwen3-30b-a3b --type Q4_K & gen1=$!; fi
+    if want q8b.F16 || want q8b.Q4_K_M; then make q8b.F16.gguf --shape qwen3-8b & gen2=$!; fi
     if [ ! -x "$WORK/llama.cpp/build/bin/llama-batched-bench" ]; then
         cmake -S "$WORK/llama.cpp" -B "$WORK/llama.cpp/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
             -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF \
@@ -38,9 +39,9 @@ if [ "$step" = prepare ]; then
             > "$WORK/llama-build.log" 2>&1 || { tail -30 "$WORK/llama-build.log"; exit 1; }
     fi
     echo "llama.cpp built at $(date -u +%T)"
-    wait $gen1 $gen2
+    wait $gen1 $gen2 2>/dev/null
     for f in "$WORK"/*.gguf.log; do echo "$f: $(tail -n 1 "$f")"; done
-    if [ -f "$WORK/q8b.F16.gguf" ] && [ ! -f "$WORK/q8b.Q4_K_M.gguf" ]; then
+    if want q8b.Q4_K_M && [ -f "$WORK/q8b.F16.gguf" ] && [ ! -f "$WORK/q8b.Q4_K_M.gguf" ]; then
         "$WORK/llama.cpp/build/bin/llama-quantize" "$WORK/q8b.F16.gguf" "$WORK/q8b.Q4_K_M.gguf.part" Q4_K_M 16 \
             > "$WORK/quantize.log" 2>&1 && mv "$WORK/q8b.Q4_K_M.gguf.part" "$WORK/q8b.Q4_K_M.gguf"
         tail -3 "$WORK/quantize.log"

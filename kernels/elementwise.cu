@@ -1,6 +1,7 @@
 // Element-wise and row-wise kernels: memory-bound, one pass over their
 // operands, 16-byte accesses where the sizes allow.
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 
 #include "activation_quant.cuh"
@@ -51,16 +52,25 @@ unsigned norm_threads(int64_t dim, bool vec) {
     return static_cast<unsigned>(std::clamp<int64_t>((lanes + 31) / 32 * 32, 32, kNormMaxThreads));
 }
 
+// Rows from `from` on: the rows of a second matrix, normed in place.
+struct SecondRows {
+    float* x = nullptr;
+    const float* w = nullptr;
+    int64_t from = INT64_MAX;
+};
+
 // With q.format set (vec only, dim % 32 == 0), the output is also quantized
 // for the next matmul (activation_quant.cuh), which may start loading its
 // weights while this runs.
 template <bool AddY>
 __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* x, const float* y, const float* w, float eps,
-                                                            int64_t dim, float* out, bool vec, ActivationBlocks q) {
+                                                            int64_t dim, float* out, bool vec, ActivationBlocks q,
+                                                            SecondRows second) {
     __shared__ float scratch[32];
     detail::allow_later_grids();
     detail::wait_for_earlier_grids();
-    const int64_t row = blockIdx.x;
+    int64_t row = blockIdx.x;
+    if (row >= second.from) row -= second.from, x = out = second.x, w = second.w;
     float* xr = x + row * dim;
     float* outr = out + row * dim;
     float sum = 0.0f;
@@ -194,13 +204,14 @@ __global__ void __launch_bounds__(kThreads) gather_rows_kernel(const float* x, c
 // rows of whole blocks; otherwise a separate quantize launch follows.
 template <bool AddY>
 cudaError_t launch_norm(float* x, const float* y, const float* w, float eps, int64_t n_rows, int64_t dim, float* out,
-                        bool vec, const ActivationQuant& q, cudaStream_t s) {
+                        bool vec, const ActivationQuant& q, cudaStream_t s, SecondRows second = {}, int64_t second_rows = 0) {
     const bool fuse = q.format != ActivationFormat::None && vec && dim % 32 == 0;
     if (q.format != ActivationFormat::None && !q.workspace) return cudaErrorInvalidValue;
     const ActivationBlocks blocks = fuse ? detail::activation_blocks(q, n_rows * dim) : ActivationBlocks{};
     FOLIO_CUDA_TRY(detail::launch_overlapped(detail::kPdlNorm, rms_norm_kernel<AddY>,
-                                             dim3(static_cast<unsigned>(n_rows)), dim3(norm_threads(dim, vec)), s, x,
-                                             y, w, eps, dim, out, vec, blocks));
+                                             dim3(static_cast<unsigned>(n_rows + second_rows)),
+                                             dim3(norm_threads(dim, vec)), s, x, y, w, eps, dim, out, vec, blocks,
+                                             second));
     if (q.format == ActivationFormat::None || fuse) return cudaSuccess;
     return detail::quantize_activations(out, n_rows * dim, q, s);
 }
@@ -243,6 +254,15 @@ cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t n_rows, 
     // The float4 path needs 16-byte aligned rows; other shapes take the scalar one.
     const bool vec = dim % 4 == 0 && aligned16(x) && aligned16(w) && aligned16(out);
     return launch_norm<false>(const_cast<float*>(x), nullptr, w, eps, n_rows, dim, out, vec, q, s);
+}
+
+cudaError_t rms_norm_pair(float* a, const float* wa, int64_t a_rows, float* b, const float* wb, int64_t b_rows,
+                          float eps, int64_t dim, cudaStream_t s) {
+    if (a_rows < 0 || b_rows < 0 || dim <= 0 || a_rows + b_rows > 0x7fffffff) return cudaErrorInvalidValue;
+    if (a_rows + b_rows == 0) return cudaSuccess;
+    if (a_rows == 0) return rms_norm(b, wb, eps, b_rows, dim, b, s);
+    const bool vec = dim % 4 == 0 && aligned16(a) && aligned16(wa) && aligned16(b) && aligned16(wb);
+    return launch_norm<false>(a, nullptr, wa, eps, a_rows, dim, a, vec, {}, s, SecondRows{b, wb, a_rows}, b_rows);
 }
 
 cudaError_t add_rms_norm(float* x, const float* y, const float* w, float eps, int64_t n_rows, int64_t dim,

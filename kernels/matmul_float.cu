@@ -4,6 +4,8 @@
 // converted to the weights' type in the workspace (F32 weights: F32 math, no
 // TF32), accumulating in F32.
 #include <cuda_bf16.h>
+
+#include <climits>
 #include <cuda_fp16.h>
 
 #include "folio_kernels/check.h"
@@ -215,6 +217,67 @@ cudaError_t launch_grouped_float(const DeviceExperts& w, const float* x, const i
                              w.stride, w.rows, w.cols, x, x_row, groups, n_groups, y);
 }
 
+// A mixture-of-experts router (folio_kernels/moe.h): block (e, b) is expert
+// e's logit for rows kRouterRows b .., kRouterTile rows at a time; thread t sums 16-byte
+// chunks t, t + 128, ... in order, then one butterfly a warp and the warps in
+// order. The same order whatever the rows: a row's logits, and so its
+// routing, never depend on its batch-mates.
+constexpr int kRouterThreads = 128;
+constexpr int kRouterTile = 4;
+constexpr int64_t kRouterRows = 64;  // a block's
+template <WeightType T>
+__global__ void __launch_bounds__(kRouterThreads) router_kernel(const uint8_t* __restrict__ w, int64_t cols,
+                                                               const float* __restrict__ x, int64_t n_rows,
+                                                               int n_expert, float* __restrict__ logits) {
+    constexpr int kElems = 16 / kElemBytes<T>;
+    constexpr int kWarps = kRouterThreads / 32;
+    __shared__ float partial[kRouterTile][kWarps];
+    allow_later_grids();
+    wait_for_earlier_grids();
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int e = blockIdx.x;
+    const auto* wr = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(e) * cols * kElemBytes<T>);
+    const int64_t chunks = cols / kElems;  // whole: router_matmul checks
+    const int64_t end = n_rows < (blockIdx.y + 1) * kRouterRows ? n_rows : (blockIdx.y + 1) * kRouterRows;
+    for (int64_t r0 = blockIdx.y * kRouterRows; r0 < end; r0 += kRouterTile) {
+        const int valid = end - r0 < kRouterTile ? static_cast<int>(end - r0) : kRouterTile;
+        float acc[kRouterTile];
+#pragma unroll
+        for (int j = 0; j < kRouterTile; ++j) acc[j] = 0.0f;
+        for (int64_t c = threadIdx.x; c < chunks; c += kRouterThreads) {
+            float f[kElems];
+            unpack16<T>(__ldg(wr + c), f);
+#pragma unroll
+            for (int j = 0; j < kRouterTile; ++j) {
+                if (j >= valid) break;
+                const float4* xv = reinterpret_cast<const float4*>(x + (r0 + j) * cols + c * kElems);
+#pragma unroll
+                for (int q = 0; q < kElems / 4; ++q) {
+                    const float4 a = __ldg(xv + q);
+                    acc[j] = fmaf(f[4 * q], a.x, acc[j]);
+                    acc[j] = fmaf(f[4 * q + 1], a.y, acc[j]);
+                    acc[j] = fmaf(f[4 * q + 2], a.z, acc[j]);
+                    acc[j] = fmaf(f[4 * q + 3], a.w, acc[j]);
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < kRouterTile; ++j) {
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], o);
+            if (lane == 0) partial[j][warp] = acc[j];
+        }
+        __syncthreads();
+        if (threadIdx.x < valid) {
+            float sum = partial[threadIdx.x][0];
+#pragma unroll
+            for (int k = 1; k < kWarps; ++k) sum += partial[threadIdx.x][k];
+            logits[(r0 + threadIdx.x) * n_expert + e] = sum;
+        }
+        __syncthreads();  // partial is written again by the next tile
+    }
+}
+
 template <WeightType T>
 __global__ void convert_activations(const float* __restrict__ x, size_t count, void* __restrict__ out) {
     for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
@@ -308,6 +371,30 @@ cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const
         case WeightType::F32: return launch_matvec<WeightType::F32, 1>(w, x, 0, y, s);
         case WeightType::F16: return launch_matvec<WeightType::F16, 1>(w, x, 0, y, s);
         case WeightType::BF16: return launch_matvec<WeightType::BF16, 1>(w, x, 0, y, s);
+        default: return cudaErrorInvalidValue;
+    }
+}
+
+bool router_supported(const DeviceMatrix& w) {
+    const bool float_type = w.type == WeightType::F32 || w.type == WeightType::F16 || w.type == WeightType::BF16;
+    return float_type && w.cols % (16 / (w.type == WeightType::F32 ? 4 : 2)) == 0 && w.rows <= INT_MAX;
+}
+
+cudaError_t router_matmul(const DeviceMatrix& w, const float* x, int64_t n_rows, float* logits, cudaStream_t s) {
+    if (!router_supported(w) || reinterpret_cast<uintptr_t>(x) % 16 != 0) return cudaErrorInvalidValue;
+    if (n_rows == 0 || w.rows == 0) return cudaSuccess;
+    const auto* wp = static_cast<const uint8_t*>(w.data);
+    const int64_t chunks = (n_rows + kRouterRows - 1) / kRouterRows;
+    if (chunks > 65535) return cudaErrorInvalidValue;
+    const dim3 grid(static_cast<unsigned>(w.rows), static_cast<unsigned>(chunks)), block(kRouterThreads);
+    const int n_expert = static_cast<int>(w.rows);
+    switch (w.type) {
+        case WeightType::F32:
+            return launch_overlapped(kPdlMatmul, router_kernel<WeightType::F32>, grid, block, s, wp, w.cols, x, n_rows, n_expert, logits);
+        case WeightType::F16:
+            return launch_overlapped(kPdlMatmul, router_kernel<WeightType::F16>, grid, block, s, wp, w.cols, x, n_rows, n_expert, logits);
+        case WeightType::BF16:
+            return launch_overlapped(kPdlMatmul, router_kernel<WeightType::BF16>, grid, block, s, wp, w.cols, x, n_rows, n_expert, logits);
         default: return cudaErrorInvalidValue;
     }
 }

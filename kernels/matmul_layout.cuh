@@ -150,6 +150,9 @@ cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const
 // time (1 .. kMatmulTileRows). x_row: position p's input is x's row
 // x_row[p] (null: row p). The quantized one reads x rows past n_entries
 // from its workspace's padding (grouped_quantized_workspace_bytes).
+// The router's logits (moe.h: router_logits), F32 / F16 / BF16 weights.
+bool router_supported(const DeviceMatrix& w);
+cudaError_t router_matmul(const DeviceMatrix& w, const float* x, int64_t n_rows, float* logits, cudaStream_t s);
 size_t grouped_quantized_workspace_bytes(WeightType t, int64_t n_entries, int64_t cols);
 cudaError_t grouped_quantized_matmul(const DeviceExperts& w, const float* x, const int32_t* x_row, int64_t n_entries,
                                      int tile,

@@ -15,8 +15,10 @@ namespace {
 
 using detail::align256;
 
-constexpr int kGroupThreads = 1024;
-constexpr int kGroupWarps = kGroupThreads / 32;
+// One block groups a whole routing: 1024 threads, or 128 for a few rows
+// (decode: fewer warps to wait for at each of its barriers).
+constexpr int kGroupThreads = 1024, kSmallGroupThreads = 128;
+constexpr int kSmallGroupRows = 8;
 // Shared memory the routing warps' probabilities may take (static limit).
 constexpr size_t kRouteSmemBytes = 32 * 1024;
 
@@ -29,32 +31,38 @@ __device__ __forceinline__ int warp_inclusive_scan(int v, int lane) {
     return v;
 }
 
-// Exclusive prefix sum of v over the block's kGroupThreads threads; total = the sum.
+// Exclusive prefix sum of v over the block's kThreads threads; total = the sum.
+template <int kThreads>
 __device__ int block_exclusive_scan(int v, int* warp_sums, int& total) {
+    constexpr int kWarps = kThreads / 32;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int inclusive = warp_inclusive_scan(v, lane);
     if (lane == 31) warp_sums[warp] = inclusive;
     __syncthreads();
-    if (warp == 0) warp_sums[lane] = warp_inclusive_scan(warp_sums[lane], lane);
+    if (warp == 0) {
+        const int sums = warp_inclusive_scan(lane < kWarps ? warp_sums[lane] : 0, lane);
+        if (lane < kWarps) warp_sums[lane] = sums;
+    }
     __syncthreads();
     const int before = warp == 0 ? 0 : warp_sums[warp - 1];
-    total = warp_sums[kGroupWarps - 1];
+    total = warp_sums[kWarps - 1];
     __syncthreads();  // warp_sums is used again by the next scan
     return before + inclusive - v;
 }
 
 // Routing (warps 0 .. route_warps - 1, a row at a time each), then grouping
 // (the whole block). probs: route_warps x n_expert floats of shared memory.
-__global__ void __launch_bounds__(kGroupThreads) route_and_group_kernel(const float* __restrict__ logits,
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads) route_and_group_kernel(const float* __restrict__ logits,
                                                                         int n_rows, int n_expert, int k,
                                                                         bool norm_weights, int route_warps,
                                                                         ExpertRouting r) {
     extern __shared__ float probs_all[];
-    __shared__ int count[kMaxExperts], cursor[kMaxExperts], warp_sums[kGroupWarps];
+    __shared__ int count[kMaxExperts], cursor[kMaxExperts], warp_sums[kThreads / 32];
     detail::allow_later_grids();
     detail::wait_for_earlier_grids();
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    for (int e = threadIdx.x; e < n_expert; e += kGroupThreads) count[e] = 0;
+    for (int e = threadIdx.x; e < n_expert; e += kThreads) count[e] = 0;
     __syncthreads();
 
     if (warp < route_warps) {
@@ -77,7 +85,9 @@ __global__ void __launch_bounds__(kGroupThreads) route_and_group_kernel(const fl
             for (int e = lane; e < n_expert; e += 32) probs[e] = __fmul_rn(probs[e], inv);
             __syncwarp();
             // The k best, best first (ties: the lower id); a chosen one is marked -1.
-            float chosen = 0.0f;
+            // Every lane ends each round with the same best: lane s keeps the s-th.
+            float chosen = 0.0f, my_weight = 0.0f;
+            int my_id = 0;
             for (int s = 0; s < k; ++s) {
                 float best = -1.0f;
                 int best_e = INT_MAX;
@@ -92,25 +102,23 @@ __global__ void __launch_bounds__(kGroupThreads) route_and_group_kernel(const fl
                     if (oe != INT_MAX && (best_e == INT_MAX || ov > best || (ov == best && oe < best_e)))
                         best = ov, best_e = oe;
                 }
-                if (lane == 0) {
-                    r.ids[row * k + s] = best_e;
-                    r.weights[row * k + s] = best;
-                    chosen = __fadd_rn(chosen, best);
-                    probs[best_e] = -1.0f;
-                    atomicAdd(&count[best_e], 1);
-                }
+                chosen = __fadd_rn(chosen, best);
+                if (lane == s) my_weight = best, my_id = best_e;
+                if (lane == 0) probs[best_e] = -1.0f;
                 __syncwarp();
             }
-            if (lane == 0 && norm_weights)
-                for (int s = 0; s < k; ++s)
-                    r.weights[row * k + s] = __fdiv_rn(r.weights[row * k + s], fmaxf(chosen, 6.103515625e-5f));
+            if (lane < k) {
+                r.ids[row * k + lane] = my_id;
+                r.weights[row * k + lane] = norm_weights ? __fdiv_rn(my_weight, fmaxf(chosen, 6.103515625e-5f)) : my_weight;
+                atomicAdd(&count[my_id], 1);
+            }
             __syncwarp();
         }
     }
     __syncthreads();
 
     // Groups in expert order: thread t takes a run of experts.
-    const int per_thread = (n_expert + kGroupThreads - 1) / kGroupThreads;
+    const int per_thread = (n_expert + kThreads - 1) / kThreads;
     const int e0 = threadIdx.x * per_thread, e1 = min(n_expert, e0 + per_thread);
     int entries = 0, groups = 0;
     for (int e = e0; e < e1; ++e) {
@@ -118,8 +126,8 @@ __global__ void __launch_bounds__(kGroupThreads) route_and_group_kernel(const fl
         groups += count[e] > 0;
     }
     int total_entries = 0, total_groups = 0;
-    int at = block_exclusive_scan(entries, warp_sums, total_entries);
-    int g = block_exclusive_scan(groups, warp_sums, total_groups);
+    int at = block_exclusive_scan<kThreads>(entries, warp_sums, total_entries);
+    int g = block_exclusive_scan<kThreads>(groups, warp_sums, total_groups);
     for (int e = e0; e < e1; ++e) {
         cursor[e] = at;
         if (count[e] > 0) r.groups[g++] = make_int4(e, at, count[e], 0);
@@ -129,7 +137,7 @@ __global__ void __launch_bounds__(kGroupThreads) route_and_group_kernel(const fl
     __syncthreads();
     // Each entry to a free place in its group (the order within a group changes no result).
     const int n_entries = n_rows * k;
-    for (int i = threadIdx.x; i < n_entries; i += kGroupThreads) {
+    for (int i = threadIdx.x; i < n_entries; i += kThreads) {
         const int p = atomicAdd(&cursor[r.ids[i]], 1);
         r.order[p] = i;
         r.x_row[p] = i / k;
@@ -204,10 +212,23 @@ cudaError_t route_and_group_experts(const float* logits, int64_t n_rows, int32_t
         return cudaErrorInvalidValue;
     if (n_rows == 0) return cudaSuccess;
     const size_t per_warp = static_cast<size_t>(n_expert) * sizeof(float);
-    const int route_warps = static_cast<int>(std::min<size_t>(kGroupWarps, kRouteSmemBytes / per_warp));
-    return detail::launch_overlapped_smem(detail::kPdlOther, route_and_group_kernel, dim3(1), dim3(kGroupThreads),
-                                          per_warp * static_cast<size_t>(route_warps), s, logits,
-                                          static_cast<int>(n_rows), n_expert, k, norm_weights, route_warps, r);
+    const bool small = n_rows <= kSmallGroupRows;
+    const int threads = small ? kSmallGroupThreads : kGroupThreads;
+    const int route_warps = static_cast<int>(std::min<size_t>(threads / 32, kRouteSmemBytes / per_warp));
+    const size_t smem = per_warp * static_cast<size_t>(route_warps);
+    if (small)
+        return detail::launch_overlapped_smem(detail::kPdlOther, route_and_group_kernel<kSmallGroupThreads>, dim3(1),
+                                              dim3(threads), smem, s, logits, static_cast<int>(n_rows), n_expert, k,
+                                              norm_weights, route_warps, r);
+    return detail::launch_overlapped_smem(detail::kPdlOther, route_and_group_kernel<kGroupThreads>, dim3(1),
+                                          dim3(threads), smem, s, logits, static_cast<int>(n_rows), n_expert, k,
+                                          norm_weights, route_warps, r);
+}
+
+bool router_logits_supported(const DeviceMatrix& router) { return detail::router_supported(router); }
+
+cudaError_t router_logits(const DeviceMatrix& router, const float* x, int64_t n_rows, float* logits, cudaStream_t s) {
+    return detail::router_matmul(router, x, n_rows, logits, s);
 }
 
 size_t grouped_matmul_workspace_bytes(WeightType t, int64_t n_entries, int64_t cols) {

@@ -5,6 +5,7 @@
 // fused activation quantization is checked bit for bit in test_gpu_matmul.)
 // Also the importance matrix's column sums.
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <utility>
 #include <random>
@@ -97,6 +98,21 @@ private slots:
             QVERIFY(dx.download(out) == cudaSuccess);
             e = check_close("rms_norm in place", out, ref, 1e-5);
             QVERIFY2(e.empty(), e.c_str());
+            // Two matrices in one launch (Q's and K's heads): each row's bits as rms_norm alone gives them.
+            {
+                std::vector<float> alone_a, alone_b, pair_a, pair_b;
+                const int64_t b_rows = 3;
+                const std::vector<float> xb(x.begin(), x.begin() + b_rows * dim);
+                const auto wb = random_floats(rng, static_cast<size_t>(dim), 0.5f, 1.5f);
+                DeviceArray<float> a1(x), b1(xb), a2(x), b2(xb), dwb(wb);
+                QVERIFY(fk::rms_norm(a1.ptr, dw.ptr, eps, rows, dim, a1.ptr, nullptr) == cudaSuccess);
+                QVERIFY(fk::rms_norm(b1.ptr, dwb.ptr, eps, b_rows, dim, b1.ptr, nullptr) == cudaSuccess);
+                QVERIFY(fk::rms_norm_pair(a2.ptr, dw.ptr, rows, b2.ptr, dwb.ptr, b_rows, eps, dim, nullptr) == cudaSuccess);
+                QVERIFY(a1.download(alone_a) == cudaSuccess && b1.download(alone_b) == cudaSuccess);
+                QVERIFY(a2.download(pair_a) == cudaSuccess && b2.download(pair_b) == cudaSuccess);
+                QVERIFY(std::memcmp(alone_a.data(), pair_a.data(), alone_a.size() * 4) == 0);
+                QVERIFY(std::memcmp(alone_b.data(), pair_b.data(), alone_b.size() * 4) == 0);
+            }
             // x + y, then its norm.
             DeviceArray<float> dx2(x);
             QVERIFY(dout.poison() == cudaSuccess);

@@ -231,6 +231,51 @@ private slots:
         QCOMPARE(fk::route_and_group_experts(nullptr, 1, 8, 9, true, none, nullptr), cudaErrorInvalidValue);
     }
 
+    // The router's logits: each row's bits the same alone and among 100 rows
+    // (two blocks of rows; matmul() would take cuBLAS), and close to the host's sums.
+    void routerLogitsAreBatchInvariant() {
+        if (!gpu_) QSKIP("no CUDA GPU");
+        struct Shape {
+            int64_t n_expert, n_embd;
+        };
+        for (const TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16})
+            for (const Shape sh : {Shape{128, 2048}, Shape{8, 4096}, Shape{60, 1000}}) {
+                const std::vector<std::byte> gguf = random_gguf(t, sh.n_expert, sh.n_embd, 21);
+                GpuMatrix m;
+                QVERIFY(upload(t, gguf, sh.n_expert, sh.n_embd, m) == cudaSuccess);
+                QVERIFY(fk::router_logits_supported(m.m));
+                const int64_t n = 100;
+                const std::vector<float> x = random_activations(n, sh.n_embd, 22);
+                std::unique_ptr<DeviceBuffer> dx;
+                QVERIFY(upload_floats(x, dx) == cudaSuccess);
+                DeviceBuffer dl(static_cast<size_t>(n * sh.n_expert) * 4);
+                QVERIFY(fk::router_logits(m.m, dx->get<float>(), n, dl.get<float>(), nullptr) == cudaSuccess);
+                std::vector<float> all, one;
+                QVERIFY(read<float>(dl.get<float>(), static_cast<size_t>(n * sh.n_expert), all) == cudaSuccess);
+                const std::vector<float> w = dequantized(t, gguf, sh.n_expert, sh.n_embd);
+                for (int64_t r = 0; r < n; ++r) {
+                    QVERIFY(fk::router_logits(m.m, dx->get<float>() + r * sh.n_embd, 1, dl.get<float>(), nullptr) ==
+                            cudaSuccess);
+                    QVERIFY(read<float>(dl.get<float>(), static_cast<size_t>(sh.n_expert), one) == cudaSuccess);
+                    QVERIFY(std::memcmp(one.data(), all.data() + r * sh.n_expert, one.size() * 4) == 0);
+                    for (int64_t e = 0; e < sh.n_expert; ++e) {
+                        double want = 0, mag = 0;
+                        for (int64_t c = 0; c < sh.n_embd; ++c) {
+                            const double p = double(w[static_cast<size_t>(e * sh.n_embd + c)]) * x[static_cast<size_t>(r * sh.n_embd + c)];
+                            want += p;
+                            mag += std::fabs(p);
+                        }
+                        QVERIFY2(std::fabs(one[static_cast<size_t>(e)] - want) <= 1e-5 * mag + 1e-30,
+                                 (name_of(t) + " expert " + std::to_string(e)).c_str());
+                    }
+                }
+            }
+        // A quantized router is not this kernel's: matmul() takes it.
+        GpuMatrix q;
+        QVERIFY(upload(TensorType::Q8_0, random_gguf(TensorType::Q8_0, 8, 256, 3), 8, 256, q) == cudaSuccess);
+        QVERIFY(!fk::router_logits_supported(q.m));
+    }
+
     // Each sorted position's row times its expert, against matmul() of all
     // rows with that expert (batch-invariant: a row's bits are its own).
     void groupedProductsEqualMatmulPerExpert() {

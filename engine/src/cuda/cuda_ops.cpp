@@ -200,6 +200,15 @@ void CudaOps::rms_norm(const float* x, const float* weight, float eps, int64_t n
         ok(kernels::rms_norm(x, w, eps, n_rows, dim, out, stream_, quantize_for_next(out, n_rows * dim)), "rms_norm");
 }
 
+void CudaOps::qk_norm(float* q, const float* q_weight, int64_t q_rows, float* k, const float* k_weight, int64_t k_rows,
+                      float eps, int64_t dim) {
+    ++op_;
+    if (!error_) return;  // a failed launch or allocation earlier in this step: launch nothing more
+    const float* wq = vector(q_weight, "q norm");
+    const float* wk = wq ? vector(k_weight, "k norm") : nullptr;
+    if (wk) ok(kernels::rms_norm_pair(q, wq, q_rows, k, wk, k_rows, eps, dim, stream_), "qk_norm");
+}
+
 void CudaOps::add_rms_norm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t dim,
                            float* out) {
     ++op_;
@@ -338,7 +347,13 @@ Status CudaOps::moe_ffn(const model::MoeFfn& ffn, const float* x, int64_t n_rows
     auto* d = reinterpret_cast<float*>(base + o_down);
     const kernels::ExpertRouting r = kernels::expert_routing(base + o_routing, n_rows, k, n_expert);
 
-    FOLIO_RETURN_IF_ERROR(matmul(ffn.router, x, n_rows, logits));
+    const kernels::DeviceMatrix* router = matrix(ffn.router);
+    if (!router) return error_;
+    if (kernels::router_logits_supported(*router)) {
+        if (!ok(kernels::router_logits(*router, x, n_rows, logits, stream_), "expert router")) return error_;
+    } else {
+        FOLIO_RETURN_IF_ERROR(matmul(ffn.router, x, n_rows, logits));
+    }
     ++op_;  // the rest: nothing after it takes what an earlier kernel quantized
     const size_t ws = std::max(kernels::grouped_matmul_workspace_bytes(gate->type, entries, gate->cols),
                                kernels::grouped_matmul_workspace_bytes(down->type, entries, down->cols));

@@ -123,6 +123,8 @@ public:
     Status embed(const model::Weight& table, const Batch& batch, float* out) override;
     void select_logit_rows(const Batch& batch, const float* x, int64_t dim, float* out) override;
     void rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) override;
+    void qk_norm(float* q, const float* q_weight, int64_t q_rows, float* k, const float* k_weight, int64_t k_rows,
+                 float eps, int64_t dim) override;
     void add_rms_norm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t dim,
                       float* out) override;
     Status matmul(const model::Weight& w, const float* x, int64_t n_rows, float* y) override;

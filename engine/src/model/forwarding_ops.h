@@ -19,6 +19,10 @@ public:
     void rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim, float* out) override {
         inner_.rms_norm(x, weight, eps, n_rows, dim, out);
     }
+    void qk_norm(float* q, const float* q_weight, int64_t q_rows, float* k, const float* k_weight, int64_t k_rows,
+                 float eps, int64_t dim) override {
+        inner_.qk_norm(q, q_weight, q_rows, k, k_weight, k_rows, eps, dim);
+    }
     void add_rms_norm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t dim,
                       float* out) override {
         inner_.add_rms_norm(x, y, weight, eps, n_rows, dim, out);

@@ -155,8 +155,7 @@ Status Gemma3::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
         float* const qkv_out[] = {q, k, v};
         FOLIO_RETURN_IF_ERROR(ops.matmuls(qkv, h, n, qkv_out));
         if (qk_norm_) {
-            ops.rms_norm(q, L.q_norm.data(), eps, n * n_head_, head_dim_, q);
-            ops.rms_norm(k, L.k_norm.data(), eps, n * n_head_kv_, head_dim_, k);
+            ops.qk_norm(q, L.q_norm.data(), n * n_head_, k, L.k_norm.data(), n * n_head_kv_, eps, head_dim_);
         }
         attn.rope = rope(l);
         attn.layer = l;

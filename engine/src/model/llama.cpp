@@ -200,8 +200,7 @@ Status Llama::forward(Ops& ops, const Batch& batch, const StepOutput& out) {
         if (!L.bk.empty()) ops.add_bias(k, L.bk.data(), n, kv_dim);
         if (!L.bv.empty()) ops.add_bias(v, L.bv.data(), n, kv_dim);
         if (qk_norm_) {
-            ops.rms_norm(q, L.q_norm.data(), eps, n * n_head_, head_dim_, q);
-            ops.rms_norm(k, L.k_norm.data(), eps, n * n_head_kv_, head_dim_, k);
+            ops.qk_norm(q, L.q_norm.data(), n * n_head_, k, L.k_norm.data(), n * n_head_kv_, eps, head_dim_);
         }
         attn.layer = l;
         FOLIO_RETURN_IF_ERROR(ops.attention(attn, batch, q, k, v, attn_out));

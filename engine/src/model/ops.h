@@ -173,6 +173,13 @@ public:
     // Each of n_rows rows of `dim`: out = x / rms(x) * weight. out may be x.
     virtual void rms_norm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t dim,
                           float* out) = 0;
+    // Per-head norms of Q and K in place (Qwen3, Gemma 3): rms_norm of each of
+    // q's q_rows and k's k_rows rows of `dim`; a backend may run both as one pass.
+    virtual void qk_norm(float* q, const float* q_weight, int64_t q_rows, float* k, const float* k_weight,
+                         int64_t k_rows, float eps, int64_t dim) {
+        rms_norm(q, q_weight, eps, q_rows, dim, q);
+        rms_norm(k, k_weight, eps, k_rows, dim, k);
+    }
     // The residual add fused with the next norm: x += y, then out = rms_norm(x) * weight.
     virtual void add_rms_norm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t dim,
                               float* out) {

@@ -29,6 +29,10 @@ struct ActivationQuant {
 // Each of n_rows rows of `dim`: out = x / rms(x) * w. out may be x.
 cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t n_rows, int64_t dim, float* out,
                      cudaStream_t s, const ActivationQuant& q = {});
+// rms_norm of a's a_rows rows and of b's b_rows rows, each in place, in one
+// launch (Q's and K's per-head norms); each row's bits as rms_norm gives them.
+cudaError_t rms_norm_pair(float* a, const float* wa, int64_t a_rows, float* b, const float* wb, int64_t b_rows,
+                          float eps, int64_t dim, cudaStream_t s);
 // Residual add fused with the next norm: x += y; out = rms_norm(x) * w.  (out != x)
 cudaError_t add_rms_norm(float* x, const float* y, const float* w, float eps, int64_t n_rows, int64_t dim,
                          float* out, cudaStream_t s, const ActivationQuant& q = {});

@@ -4,7 +4,7 @@
 // multiplied with its own expert's weights only. Nothing goes to the host,
 // so a step with experts is captured in a CUDA graph like any other.
 //
-//   logits [n][n_expert]   (the router: an ordinary matmul)
+//   router_logits          -> logits [n][n_expert]
 //   route_and_group_experts -> ids, weights [n][k]; per non-empty expert a group (expert, first, count)
 //                             of sorted positions; order[p] = the entry (r * k + s)
 //                             at position p, x_row[p] = r, position[entry] = p
@@ -62,6 +62,13 @@ inline constexpr int32_t kMaxExpertsUsed = 32;
 size_t expert_routing_bytes(int64_t n_rows, int32_t k, int32_t n_expert);
 // The arrays laid out in `buffer` (256-byte aligned, expert_routing_bytes()).
 ExpertRouting expert_routing(void* buffer, int64_t n_rows, int32_t k, int32_t n_expert);
+
+// logits [n_rows][router.rows] = x · routerᵀ for float routers (F32, F16,
+// BF16; router_logits_supported): each logit summed in one fixed order
+// whatever n_rows, so a row's routing never depends on its batch-mates (an
+// ordinary matmul() goes to cuBLAS from two rows on). x 16-byte aligned.
+bool router_logits_supported(const DeviceMatrix& router);
+cudaError_t router_logits(const DeviceMatrix& router, const float* x, int64_t n_rows, float* logits, cudaStream_t s);
 
 // Row r's k best experts by softmax(logits[r]) (ties: the lower id) with
 // their probabilities, divided by their sum (clamped at F16's smallest
