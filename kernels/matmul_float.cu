@@ -39,6 +39,22 @@ __device__ __forceinline__ void unpack16(const uint4& v, float (&out)[16 / kElem
     }
 }
 
+// acc + f · x over one 16-byte chunk of weights (x: its kElems activations,
+// 16-byte aligned), one fma at a time in order.
+template <int kElems>
+__device__ __forceinline__ float fma_chunk(const float (&f)[kElems], const float* x, float acc) {
+    const auto* xv = reinterpret_cast<const float4*>(x);
+#pragma unroll
+    for (int q = 0; q < kElems / 4; ++q) {
+        const float4 a = __ldg(xv + q);
+        acc = fmaf(f[4 * q], a.x, acc);
+        acc = fmaf(f[4 * q + 1], a.y, acc);
+        acc = fmaf(f[4 * q + 2], a.z, acc);
+        acc = fmaf(f[4 * q + 3], a.w, acc);
+    }
+    return acc;
+}
+
 template <WeightType T>
 __device__ __forceinline__ float element(const uint8_t* w, int64_t i) {
     if constexpr (T == WeightType::F32) return reinterpret_cast<const float*>(w)[i];
@@ -98,15 +114,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, kUnroll >= 16 || NT > 2 ?
                     v[i] = __ldcs(reinterpret_cast<const uint4*>(wr) + c + 32 * kUnroll);
 #pragma unroll
                 for (int j = 0; j < NT; ++j) {
-                    const float4* xv = reinterpret_cast<const float4*>(xs + j * cols + c * kElems);
-#pragma unroll
-                    for (int q = 0; q < kElems / 4; ++q) {
-                        const float4 a = __ldg(xv + q);
-                        acc[j] = fmaf(f[4 * q], a.x, acc[j]);
-                        acc[j] = fmaf(f[4 * q + 1], a.y, acc[j]);
-                        acc[j] = fmaf(f[4 * q + 2], a.z, acc[j]);
-                        acc[j] = fmaf(f[4 * q + 3], a.w, acc[j]);
-                    }
+                    acc[j] = fma_chunk(f, xs + j * cols + c * kElems, acc[j]);
                 }
             }
         }
@@ -182,15 +190,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4)
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
                 if (j >= valid) break;
-                const float4* xv = reinterpret_cast<const float4*>(xs[j] + c * kElems);
-#pragma unroll
-                for (int q = 0; q < kElems / 4; ++q) {
-                    const float4 a = __ldg(xv + q);
-                    acc[j] = fmaf(f[4 * q], a.x, acc[j]);
-                    acc[j] = fmaf(f[4 * q + 1], a.y, acc[j]);
-                    acc[j] = fmaf(f[4 * q + 2], a.z, acc[j]);
-                    acc[j] = fmaf(f[4 * q + 3], a.w, acc[j]);
-                }
+                acc[j] = fma_chunk(f, xs[j] + c * kElems, acc[j]);
             }
         }
 #pragma unroll
@@ -250,15 +250,7 @@ __global__ void __launch_bounds__(kRouterThreads) router_kernel(const uint8_t* _
 #pragma unroll
             for (int j = 0; j < kRouterTile; ++j) {
                 if (j >= valid) break;
-                const float4* xv = reinterpret_cast<const float4*>(x + (r0 + j) * cols + c * kElems);
-#pragma unroll
-                for (int q = 0; q < kElems / 4; ++q) {
-                    const float4 a = __ldg(xv + q);
-                    acc[j] = fmaf(f[4 * q], a.x, acc[j]);
-                    acc[j] = fmaf(f[4 * q + 1], a.y, acc[j]);
-                    acc[j] = fmaf(f[4 * q + 2], a.z, acc[j]);
-                    acc[j] = fmaf(f[4 * q + 3], a.w, acc[j]);
-                }
+                acc[j] = fma_chunk(f, x + (r0 + j) * cols + c * kElems, acc[j]);
             }
         }
 #pragma unroll

@@ -89,6 +89,20 @@ def sha256_of(path: str) -> str:
     return h.hexdigest()
 
 
+def tensor_data_sha256(path: str) -> str:
+    """The sha256 of the data section alone (the tensors' bytes): a file
+    whose metadata names where it came from (Folio's quantizer records its
+    source's path) is pinned by this one."""
+    import gguf  # tools/requirements.txt
+    offset = gguf.GGUFReader(path).data_offset
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        f.seek(offset)
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def chat_text(family: str, llm: Llama, user: str) -> str:
     if family == "gemma3":  # the GGUF has no template; this is Gemma 3's turn format
         return GEMMA_TURN.format(user)
@@ -203,6 +217,7 @@ def make_goldens(path: str, family: str, prompt_ids_from: dict | None, n_ctx: in
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "model_file": os.path.basename(path),
         "model_sha256": sha256_of(path),
+        "tensor_data_sha256": tensor_data_sha256(path),
         "n_vocab": llm.n_vocab(),
         "n_ctx": n_ctx,
         "n_threads": N_THREADS,

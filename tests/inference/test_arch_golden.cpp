@@ -41,6 +41,7 @@
 #include "folio/backend.h"
 #include "folio/generate.h"
 #include "folio/model.h"
+#include "arch_files.h"
 #include "folio_test.h"
 #include "gguf_fixture.h"
 
@@ -104,29 +105,6 @@ private slots:
     void longRopeAttnFactorIsNeeded() { check_family("phi3", false, true); }
 
 private:
-    // Writes the family's file with tools/make_arch_gguf.py into a temporary path.
-    bool make_file(const std::string& family, const std::string& path, std::string& message) {
-        const std::string python = gguf_fixture::python();
-        const std::string vocab = folio_test::model_path(folio_test::kSmolLM2);
-        if (python.empty() || vocab.empty()) {
-            message = "needs .venv/bin/python and the SmolLM2 GGUF (its vocabulary): run scripts/setup.sh";
-            return false;
-        }
-        std::string output;
-        const int status = gguf_fixture::run_command(python + " " + folio_test::source_dir() +
-                                                         "/tools/make_arch_gguf.py " + family + " " + path +
-                                                         " --vocab-from " + vocab + " 2>&1",
-                                                     output);
-        message = "make_arch_gguf.py: " + output;
-        return status == 0;
-    }
-
-    static std::string sha256_of(const std::string& path) {
-        std::string output;
-        if (gguf_fixture::run_command("sha256sum " + path, output) != 0) return {};
-        return output.substr(0, output.find(' '));
-    }
-
     // golden: the golden's name when not the family's (the same file run at another n_ctx).
     void check_family(const std::string& family, bool drop_factors, bool drop_attn_factor = false,
                       const std::string& golden_name = "") {
@@ -144,12 +122,12 @@ private:
         const std::string path = made ? std::string(made) + "/arch-" + family + ".gguf"
                                       : gguf_fixture::temp_path("arch-" + family + ".gguf");
         std::string message;
-        if (!made && !make_file(family, path, message)) {
+        if (!made && !arch_files::make(family, path, message)) {
             std::filesystem::remove(path);
             if (folio_test::models_required() || message.rfind("make_arch", 0) == 0) QFAIL(message.c_str());
             QSKIP(message.c_str());
         }
-        const std::string sha = sha256_of(path);
+        const std::string sha = arch_files::sha256(path);
         auto model = folio::load_model_description(path);
         if (!made) std::filesystem::remove(path);  // mapped: the data stays readable
         QVERIFY2(sha == golden.at("model_sha256").get<std::string>(),

@@ -26,6 +26,17 @@
 namespace folio {
 namespace {
 
+// The host addresses and rows of matrices stored as one (Weight or ExpertMatrix), in order.
+template <typename Matrix>
+std::pair<std::vector<const void*>, std::vector<int64_t>> stacked_members(const std::vector<Matrix>& members) {
+    std::pair<std::vector<const void*>, std::vector<int64_t>> out;
+    for (const Matrix& m : members) {
+        out.first.push_back(m.data);
+        out.second.push_back(m.out_features);
+    }
+    return out;
+}
+
 std::string cuda_error(const std::string& what, cudaError_t err) {
     return "cuda: " + what + ": " + cudaGetErrorString(err);
 }
@@ -369,12 +380,7 @@ Status CudaBackend::upload_weights(const ModelDescription& model) {
         } else if (u.members.size() == 1) {
             ops_->add_matrix(w.data, m);
         } else {
-            std::vector<const void*> members;
-            std::vector<int64_t> rows;
-            for (const model::Weight& member : u.members) {
-                members.push_back(member.data);
-                rows.push_back(member.out_features);
-            }
+            auto [members, rows] = stacked_members(u.members);
             ops_->add_stacked(m, std::move(members), std::move(rows));
         }
     }
@@ -384,12 +390,7 @@ Status CudaBackend::upload_weights(const ModelDescription& model) {
         const kernels::DeviceExperts de{t, static_cast<std::byte*>(weights_.data()) + uploads[eu.first].offset,
                                         kernels::expert_stride(t, eu.rows, em.in_features), eu.rows, em.in_features,
                                         em.n_expert};
-        std::vector<const void*> members;
-        std::vector<int64_t> rows;
-        for (const model::ExpertMatrix& m : eu.members) {
-            members.push_back(m.data);
-            rows.push_back(m.out_features);
-        }
+        auto [members, rows] = stacked_members(eu.members);
         ops_->add_experts(de, std::move(members), std::move(rows));
     }
     // Norm weights and biases: small, one buffer.
