@@ -5,11 +5,7 @@
 
 namespace folio::kernels {
 
-namespace {
-
-bool is_float(WeightType t) { return t == WeightType::F32 || t == WeightType::F16 || t == WeightType::BF16; }
-
-}  // namespace
+using detail::is_float;
 
 ActivationFormat fused_activation_format(WeightType t) {
     switch (t) {

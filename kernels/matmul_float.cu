@@ -4,9 +4,9 @@
 // converted to the weights' type in the workspace (F32 weights: F32 math, no
 // TF32), accumulating in F32.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <climits>
-#include <cuda_fp16.h>
 
 #include "folio_kernels/check.h"
 #include "matmul_layout.cuh"
@@ -203,8 +203,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, 4)
 }
 
 template <WeightType T>
-cudaError_t launch_grouped_float(const DeviceExperts& w, const float* x, const int32_t* x_row, int tile, const int4* groups,
-                                 const int32_t* n_groups, unsigned max_groups, float* y, cudaStream_t s) {
+cudaError_t launch_grouped_float(const DeviceExperts& w, const float* x, const int32_t* x_row, int tile,
+                                 const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,
+                                 cudaStream_t s) {
     const dim3 grid(blocks_for(w.rows, kWarpsPerBlock), max_groups);
     const auto* wp = static_cast<const uint8_t*>(w.data);
     if (tile == 1)
@@ -218,9 +219,9 @@ cudaError_t launch_grouped_float(const DeviceExperts& w, const float* x, const i
 }
 
 // A mixture-of-experts router (folio_kernels/moe.h): block (e, b) is expert
-// e's logit for rows kRouterRows b .., kRouterTile rows at a time; thread t sums 16-byte
-// chunks t, t + 128, ... in order, then one butterfly a warp and the warps in
-// order. The same order whatever the rows: a row's logits, and so its
+// e's logit for rows kRouterRows b .., kRouterTile rows at a time; thread t
+// sums 16-byte chunks t, t + 128, ... in order, then one butterfly a warp and
+// the warps in order. The same order whatever the rows: a row's logits, and so its
 // routing, never depend on its batch-mates.
 constexpr int kRouterThreads = 128;
 constexpr int kRouterTile = 4;
@@ -368,8 +369,7 @@ cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const
 }
 
 bool router_supported(const DeviceMatrix& w) {
-    const bool float_type = w.type == WeightType::F32 || w.type == WeightType::F16 || w.type == WeightType::BF16;
-    return float_type && w.cols % (16 / (w.type == WeightType::F32 ? 4 : 2)) == 0 && w.rows <= INT_MAX;
+    return is_float(w.type) && w.cols % (16 / (w.type == WeightType::F32 ? 4 : 2)) == 0 && w.rows <= INT_MAX;
 }
 
 cudaError_t router_matmul(const DeviceMatrix& w, const float* x, int64_t n_rows, float* logits, cudaStream_t s) {

@@ -26,6 +26,10 @@ inline constexpr int kQK = 32;    // legacy block
 inline constexpr int kQKK = 256;  // K-quant super-block
 
 inline constexpr size_t align256(size_t v) { return (v + 255) / 256 * 256; }
+// The float weight types (matmul_float.cu); the others are block-quantized.
+inline constexpr bool is_float(WeightType t) {
+    return t == WeightType::F32 || t == WeightType::F16 || t == WeightType::BF16;
+}
 
 // GGUF block bytes for the type (per block_elems elements).
 __host__ __device__ inline constexpr int gguf_block_bytes(WeightType t) {
@@ -145,18 +149,18 @@ cudaError_t convert_to(WeightType t, const float* x, size_t count, void* out, cu
 cudaError_t float_matmul(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& parts,
                          const MatmulWorkspace& ws, cudaStream_t s);
 
+// The router's logits (moe.h: router_logits), F32 / F16 / BF16 weights.
+bool router_supported(const DeviceMatrix& w);
+cudaError_t router_matmul(const DeviceMatrix& w, const float* x, int64_t n_rows, float* logits, cudaStream_t s);
+
 // Grouped products of stacked experts (moe.cu): grid.y = max_groups blocks
 // of groups, those past *n_groups idle; tile = the rows a kernel takes at a
 // time (1 .. kMatmulTileRows). x_row: position p's input is x's row
 // x_row[p] (null: row p). The quantized one reads x rows past n_entries
 // from its workspace's padding (grouped_quantized_workspace_bytes).
-// The router's logits (moe.h: router_logits), F32 / F16 / BF16 weights.
-bool router_supported(const DeviceMatrix& w);
-cudaError_t router_matmul(const DeviceMatrix& w, const float* x, int64_t n_rows, float* logits, cudaStream_t s);
 size_t grouped_quantized_workspace_bytes(WeightType t, int64_t n_entries, int64_t cols);
 cudaError_t grouped_quantized_matmul(const DeviceExperts& w, const float* x, const int32_t* x_row, int64_t n_entries,
-                                     int tile,
-                                     const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,
+                                     int tile, const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,
                                      void* ws, bool x_in_workspace, cudaStream_t s);
 cudaError_t grouped_float_matmul(const DeviceExperts& w, const float* x, const int32_t* x_row, int tile,
                                  const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,

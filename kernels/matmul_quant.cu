@@ -644,8 +644,7 @@ size_t grouped_quantized_workspace_bytes(WeightType t, int64_t n_entries, int64_
 }
 
 cudaError_t grouped_quantized_matmul(const DeviceExperts& w, const float* x, const int32_t* x_row, int64_t n_entries,
-                                     int tile,
-                                     const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,
+                                     int tile, const int4* groups, const int32_t* n_groups, unsigned max_groups, float* y,
                                      void* ws, bool x_in_workspace, cudaStream_t s) {
     switch (w.type) {
 #define FOLIO_GROUPED(T) \

@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* _
     out[row * dim + j] = o;
 }
 
-bool is_float(WeightType t) { return t == WeightType::F32 || t == WeightType::F16 || t == WeightType::BF16; }
+using detail::is_float;
 
 }  // namespace
 
@@ -216,13 +216,9 @@ cudaError_t route_and_group_experts(const float* logits, int64_t n_rows, int32_t
     const int threads = small ? kSmallGroupThreads : kGroupThreads;
     const int route_warps = static_cast<int>(std::min<size_t>(threads / 32, kRouteSmemBytes / per_warp));
     const size_t smem = per_warp * static_cast<size_t>(route_warps);
-    if (small)
-        return detail::launch_overlapped_smem(detail::kPdlOther, route_and_group_kernel<kSmallGroupThreads>, dim3(1),
-                                              dim3(threads), smem, s, logits, static_cast<int>(n_rows), n_expert, k,
-                                              norm_weights, route_warps, r);
-    return detail::launch_overlapped_smem(detail::kPdlOther, route_and_group_kernel<kGroupThreads>, dim3(1),
-                                          dim3(threads), smem, s, logits, static_cast<int>(n_rows), n_expert, k,
-                                          norm_weights, route_warps, r);
+    auto* kernel = small ? route_and_group_kernel<kSmallGroupThreads> : route_and_group_kernel<kGroupThreads>;
+    return detail::launch_overlapped_smem(detail::kPdlOther, kernel, dim3(1), dim3(threads), smem, s, logits,
+                                          static_cast<int>(n_rows), n_expert, k, norm_weights, route_warps, r);
 }
 
 bool router_logits_supported(const DeviceMatrix& router) { return detail::router_supported(router); }

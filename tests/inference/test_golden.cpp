@@ -40,10 +40,10 @@
 #include <string>
 #include <vector>
 
+#include "arch_files.h"
 #include "folio/backend.h"
 #include "folio/generate.h"
 #include "folio/gguf.h"
-#include "arch_files.h"
 #include "folio/model.h"
 #include "folio/quantize_job.h"
 #include "folio/tokenizer.h"
@@ -59,7 +59,8 @@ constexpr double kPerplexityTolerance = 0.005;  // relative
 constexpr int kMinIdenticalPrompts = 8;  // F32 activations: continuations identical token for token
 
 enum class Activations { Quantized, F32 };
-enum class Bounds { Held, Reported };  // Reported: measured and printed only
+// GreedyOnly: the log-probabilities measured and printed, greedy agreement held.
+enum class Bounds { All, GreedyOnly };
 
 double logsumexp(const float* row, int32_t n) {
     const float max = *std::max_element(row, row + n);
@@ -112,12 +113,13 @@ private slots:
     // the Gemma 3 file is held with F32 activations: each weight block
     // dequantized, against llama.cpp on the file's dequantized F32 copy
     // (tight bounds, >= 8 of 10 continuations identical). The run with 8-bit
-    // activations is measured against llama.cpp on the quantized file and
-    // printed, not bounded: llama.cpp's one-batch deviation, which sets the
-    // bounds above, is 0 on most prompts of these tiny random files, while a
-    // rounded activation flipped by a last-ulp difference moves a logit here
-    // as in any 8-bit run (measured: greedy 631-640 of 640 steps equal, mean
-    // |logprob diff| 0.006-0.092, worst 0.05-3.7, the worst a qwen3moe routing flip).
+    // activations against llama.cpp on the quantized file is held to >= 90 %
+    // greedy agreement; its log-probabilities are printed, not bounded:
+    // llama.cpp's one-batch deviation, which sets the bounds above, is 0 on
+    // most prompts of these tiny random files, while a rounded activation
+    // flipped by a last-ulp difference moves a logit here as in any 8-bit run
+    // (measured: greedy 631-640 of 640 steps equal, mean |logprob diff|
+    // 0.006-0.092, worst 0.05-3.7, the worst a qwen3moe routing flip).
     void llama31Q4KM() { check_arch_q4_k_m("llama31"); }
     void qwen3Q4KM() { check_arch_q4_k_m("qwen3"); }
     void gemma2Q4KM() { check_arch_q4_k_m("gemma2"); }
@@ -168,13 +170,13 @@ private:
                   sha + "): regenerate them (tests/data/inference/README.md)")
                      .c_str());
         check_golden(q4, "inference/arch_" + family + "_q4_k_m_f32.json", Activations::F32);
-        check_golden(q4, golden_file, Activations::Quantized, Bounds::Reported);
+        check_golden(q4, golden_file, Activations::Quantized, Bounds::GreedyOnly);
         std::filesystem::remove(q4);
     }
 
     // model_path run with the given activations against golden_file.
     void check_golden(const std::string& model_path, const std::string& golden_file,
-                      Activations activations = Activations::Quantized, Bounds bounds = Bounds::Held) {
+                      Activations activations = Activations::Quantized, Bounds bounds = Bounds::All) {
         nlohmann::json golden;
         if (!read_json(folio_test::data_path(golden_file), golden)) QSKIP("golden file not there yet");
         auto model = folio::load_model_description(model_path);
@@ -253,12 +255,12 @@ private:
                      golden_file.c_str(), activations == Activations::F32 ? " (F32 activations)" : "", worst,
                      kLogprobTolerance, mean, kMeanLogprobTolerance, static_cast<long long>(steps - mismatches),
                      static_cast<long long>(steps), identical_prompts, n_prompts, report.c_str());
-        if (bounds == Bounds::Reported) return;
+        QVERIFY2(static_cast<double>(steps - mismatches) >= kMinGreedyAgreement * static_cast<double>(steps),
+                 ("greedy continuation differs too often: " + report).c_str());
+        if (bounds == Bounds::GreedyOnly) return;
         QVERIFY2(worst <= kLogprobTolerance, "logits differ from llama.cpp beyond the tolerance");
         QVERIFY2(mean <= kMeanLogprobTolerance, "logits differ from llama.cpp on average: a systematic error");
         QVERIFY2(unexplained == 0, ("greedy token differs where llama.cpp is not near a tie: " + report).c_str());
-        QVERIFY2(static_cast<double>(steps - mismatches) >= kMinGreedyAgreement * static_cast<double>(steps),
-                 ("greedy continuation differs too often: " + report).c_str());
         if (activations == Activations::F32)
             QVERIFY2(identical_prompts >= kMinIdenticalPrompts,
                      ("fewer than 8 greedy continuations identical to llama.cpp's: " + report).c_str());
