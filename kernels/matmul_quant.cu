@@ -15,9 +15,13 @@
 // block into shared memory, was measured slower: bench/results/cuda-matmul-*.)
 #include <cuda_fp16.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "activation_quant.cuh"
 #include "folio_kernels/check.h"
 #include "matmul_layout.cuh"
+#include "matmul_quant.cuh"
 
 namespace folio::kernels::detail {
 namespace {
@@ -25,17 +29,7 @@ namespace {
 constexpr int kWarpsPerBlock = 4;
 
 // ---- activation quantization -----------------------------------------------------
-// Workspace: qs int8 [n][cols], then per block either float2 meta [n][cols/32]
-// (d, and s for Q8_1 or the exact sum of the quants for Q8_0), or for Q8_K
-// float d [n][cols/256] and int16 bsums [n][cols/16].
-
-struct ActQ8 {
-    const int8_t* qs = nullptr;
-    const float2* meta = nullptr;  // legacy partners
-    const float* d = nullptr;      // Q8_K
-    const int16_t* bsums = nullptr;  // Q8_K
-    int64_t cols = 0;
-};
+// Workspace: as ActQ8 (matmul_quant.cuh) reads it.
 
 struct ActLayout {
     size_t meta_offset = 0, d_offset = 0, bsums_offset = 0, bytes = 0;
@@ -156,23 +150,10 @@ __global__ void quantize_q8_k_blocks(RowsIn x, int64_t blocks, int8_t* __restric
 
 // ---- per-type units ---------------------------------------------------------------
 
-__device__ __forceinline__ uint4 load16(const uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
-__device__ __forceinline__ int4 load16(const int8_t* p) { return *reinterpret_cast<const int4*>(p); }
-
 // Bit 4 of each byte from 4 bits of t (the fifth bit of Q5 quants).
 __device__ __forceinline__ int spread_bits(uint32_t t) {
     return static_cast<int>(((t & 1u) << 4) | ((t & 2u) << 11) | ((t & 4u) << 18) | ((t & 8u) << 25));
 }
-__device__ __forceinline__ uint32_t word_of(const uint4& v, int k) {
-    return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
-}
-__device__ __forceinline__ int int_of(const int4& v, int k) {
-    return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
-}
-__device__ __forceinline__ int byte_of(const uint4& v, int i) {  // i may be a run-time value
-    return static_cast<int>((word_of(v, i >> 2) >> (8 * (i & 3))) & 0xffu);
-}
-
 // The legacy types: one unit is one block of 32.
 template <WeightType T>
 struct Block32 {
@@ -265,21 +246,9 @@ struct PairK {
     __device__ static void dot(const Unit& u, const ActQ8& a, int64_t row_unit, int64_t j0, float (&acc)[NT]) {
         const int p = u.pair;
         const int64_t sb = row_unit / 4;
-        // Scale and min of sub-blocks 2p and 2p + 1 (bytes 4.. of the header).
         int sc[2], mn[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int j = 2 * p + h;
-            if (j < 4) {
-                sc[h] = byte_of(u.header, 4 + j) & 63;
-                mn[h] = byte_of(u.header, 8 + j) & 63;
-            } else {
-                sc[h] = (byte_of(u.header, 8 + j) & 0xF) | ((byte_of(u.header, j) >> 6) << 4);
-                mn[h] = (byte_of(u.header, 8 + j) >> 4) | ((byte_of(u.header, 4 + j) >> 6) << 4);
-            }
-        }
-        const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(u.header.x & 0xffffu)));
-        const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(u.header.x >> 16)));
+        pair_scales(u.header, p, sc, mn);
+        const float d = header_d(u.header), dmin = header_dmin(u.header);
         // Quants as bytes: lo[k] elements 4k.. of sub-block 2p, hi[k] of 2p + 1.
         int lo[8], hi[8];
 #pragma unroll
@@ -307,13 +276,9 @@ struct PairK {
                 dot_hi = __dp4a(hi[k], int_of(a2, k), dot_hi);
                 dot_hi = __dp4a(hi[k + 4], int_of(a3, k), dot_hi);
             }
-            const int bs0 = static_cast<int16_t>(bs.x & 0xffff), bs1 = static_cast<int16_t>(bs.x >> 16);
-            const int bs2 = static_cast<int16_t>(bs.y & 0xffff), bs3 = static_cast<int16_t>(bs.y >> 16);
             const int scaled = sc[0] * dot_lo + sc[1] * dot_hi;
-            const int offsets = mn[0] * (bs0 + bs1) + mn[1] * (bs2 + bs3);
-            const float v = __fmul_rn(da, __fsub_rn(__fmul_rn(d, static_cast<float>(scaled)),
-                                                    __fmul_rn(dmin, static_cast<float>(offsets))));
-            acc[j] = __fadd_rn(acc[j], v);
+            const int offsets = mn[0] * (low_half(bs.x) + high_half(bs.x)) + mn[1] * (low_half(bs.y) + high_half(bs.y));
+            acc[j] = __fadd_rn(acc[j], pair_k_value(da, d, dmin, scaled, offsets));
         }
     }
 };
@@ -371,10 +336,9 @@ struct QuarterQ6K {
 #pragma unroll
                 for (int k = 0; k < 4; ++k) dot = __dp4a(q[t][k], int_of(av, k), dot);
                 const int word = int_of(bs8, t);  // bsums 8h + 2t, 8h + 2t + 1
-                const int bsum = s == 0 ? static_cast<int16_t>(word & 0xffff) : static_cast<int16_t>(word >> 16);
-                sumi += sc[t] * (dot - 32 * bsum);
+                sumi += sc[t] * (dot - 32 * (s == 0 ? low_half(word) : high_half(word)));
             }
-            acc[j] = __fadd_rn(acc[j], __fmul_rn(__fmul_rn(da, u.d), static_cast<float>(sumi)));
+            acc[j] = __fadd_rn(acc[j], q6_k_value(da, u.d, sumi));
         }
     }
 };
@@ -548,6 +512,16 @@ cudaError_t quantize_rows(const float* x, const int32_t* x_row, int64_t n, int64
     return cudaSuccess;
 }
 
+// FOLIO_CUDA_MMQ=dp4a keeps every row on the warp-per-row kernels (the
+// tensor-core ones give the same bits): to measure the two side by side.
+bool use_mma_rows() {
+    static const bool mma = [] {
+        const char* v = std::getenv("FOLIO_CUDA_MMQ");
+        return !(v && std::string(v) == "dp4a");
+    }();
+    return mma;
+}
+
 template <WeightType T>
 cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const SplitParts& y, void* ws,
                        bool x_in_workspace, cudaStream_t s) {
@@ -555,14 +529,25 @@ cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const S
     // The K-quants' Q8_K rows are always quantized here (no producer writes them).
     FOLIO_CUDA_TRY(quantize_rows<T>(x, nullptr, n, n, w.cols, ws, x_in_workspace && !kSuperBlocks<T>, s, a));
     const SplitLayout l = is_split(T) ? split_layout(T, w.rows, w.cols) : SplitLayout{};
+    // Whole tiles of 32 rows on the tensor cores where the type has that
+    // kernel (the same bits, matmul_quant_mma.cu), the rest here.
+    int64_t j = 0;
+    if (mma_quantized_supported(T) && use_mma_rows()) {
+        const int64_t mma_tiles = n / kMmaTileRows;
+        for (int64_t t = 0; t < mma_tiles; t += 1 << 20) {
+            const int64_t tiles = mma_tiles - t < (1 << 20) ? mma_tiles - t : (1 << 20);
+            FOLIO_CUDA_TRY(mma_quantized_rows(w, a, t * kMmaTileRows, tiles, y, s));
+        }
+        j = mma_tiles * kMmaTileRows;
+    }
     constexpr int kTile = kMatmulTileRows;
-    const int64_t full = n / kTile;
+    const int64_t full = (n - j) / kTile;
     // Tiles per launch stay well inside int; each launch walks its tiles in order.
     for (int64_t t = 0; t < full; t += 1 << 20) {
         const int tiles = static_cast<int>(full - t < (1 << 20) ? full - t : (1 << 20));
-        FOLIO_CUDA_TRY((launch_tiles<T, kTile>(w, l, a, t * kTile, tiles, y, s)));
+        FOLIO_CUDA_TRY((launch_tiles<T, kTile>(w, l, a, j + t * kTile, tiles, y, s)));
     }
-    const int64_t j = full * kTile;
+    j += full * kTile;
     switch (n - j) {
         case 0: return cudaSuccess;
         case 1: return launch_tiles<T, 1>(w, l, a, j, 1, y, s);
