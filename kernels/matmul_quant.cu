@@ -532,10 +532,10 @@ cudaError_t launch_mmq(const DeviceMatrix& w, const float* x, int64_t n, const S
     // The K-quants' Q8_K rows are always quantized here (no producer writes them).
     FOLIO_CUDA_TRY(quantize_rows<T>(x, nullptr, n, n, w.cols, ws, x_in_workspace && !kSuperBlocks<T>, s, a));
     const SplitLayout l = is_split(T) ? split_layout(T, w.rows, w.cols) : SplitLayout{};
-    // Whole tiles of 32 rows on the tensor cores where the type has that
+    // Whole tiles of 32 rows on the tensor cores where the matrix has that
     // kernel (the same bits, matmul_quant_mma.cu), the rest here.
     int64_t j = 0;
-    if (mma_quantized_supported(T) && use_mma_rows()) {
+    if (use_mma_rows() && mma_quantized_supported(w)) {
         const int64_t mma_tiles = n / kMmaTileRows;
         for (int64_t t = 0; t < mma_tiles; t += 1 << 20) {
             const int64_t tiles = mma_tiles - t < (1 << 20) ? mma_tiles - t : (1 << 20);

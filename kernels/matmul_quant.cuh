@@ -78,10 +78,11 @@ __device__ __forceinline__ float q6_k_value(float da, float d, int sumi) {
 
 // Tensor-core products of K-quant weights (matmul_quant_mma.cu): y[j][row]
 // for the activation rows j_begin .. j_begin + 32 tiles, bit for bit as the
-// warp-per-row kernel computes them.
+// warp-per-row kernel computes them. Supported: Q4_K / Q5_K / Q6_K weights of
+// at most 65535 x 64 rows (others take the warp-per-row kernels).
 inline constexpr int kMmaTileRows = 32;
 cudaError_t mma_quantized_rows(const DeviceMatrix& w, const ActQ8& a, int64_t j_begin, int64_t tiles,
                                const SplitParts& y, cudaStream_t s);
-bool mma_quantized_supported(WeightType t);
+bool mma_quantized_supported(const DeviceMatrix& w);
 
 }  // namespace folio::kernels::detail

@@ -34,6 +34,7 @@ constexpr int kWarps = 4;
 constexpr int kRowsPerWarp = 16;
 constexpr int kNTiles = kMmaTileRows / 8;
 constexpr int kOut = 4 * kNTiles;  // outputs a thread holds
+constexpr int64_t kBlockRows = kWarps * kRowsPerWarp;
 static_assert(kMmaTileRows % 8 == 0, "whole n8 tiles");
 
 // c = a · b for one m16n8k32 int8 tile (row-major A, column-major B).
@@ -237,8 +238,7 @@ template <WeightType T>
 cudaError_t launch_rows(const DeviceMatrix& w, const ActQ8& a, int64_t j_begin, int64_t tiles, const SplitParts& y,
                         cudaStream_t s) {
     const SplitLayout l = is_split(T) ? split_layout(T, w.rows, w.cols) : SplitLayout{};
-    const int64_t row_blocks = (w.rows + kWarps * kRowsPerWarp - 1) / (kWarps * kRowsPerWarp);
-    if (row_blocks > 65535) return cudaErrorInvalidValue;
+    const int64_t row_blocks = (w.rows + kBlockRows - 1) / kBlockRows;
     // grid.x at most 2^31 - 1 tiles: callers pass fewer.
     return launch_overlapped(kPdlMatmul, mma_rows_kernel<T>, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(row_blocks)),
                              dim3(kWarps * 32), s, static_cast<const uint8_t*>(w.data), l, w.rows, w.cols, a, j_begin, y);
@@ -246,12 +246,14 @@ cudaError_t launch_rows(const DeviceMatrix& w, const ActQ8& a, int64_t j_begin, 
 
 }  // namespace
 
-bool mma_quantized_supported(WeightType t) {
-    return t == WeightType::Q4_K || t == WeightType::Q5_K || t == WeightType::Q6_K;
+bool mma_quantized_supported(const DeviceMatrix& w) {
+    const bool type = w.type == WeightType::Q4_K || w.type == WeightType::Q5_K || w.type == WeightType::Q6_K;
+    return type && w.rows <= int64_t{65535} * kBlockRows;  // grid.y walks the weight rows' blocks
 }
 
 cudaError_t mma_quantized_rows(const DeviceMatrix& w, const ActQ8& a, int64_t j_begin, int64_t tiles,
                                const SplitParts& y, cudaStream_t s) {
+    if (!mma_quantized_supported(w)) return cudaErrorInvalidValue;
     switch (w.type) {
         case WeightType::Q4_K: return launch_rows<WeightType::Q4_K>(w, a, j_begin, tiles, y, s);
         case WeightType::Q5_K: return launch_rows<WeightType::Q5_K>(w, a, j_begin, tiles, y, s);
